@@ -1,0 +1,52 @@
+# civicgate — see README.md. The two commands: `make up` and `make test`.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := bin
+GOTESTFLAGS ?=
+# Every package's caddytest servers use their own admin port, so packages may run in parallel.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build up test lint vet fmt-check staticcheck services bench bench-backend bench-modules fuzz clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/civicgate ./cmd/civicgate
+	$(GO) build -o $(BIN)/recordsd ./cmd/recordsd
+
+services:
+	@scripts/services.sh all
+
+## up: build, start PostgreSQL and Redis, migrate, seed, serve (foreground; Ctrl-C stops it all).
+up: build services
+	@scripts/up.sh
+
+## test: every test, with the race detector, against real PostgreSQL and Redis (started if needed).
+test: services lint
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) tool staticcheck ./...
+
+## bench-backend: 1M bills + 200k of each other family in a separate database, latency table.
+bench-backend: build services
+	@scripts/bench-backend.sh
+
+## bench-modules: Go benchmarks of the gateway modules.
+bench-modules: services
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./modules/...
+
+bench: bench-modules
+
+clean:
+	rm -rf $(BIN)

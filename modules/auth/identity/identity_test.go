@@ -1,0 +1,78 @@
+package identity
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+var secret = []byte("0123456789abcdef0123456789abcdef")
+
+func TestSignVerifyRoundTrip(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	tok, err := Sign(secret, "key_1", "acme", "enterprise", "live", now, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Verify(secret, tok, now.Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.KeyID() != "key_1" || c.Org != "acme" || c.Tier != "enterprise" || c.Env != "live" {
+		t.Fatalf("claims = %+v", c)
+	}
+}
+
+func TestVerifyRefuses(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	good, err := Sign(secret, "key_1", "acme", "free", "live", now, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{Org: "acme", RegisteredClaims: jwt.RegisteredClaims{
+		Issuer: Issuer, Subject: "k", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)),
+	}}).SignedString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, Claims{RegisteredClaims: jwt.RegisteredClaims{
+		Issuer: Issuer, Subject: "k", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Second)),
+	}}).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		token string
+		at    time.Time
+		key   []byte
+	}{
+		"expired":   {good, now.Add(31 * time.Second), secret},
+		"forged":    {good, now, []byte("ffffffffffffffffffffffffffffffff")},
+		"tampered":  {good[:len(good)-2] + "xx", now, secret},
+		"garbage":   {"not-a-jwt", now, secret},
+		"empty":     {"", now, secret},
+		"lifetime":  {long, now, secret},
+		"alg none":  {none, now, secret},
+		"truncated": {strings.SplitN(good, ".", 2)[0], now, secret},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Verify(tc.key, tc.token, tc.at); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Verify = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestSignRefusesShortSecretAndLongTTL(t *testing.T) {
+	now := time.Now()
+	if _, err := Sign([]byte("short"), "k", "o", "t", "live", now, time.Second); !errors.Is(err, ErrSecretTooShort) {
+		t.Fatalf("short secret: %v", err)
+	}
+	if _, err := Sign(secret, "k", "o", "t", "live", now, 2*time.Minute); err == nil {
+		t.Fatal("ttl over MaxTTL accepted")
+	}
+}

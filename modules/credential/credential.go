@@ -1,0 +1,44 @@
+// Package credential carries the caller's bearer token from the authenticating
+// handler to later handlers in the same request, through the request context
+// only: never through headers, placeholders or variables, which reach logs and
+// upstreams.
+//
+// civic_auth removes the Authorization header before the request travels on
+// and stores the token here; graphql_guard reads it to refuse documents that
+// contain the token (spec §5.10). A handler used without civic_auth falls back
+// to the Authorization header itself (see BearerFromRequest).
+package credential
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+type ctxKey struct{}
+
+// WithBearer returns a copy of ctx that carries the bearer token.
+func WithBearer(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, token)
+}
+
+// Bearer returns the token stored by WithBearer.
+func Bearer(ctx context.Context) (string, bool) {
+	tok, ok := ctx.Value(ctxKey{}).(string)
+	return tok, ok && tok != ""
+}
+
+// BearerFromRequest returns the token stored in r's context, or else the
+// token of a well-formed "Authorization: Bearer <token>" header.
+func BearerFromRequest(r *http.Request) (string, bool) {
+	if tok, ok := Bearer(r.Context()); ok {
+		return tok, true
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix) {
+		tok := strings.TrimSpace(h[len(prefix):])
+		return tok, tok != ""
+	}
+	return "", false
+}
