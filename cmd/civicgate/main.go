@@ -1,11 +1,17 @@
 // Command civicgate is the civicgate gateway: a Caddy v2 build with Caddy's
-// standard modules and the civicgate modules (auth, rate limit, GraphQL guard).
+// standard modules and the civicgate modules (auth, rate limit, GraphQL guard),
+// plus the `civicgate keys` key-management commands.
 package main
 
 import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/civicgate/civicgate/modules/auth"
+	_ "github.com/civicgate/civicgate/modules/auth/keycmd"
+	_ "github.com/civicgate/civicgate/modules/gqlguard"
+	_ "github.com/civicgate/civicgate/modules/ratelimit"
 )
 
 func main() {

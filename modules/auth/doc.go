@@ -1,0 +1,2 @@
+// Package auth is being written; see its README.md.
+package auth

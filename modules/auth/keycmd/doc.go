@@ -1,0 +1,2 @@
+// Package keycmd is being written; see its README.md.
+package keycmd

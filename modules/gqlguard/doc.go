@@ -1,0 +1,2 @@
+// Package gqlguard is being written; see its README.md.
+package gqlguard

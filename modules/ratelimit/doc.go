@@ -1,0 +1,2 @@
+// Package ratelimit is being written; see its README.md.
+package ratelimit
