@@ -1,0 +1,117 @@
+package gqlguard
+
+import (
+	"errors"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+)
+
+// compiledDoc is everything the guard needs about one document, computed once
+// and cached: either a refusal (a complete HTTP 200 GraphQL error body) or the
+// facts of each operation. Nothing in it depends on the request.
+type compiledDoc struct {
+	query string
+
+	refusal        []byte // non-nil: the document is refused with this body
+	refusalOutcome string // metrics outcome of the refusal
+
+	tokens    int
+	tokenOver *ast.Position
+	strings   []string // decoded string literals (bearer token search)
+	ops       []*compiledOp
+}
+
+// compiledOp is one operation of a valid document.
+type compiledOp struct {
+	name string
+	kind ast.Operation
+	pos  *ast.Position
+	// vars carries only the variable definitions, enough for
+	// validator.VariableValues without pinning the whole document.
+	vars     *ast.OperationDefinition
+	measures opMeasures
+}
+
+// compiler turns documents into compiledDocs for one guard configuration.
+type compiler struct {
+	schema        *ast.Schema
+	rules         *rules.Rules
+	maxTokens     int
+	measureOnly   bool
+	limitArg      string
+	defaultSize   int64
+	onParse       func() // test hook: counts parses
+	introspection bool
+}
+
+func (c *compiler) compile(query string) *compiledDoc {
+	doc := &compiledDoc{query: query}
+	scan := scanTokens(query, c.maxTokens, !c.measureOnly)
+	doc.tokens, doc.tokenOver, doc.strings = scan.count, scan.over, scan.strings
+	if scan.over != nil && !c.measureOnly {
+		doc.refusal = graphqlErrorBody([]gqlError{{
+			Message:   tooManyTokensMessage(c.maxTokens),
+			Locations: locationsOf(scan.over),
+			Code:      codeTooManyTokens,
+		}})
+		doc.refusalOutcome = outcomeLimit
+		return doc
+	}
+	if c.onParse != nil {
+		c.onParse()
+	}
+	parsed, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		doc.refusal = graphqlErrorBody(fromGQLErrors(asList(err), codeParseFailed))
+		doc.refusalOutcome = outcomeParseFailed
+		return doc
+	}
+	if errs := validator.ValidateWithRules(c.schema, parsed, c.rules); len(errs) > 0 {
+		doc.refusal = graphqlErrorBody(fromGQLErrors(errs, codeValidationFailed))
+		doc.refusalOutcome = outcomeValidationFailed
+		return doc
+	}
+	w := newWalker(parsed, c.limitArg, c.defaultSize)
+	for _, op := range parsed.Operations {
+		doc.ops = append(doc.ops, &compiledOp{
+			name:     op.Name,
+			kind:     op.Operation,
+			pos:      op.Position,
+			vars:     &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
+			measures: w.measure(op),
+		})
+	}
+	return doc
+}
+
+func asList(err error) gqlerror.List {
+	var list gqlerror.List
+	if errors.As(err, &list) {
+		return list
+	}
+	var one *gqlerror.Error
+	if errors.As(err, &one) {
+		return gqlerror.List{one}
+	}
+	return gqlerror.List{gqlerror.Wrap(err)}
+}
+
+// operation selects the operation to run (GraphQL spec GetOperation).
+func (d *compiledDoc) operation(name string) (*compiledOp, error) {
+	if name == "" {
+		if len(d.ops) != 1 {
+			return nil, badRequest("Must provide operationName when the document contains several operations")
+		}
+		return d.ops[0], nil
+	}
+	for _, op := range d.ops {
+		if op.name == name {
+			return op, nil
+		}
+	}
+	return nil, badRequest("Unknown operation named %q", name)
+}

@@ -1,2 +1,0 @@
-// Package gqlguard is being written; see its README.md.
-package gqlguard

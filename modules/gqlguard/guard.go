@@ -1,0 +1,190 @@
+// Package gqlguard is the Caddy HTTP handler graphql_guard: it checks GraphQL
+// requests against a schema at the edge (DESIGN §3.6, §3.7; spec §4.1, §5.10,
+// §7) and forwards the original body untouched when they pass. It is generic:
+// the schema comes from a file and the families from configuration.
+package gqlguard
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(Guard{})
+}
+
+// Defaults (DESIGN §3.7).
+const (
+	DefaultMaxBody         = 128 << 10
+	DefaultMaxDepth        = 10
+	DefaultMaxAliases      = 30
+	DefaultMaxRootFields   = 10
+	DefaultMaxTokens       = 5000
+	DefaultMaxDirectives   = 50
+	DefaultMaxCost         = 10000
+	DefaultListSize        = 25
+	DefaultLimitArgument   = "limit"
+	DefaultEntitlements    = "{civic.families}"
+	DefaultCacheSize       = 4096
+	introspectionByDefault = true
+)
+
+// Guard is the graphql_guard HTTP handler. Zero limits take the defaults.
+type Guard struct {
+	// Schema is the path of the GraphQL SDL file (required).
+	Schema string `json:"schema,omitempty"`
+	// MaxBody is the largest accepted request body in bytes (default 128 KiB).
+	MaxBody int64 `json:"max_body,omitempty"`
+	// MaxDepth, MaxAliases, MaxRootFields, MaxTokens, MaxDirectives and
+	// MaxCost are the document limits of DESIGN §3.7.
+	MaxDepth      int64 `json:"max_depth,omitempty"`
+	MaxAliases    int64 `json:"max_aliases,omitempty"`
+	MaxRootFields int64 `json:"max_root_fields,omitempty"`
+	MaxTokens     int   `json:"max_tokens,omitempty"`
+	MaxDirectives int64 `json:"max_directives,omitempty"`
+	MaxCost       int64 `json:"max_cost,omitempty"`
+	// DefaultListSize is a list field's size when no limit argument sizes it.
+	DefaultListSize int64 `json:"default_list_size,omitempty"`
+	// LimitArgument names the argument (or input-object member) sizing a list.
+	LimitArgument string `json:"limit_argument,omitempty"`
+	// Introspection allows __schema and __type (default true). When false,
+	// validation messages carry no "Did you mean" suggestions either.
+	Introspection *bool `json:"introspection,omitempty"`
+	// MeasureOnly logs and counts limit violations instead of refusing them.
+	MeasureOnly bool `json:"measure_only,omitempty"`
+	// Entitlements is the placeholder expression for the comma-separated
+	// families the caller owns (default "{civic.families}"). When it resolves
+	// to an empty string, or no families are configured, nothing is checked.
+	Entitlements string `json:"entitlements,omitempty"`
+	// Families maps a family name to the root fields it owns.
+	Families map[string][]string `json:"families,omitempty"`
+	// CacheSize is the number of validated documents kept (default 4096;
+	// a negative value disables the cache).
+	CacheSize int `json:"cache_size,omitempty"`
+
+	schema      *loadedSchema
+	compiler    *compiler
+	cache       *docCache
+	fieldFamily map[string]string
+	metrics     *guardMetrics
+	logger      *zap.Logger
+	parses      *atomic.Int64 // documents parsed (tests: a cache hit parses nothing)
+}
+
+// CaddyModule returns the Caddy module information.
+func (Guard) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.graphql_guard",
+		New: func() caddy.Module { return new(Guard) },
+	}
+}
+
+// Provision loads and validates the schema (a caddy reload reruns it, so a
+// changed file is picked up) and prepares the cache and metrics.
+func (g *Guard) Provision(ctx caddy.Context) error {
+	g.logger = ctx.Logger()
+	g.setDefaults()
+	if g.Schema == "" {
+		return errors.New("graphql_guard: schema file is required")
+	}
+	s, err := loadSchema(g.Schema)
+	if err != nil {
+		return fmt.Errorf("graphql_guard: %w", err)
+	}
+	g.schema = s
+	g.fieldFamily = make(map[string]string)
+	names := make([]string, 0, len(g.Families))
+	for name := range g.Families {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, field := range g.Families[name] {
+			if s.schema.Query.Fields.ForName(field) == nil {
+				return fmt.Errorf("graphql_guard: family %s: root field %q is not a field of %s in %s", name, field, s.schema.Query.Name, g.Schema)
+			}
+			if other, dup := g.fieldFamily[field]; dup {
+				return fmt.Errorf("graphql_guard: root field %q is in families %s and %s", field, other, name)
+			}
+			g.fieldFamily[field] = name
+		}
+	}
+	g.parses = new(atomic.Int64)
+	g.compiler = &compiler{
+		schema:        s.schema,
+		rules:         validationRules(*g.Introspection),
+		maxTokens:     g.MaxTokens,
+		measureOnly:   g.MeasureOnly,
+		limitArg:      g.LimitArgument,
+		defaultSize:   g.DefaultListSize,
+		introspection: *g.Introspection,
+		onParse:       func() { g.parses.Add(1) },
+	}
+	g.cache = newDocCache(g.CacheSize)
+	g.metrics, err = newGuardMetrics(ctx.GetMetricsRegistry())
+	if err != nil {
+		return fmt.Errorf("graphql_guard: metrics: %w", err)
+	}
+	return nil
+}
+
+func (g *Guard) setDefaults() {
+	setDefault(&g.MaxBody, DefaultMaxBody)
+	setDefault(&g.MaxDepth, DefaultMaxDepth)
+	setDefault(&g.MaxAliases, DefaultMaxAliases)
+	setDefault(&g.MaxRootFields, DefaultMaxRootFields)
+	setDefault(&g.MaxTokens, DefaultMaxTokens)
+	setDefault(&g.MaxDirectives, DefaultMaxDirectives)
+	setDefault(&g.MaxCost, DefaultMaxCost)
+	setDefault(&g.DefaultListSize, DefaultListSize)
+	setDefault(&g.LimitArgument, DefaultLimitArgument)
+	setDefault(&g.Entitlements, DefaultEntitlements)
+	setDefault(&g.CacheSize, DefaultCacheSize)
+	if g.Introspection == nil {
+		v := introspectionByDefault
+		g.Introspection = &v
+	}
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Validate refuses limits that cannot work.
+func (g *Guard) Validate() error {
+	for name, v := range map[string]int64{
+		"max_body": g.MaxBody, "max_depth": g.MaxDepth, "max_aliases": g.MaxAliases,
+		"max_root_fields": g.MaxRootFields, "max_tokens": int64(g.MaxTokens),
+		"max_directives": g.MaxDirectives, "max_cost": g.MaxCost, "default_list_size": g.DefaultListSize,
+	} {
+		if v < 0 {
+			return fmt.Errorf("graphql_guard: %s must not be negative", name)
+		}
+	}
+	for name, fields := range g.Families {
+		if name == "" || strings.Contains(name, ",") {
+			return fmt.Errorf("graphql_guard: invalid family name %q", name)
+		}
+		if len(fields) == 0 {
+			return fmt.Errorf("graphql_guard: family %s has no root fields", name)
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Guard)(nil)
+	_ caddy.Validator             = (*Guard)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Guard)(nil)
+)

@@ -1,0 +1,221 @@
+package gqlguard
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// The limit walker (DESIGN §3.7) measures one operation with its fragments
+// expanded. Every fragment is measured once and its result reused wherever it
+// is spread, so the work is linear in the document size however often (or
+// however deeply) fragments spread each other; a fragment cycle is cut and
+// reported instead of followed. Counts saturate instead of overflowing.
+
+const saturated = math.MaxInt64 / 4
+
+func satAdd(a, b int64) int64 {
+	if s := a + b; s < saturated {
+		return s
+	}
+	return saturated
+}
+
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a >= saturated/b {
+		return saturated
+	}
+	return a * b
+}
+
+// opMeasures are an operation's variable-independent measures.
+type opMeasures struct {
+	depth      int64
+	aliases    int64
+	rootFields int64
+	directives int64
+	// rootNames are the distinct root field names, introspection fields excluded.
+	rootNames []string
+	// introspection is the first __schema/__type field reached at the root, if any.
+	introspection *ast.Position
+	cost          opCost
+}
+
+// limitRef says where a field's limit argument comes from.
+type limitRef struct {
+	kind    uint8 // limitNone, limitConst, limitVar, limitVarMember
+	value   int64
+	varName string
+	member  string // for limitVarMember: the limit member's name
+}
+
+const (
+	limitNone = iota
+	limitConst
+	limitVar       // limit: $n
+	limitVarMember // input: $in, limit is a member of $in
+)
+
+// costItem is one selection of a costSet: a field, or a fragment (inline or
+// spread) whose set merges into the enclosing one.
+type costItem struct {
+	merge  bool
+	list   bool
+	object bool
+	limit  limitRef
+	set    int32 // child set, -1 for none
+}
+
+type costSet struct {
+	items  []costItem
+	shared bool // a fragment's set: reached from several places, memoised
+}
+
+// costPlan holds the cost sets of one document (shared by its operations,
+// so every fragment is compiled once).
+// A list field costs its limit × (1 per object + its selection's cost);
+// a non-list field with a limit argument (a page such as {items, nextCursor})
+// hands that limit down to the list fields directly in its selection; a list
+// field with no limit of its own or handed down costs defaultSize.
+type costPlan struct {
+	sets        []costSet
+	defaultSize int64
+}
+
+// opCost is one operation's cost: a constant, or evaluated per request from
+// the coerced variables when a limit comes from a variable.
+type opCost struct {
+	plan    *costPlan
+	root    int32
+	dynamic bool
+	static  int64
+}
+
+// evaluate returns the operation cost for the coerced variables vars.
+func (c opCost) evaluate(vars map[string]any) int64 {
+	if !c.dynamic {
+		return c.static
+	}
+	return c.plan.cost(c.root, vars)
+}
+
+func (p *costPlan) cost(root int32, vars map[string]any) int64 {
+	memo := make([][2]int64, len(p.sets))
+	done := make([]bool, len(p.sets))
+	a, b := p.eval(root, vars, memo, done)
+	return satAdd(a, satMul(p.defaultSize, b))
+}
+
+// eval returns (A, B): the set's cost is A + size×B where size is the limit
+// handed down by the enclosing field (defaultSize when none).
+func (p *costPlan) eval(idx int32, vars map[string]any, memo [][2]int64, done []bool) (int64, int64) {
+	if idx < 0 {
+		return 0, 0
+	}
+	if done[idx] {
+		return memo[idx][0], memo[idx][1]
+	}
+	var a, b int64
+	for _, it := range p.sets[idx].items {
+		ca, cb := p.eval(it.set, vars, memo, done)
+		if it.merge {
+			a, b = satAdd(a, ca), satAdd(b, cb)
+			continue
+		}
+		var obj int64
+		if it.object {
+			obj = 1
+		}
+		l, own := it.limit.resolve(vars)
+		switch {
+		case it.list && own:
+			a = satAdd(a, satMul(l, satAdd(obj, satAdd(ca, satMul(p.defaultSize, cb)))))
+		case it.list:
+			b = satAdd(b, satAdd(obj, satAdd(ca, satMul(p.defaultSize, cb))))
+		case own:
+			a = satAdd(a, satAdd(obj, satAdd(ca, satMul(l, cb))))
+		default:
+			a = satAdd(a, satAdd(obj, satAdd(ca, satMul(p.defaultSize, cb))))
+		}
+	}
+	if p.sets[idx].shared {
+		memo[idx] = [2]int64{a, b}
+		done[idx] = true
+	}
+	return a, b
+}
+
+func (l limitRef) resolve(vars map[string]any) (int64, bool) {
+	switch l.kind {
+	case limitConst:
+		return l.value, true
+	case limitVar:
+		v, ok := vars[l.varName]
+		if !ok {
+			return 0, false
+		}
+		return toLimit(v)
+	case limitVarMember:
+		obj, ok := vars[l.varName].(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		v, ok := obj[l.member]
+		if !ok {
+			return 0, false
+		}
+		return toLimit(v)
+	}
+	return 0, false
+}
+
+// toLimit converts a coerced variable value to a non-negative limit.
+func toLimit(v any) (int64, bool) {
+	var n int64
+	switch x := v.(type) {
+	case nil:
+		return 0, false
+	case int:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	case float64:
+		if x >= float64(saturated) {
+			return saturated, true
+		}
+		n = int64(x)
+	case json.Number:
+		i, err := x.Int64()
+		if err != nil {
+			return saturated, true
+		}
+		n = i
+	default:
+		return 0, false
+	}
+	if n < 0 {
+		n = 0
+	}
+	return n, true
+}
+
+func parseLimitLiteral(raw string) int64 {
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return saturated // out-of-range literal: treat as huge
+	}
+	if n < 0 {
+		return 0
+	}
+	if n > saturated {
+		return saturated
+	}
+	return n
+}

@@ -1,0 +1,85 @@
+package gqlguard
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Request outcomes (the "outcome" label; a fixed, low-cardinality set).
+const (
+	outcomeAllowed          = "allowed"
+	outcomeMethod           = "method_not_allowed"
+	outcomeMediaType        = "unsupported_media_type"
+	outcomeTooLarge         = "body_too_large"
+	outcomeBadRequest       = "bad_request"
+	outcomeBearer           = "bearer_in_request"
+	outcomeParseFailed      = "parse_failed"
+	outcomeValidationFailed = "validation_failed"
+	outcomeOperation        = "operation_not_allowed"
+	outcomeIntrospection    = "introspection_disabled"
+	outcomeLimit            = "limit_exceeded"
+	outcomeNotEntitled      = "not_entitled"
+	outcomeInternal         = "internal_error"
+)
+
+type guardMetrics struct {
+	requests  *prometheus.CounterVec // outcome
+	measured  *prometheus.CounterVec // limit
+	cacheHits prometheus.Counter
+	cacheMiss prometheus.Counter
+}
+
+// newGuardMetrics registers the guard's collectors in reg, reusing the
+// collectors another graphql_guard of the same config registered already.
+func newGuardMetrics(reg prometheus.Registerer) (*guardMetrics, error) {
+	const ns, sub = "civicgate", "graphql_guard"
+	m := &guardMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total",
+			Help: "GraphQL requests seen by graphql_guard, by outcome.",
+		}, []string{"outcome"}),
+		measured: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "measure_only_violations_total",
+			Help: "Limit violations let through by measure_only, by limit.",
+		}, []string{"limit"}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cache_hits_total",
+			Help: "Documents found in the validated-document cache.",
+		}),
+		cacheMiss: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cache_misses_total",
+			Help: "Documents parsed and validated (not found in the cache).",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.requests, err = register(reg, m.requests); err != nil {
+		return nil, err
+	}
+	if m.measured, err = register(reg, m.measured); err != nil {
+		return nil, err
+	}
+	if m.cacheHits, err = register(reg, m.cacheHits); err != nil {
+		return nil, err
+	}
+	if m.cacheMiss, err = register(reg, m.cacheMiss); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

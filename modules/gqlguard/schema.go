@@ -1,0 +1,72 @@
+package gqlguard
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/validator/core"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+)
+
+// loadedSchema is a validated GraphQL schema with the hash that keys the
+// document cache, so a changed schema file never reuses old outcomes.
+type loadedSchema struct {
+	schema *ast.Schema
+	hash   uint64
+}
+
+// loadSchema reads and validates the schema file at path. Its error names the
+// file and, for a GraphQL error, the line and column.
+func loadSchema(path string) (*loadedSchema, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading GraphQL schema: %w", err)
+	}
+	return parseSchema(path, string(src))
+}
+
+func parseSchema(name, src string) (*loadedSchema, error) {
+	schema, err := gqlparser.LoadSchema(&ast.Source{Name: name, Input: src})
+	if err != nil {
+		var gqlErr *gqlerror.Error
+		if errors.As(err, &gqlErr) && len(gqlErr.Locations) > 0 {
+			loc := gqlErr.Locations[0]
+			return nil, fmt.Errorf("GraphQL schema %s:%d:%d: %s: %w", name, loc.Line, loc.Column, gqlErr.Message, errInvalidSchema)
+		}
+		return nil, fmt.Errorf("GraphQL schema %s: %v: %w", name, err, errInvalidSchema)
+	}
+	if schema.Query == nil {
+		return nil, fmt.Errorf("GraphQL schema %s: no Query type: %w", name, errInvalidSchema)
+	}
+	sum := sha256.Sum256([]byte(src))
+	return &loadedSchema{schema: schema, hash: binary.LittleEndian.Uint64(sum[:8])}, nil
+}
+
+var errInvalidSchema = errors.New("invalid schema")
+
+// validationRules returns gqlparser's specified rules; without introspection
+// the rules that add "Did you mean …" suggestions are swapped for their
+// suggestion-free variants so the schema cannot be mapped by probing.
+func validationRules(introspection bool) *rules.Rules {
+	r := rules.NewDefaultRules()
+	if introspection {
+		return r
+	}
+	for _, pair := range []struct{ with, without core.Rule }{
+		{rules.FieldsOnCorrectTypeRule, rules.FieldsOnCorrectTypeRuleWithoutSuggestions},
+		{rules.KnownArgumentNamesRule, rules.KnownArgumentNamesRuleWithoutSuggestions},
+		{rules.KnownTypeNamesRule, rules.KnownTypeNamesRuleWithoutSuggestions},
+		{rules.ScalarLeafsRule, rules.ScalarLeafsRuleWithoutSuggestions},
+		{rules.ValuesOfCorrectTypeRule, rules.ValuesOfCorrectTypeRuleWithoutSuggestions},
+	} {
+		r.RemoveRule(pair.with.Name)
+		r.AddRule(pair.without.Name, pair.without.RuleFunc)
+	}
+	return r
+}
