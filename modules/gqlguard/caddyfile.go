@@ -22,7 +22,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
-//	graphql_guard [<schema>] {
+//	graphql_guard [<matcher>] {
 //	    schema            <path>
 //	    max_body          <size>       # e.g. 128KiB
 //	    max_depth         <n>
@@ -41,9 +41,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
-	if d.NextArg() {
-		g.Schema = d.Val()
-	}
+	// No inline schema argument: a path would be read as a path matcher.
 	if d.NextArg() {
 		return d.ArgErr()
 	}
