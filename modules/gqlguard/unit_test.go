@@ -1,0 +1,169 @@
+package gqlguard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+)
+
+func mustParse(t testing.TB, q string) *ast.QueryDocument {
+	t.Helper()
+	doc, err := parser.ParseQuery(&ast.Source{Input: q})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return doc
+}
+
+// A chain of fragments each spreading the next twice expands to 2^n copies:
+// the walker must measure it in linear steps and saturate the counts.
+func TestWalkerExponentialFragmentsStayLinear(t *testing.T) {
+	const n = 70
+	var b strings.Builder
+	b.WriteString("{ ...F0 }\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "fragment F%d on Query { ...F%d ...F%d }\n", i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, "fragment F%d on Query { a: __typename }\n", n)
+	doc := mustParse(t, b.String())
+	w := newWalker(doc, "limit", 25)
+	m := w.measure(doc.Operations[0])
+	if m.aliases != saturated || m.rootFields != saturated {
+		t.Fatalf("aliases %d root fields %d, want saturated %d", m.aliases, m.rootFields, int64(saturated))
+	}
+	if w.steps > 4*int64(n+2) {
+		t.Fatalf("walker took %d steps for %d fragments", w.steps, n)
+	}
+}
+
+// Cycles are cut even without validation (NoFragmentCycles runs later).
+func TestWalkerCutsFragmentCycles(t *testing.T) {
+	doc := mustParse(t, "{ ...A } fragment A on Query { bills { nextCursor } ...B } fragment B on Query { ...A }")
+	w := newWalker(doc, "limit", 25)
+	m := w.measure(doc.Operations[0])
+	if !w.cycle {
+		t.Fatal("cycle not reported")
+	}
+	if m.depth != 2 || m.rootFields != 1 || len(m.rootNames) != 1 || m.rootNames[0] != "bills" {
+		t.Fatalf("measures %+v", m)
+	}
+}
+
+func TestCostPlan(t *testing.T) {
+	s, err := loadSchema("testdata/records.graphqls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &compiler{schema: s.schema, rules: validationRules(true), maxTokens: 5000, limitArg: "limit", defaultSize: 25}
+	for _, tc := range []struct {
+		query string
+		vars  map[string]any
+		want  int64
+	}{
+		{`{ bill(id: 1) { title } }`, nil, 1},
+		{`{ bills { items { id } } }`, nil, 1 + 25},
+		{`{ bills(input: {limit: 3}) { items { id sponsors { name } } } }`, nil, 1 + 3*(1+25)},
+		{`query($n: Int) { bills(input: {limit: $n}) { items { id } } }`, map[string]any{"n": int64(7)}, 1 + 7},
+		{`query($n: Int) { bills(input: {limit: $n}) { items { id } } }`, map[string]any{}, 1 + 25},
+		{`query($i: BillsInput) { bills(input: $i) { items { id } } }`, map[string]any{"i": map[string]any{"limit": int64(9)}}, 1 + 9},
+		{`{ search(q: "x", limit: 4) { ... on Bill { id } } }`, nil, 4},
+		{`{ bills(input: {limit: -5}) { items { id } } }`, nil, 1},
+		{`{ ...P } fragment P on Query { bills(input: {limit: 2}) { ...I } } fragment I on BillsPage { items { id } }`, nil, 1 + 2},
+	} {
+		doc := c.compile(tc.query)
+		if doc.refusal != nil {
+			t.Fatalf("%s: refused %s", tc.query, doc.refusal)
+		}
+		if got := doc.ops[0].measures.cost.evaluate(tc.vars); got != tc.want {
+			t.Errorf("%s %v: cost %d, want %d", tc.query, tc.vars, got, tc.want)
+		}
+	}
+}
+
+func TestCacheLRU(t *testing.T) {
+	c := newDocCache(2)
+	put := func(q string) { c.put(c.key(1, q), &compiledDoc{query: q}) }
+	get := func(q string) bool { return c.get(c.key(1, q), q) != nil }
+	put("a")
+	put("b")
+	if !get("a") { // a is now the most recent
+		t.Fatal("a missing")
+	}
+	put("c") // evicts b
+	if get("b") || !get("a") || !get("c") || c.len() != 2 {
+		t.Fatalf("LRU order wrong: b=%v a=%v c=%v len=%d", get("b"), get("a"), get("c"), c.len())
+	}
+	if c.get(c.key(2, "a"), "a") != nil {
+		t.Fatal("another schema hash must miss")
+	}
+	// A colliding key with a different text must miss.
+	if c.get(c.key(1, "a"), "not a") != nil {
+		t.Fatal("text mismatch must miss")
+	}
+}
+
+func provisioned(t testing.TB, g *Guard) *Guard {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	if g.Schema == "" {
+		g.Schema = "testdata/records.graphqls"
+	}
+	if err := g.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+type recordNext struct{ body []byte }
+
+func (n *recordNext) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	b := make([]byte, r.ContentLength)
+	if _, err := r.Body.Read(b); err != nil && len(b) > 0 {
+		return err
+	}
+	n.body = b
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// A cache hit parses nothing; a different document or operation name still works.
+func TestCacheHitDoesNotReparse(t *testing.T) {
+	g := provisioned(t, &Guard{})
+	body := `{"query":"query A { bills { nextCursor } } query B { members { nextCursor } }","operationName":"A"}`
+	for i := 0; i < 3; i++ {
+		next := &recordNext{}
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		if err := g.ServeHTTP(w, r, next); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != http.StatusNoContent || string(next.body) != body {
+			t.Fatalf("round %d: %d %q", i, w.Code, next.body)
+		}
+	}
+	if got := g.parses.Load(); got != 1 {
+		t.Fatalf("parsed %d times, want 1", got)
+	}
+}
+
+func TestProvisionRefusesUnknownFamilyField(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	g := &Guard{Schema: "testdata/records.graphqls", Families: map[string][]string{"bills": {"billz"}}}
+	err := g.Provision(ctx)
+	if err == nil || !strings.Contains(err.Error(), `root field "billz" is not a field of Query`) {
+		t.Fatalf("err = %v", err)
+	}
+}
