@@ -1,0 +1,81 @@
+package gqlguard
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+)
+
+// FuzzDecodeRequest: the decoder never panics, and whatever it accepts is a
+// single valid JSON object. Seeds: testdata/fuzz/FuzzDecodeRequest.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"query":"{ bills { nextCursor } }"}`,
+		`{"query":"query A($n: Int) { bills(input: {limit: $n}) { nextCursor } }","variables":{"n":3},"operationName":"A"}`,
+		`{"query":"{ a }","variables":null,"operationName":null,"extensions":{"persistedQuery":{"version":1}}}`,
+		`{"query":"x","query":"y"}`,
+		`{"query":1}`, `[]`, `{`, `{"query":"\ud800"}`, "{\"query\":\"\xff\"}", `{"query":"q"} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeRequest(body)
+		if err != nil {
+			if _, ok := err.(*requestError); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(body, &obj); err != nil {
+			t.Fatalf("accepted a non-object: %v", err)
+		}
+		if q, ok := obj["query"].(string); !ok || q != req.Query {
+			t.Fatalf("query %q, decoded %q", obj["query"], req.Query)
+		}
+	})
+}
+
+// FuzzLimits: the token scanner, parser, validator and limit walker never
+// panic, and the walker's work is linear in the document's tokens however
+// fragments spread each other. Seeds: testdata/fuzz/FuzzLimits.
+func FuzzLimits(f *testing.F) {
+	for _, s := range []string{
+		`{ bills(input: {limit: 10}) { items { id sponsors { name } } nextCursor } }`,
+		`query Q($n: Int, $i: BillsInput) { a: bills(input: {limit: $n}) { items { id } } b: bills(input: $i) { nextCursor } }`,
+		`{ ...A } fragment A on Query { ...B ...B } fragment B on Query { ...C ...C } fragment C on Query { t: __typename }`,
+		`{ ...A } fragment A on Query { ...A }`,
+		`query __schema { __schema { types { fields { type { ofType { name } } } } } }`,
+		`{ bills { ... on BillsPage { items { ... on Bill { ...X } } } } } fragment X on Bill { sponsors { terms { congress } } }`,
+		`mutation { noop }`, `{`, `"""`, `{ a(b: "\u0041") }`,
+	} {
+		f.Add(s)
+	}
+	s, err := loadSchema("testdata/records.graphqls")
+	if err != nil {
+		f.Fatal(err)
+	}
+	c := &compiler{schema: s.schema, rules: validationRules(false), maxTokens: 5000, measureOnly: true, limitArg: "limit", defaultSize: 25}
+	f.Fuzz(func(t *testing.T, query string) {
+		scan := scanTokens(query, 5000, false)
+		if doc, err := parser.ParseQuery(&ast.Source{Input: query}); err == nil {
+			w := newWalker(doc, "limit", 25)
+			for _, op := range doc.Operations {
+				m := w.measure(op)
+				_ = m.cost.evaluate(map[string]any{"n": int64(1000)})
+			}
+			if limit := 2*int64(scan.count) + 2; w.steps > limit {
+				t.Fatalf("walker took %d steps for %d tokens", w.steps, scan.count)
+			}
+		}
+		doc := c.compile(query)
+		for _, op := range doc.ops {
+			_ = op.measures.cost.evaluate(nil)
+		}
+	})
+}
