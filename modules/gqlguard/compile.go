@@ -6,8 +6,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator"
-	"github.com/vektah/gqlparser/v2/validator/rules"
+	"github.com/vektah/gqlparser/v2/validator/core"
 )
 
 // compiledDoc is everything the guard needs about one document, computed once
@@ -39,7 +38,7 @@ type compiledOp struct {
 // compiler turns documents into compiledDocs for one guard configuration.
 type compiler struct {
 	schema        *ast.Schema
-	rules         *rules.Rules
+	rules         []core.Rule
 	maxTokens     int
 	measureOnly   bool
 	limitArg      string
@@ -70,7 +69,17 @@ func (c *compiler) compile(query string) *compiledDoc {
 		doc.refusalOutcome = outcomeParseFailed
 		return doc
 	}
-	if errs := validator.ValidateWithRules(c.schema, parsed, c.rules); len(errs) > 0 {
+	if _, ok := validationWork(parsed, workBudget(doc.tokens)); !ok {
+		// A safety valve for the gateway itself: refused in measure_only too.
+		doc.refusal = graphqlErrorBody([]gqlError{{
+			Message:   msgTooComplexToValidate,
+			Locations: []location{{Line: 1, Column: 1}},
+			Code:      codeTooComplexToValidate,
+		}})
+		doc.refusalOutcome = outcomeLimit
+		return doc
+	}
+	if errs := validate(c.schema, parsed, c.rules); len(errs) > 0 {
 		doc.refusal = graphqlErrorBody(fromGQLErrors(errs, codeValidationFailed))
 		doc.refusalOutcome = outcomeValidationFailed
 		return doc

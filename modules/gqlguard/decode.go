@@ -62,40 +62,37 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 			return req, badRequest("Request body has duplicate key %q", key)
 		}
 		seen[key] = true
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		var v any
+		if err := dec.Decode(&v); err != nil {
 			return req, invalidJSON(err)
 		}
 		switch key {
 		case "query":
-			if err := json.Unmarshal(raw, &req.Query); err != nil || raw[0] != '"' {
+			q, ok := v.(string)
+			if !ok {
 				return req, badRequest(`"query" must be a string`)
 			}
-			hasQuery = true
+			req.Query, hasQuery = q, true
 		case "variables":
-			switch raw[0] {
-			case 'n':
-			case '{':
-				vd := json.NewDecoder(bytes.NewReader(raw))
-				vd.UseNumber()
-				if err := vd.Decode(&req.Variables); err != nil {
-					return req, invalidJSON(err)
-				}
+			switch x := v.(type) {
+			case nil:
+			case map[string]any:
+				req.Variables = x
 			default:
 				return req, badRequest(`"variables" must be an object or null`)
 			}
 		case "operationName":
-			switch raw[0] {
-			case 'n':
-			case '"':
-				if err := json.Unmarshal(raw, &req.OperationName); err != nil {
-					return req, invalidJSON(err)
-				}
+			switch x := v.(type) {
+			case nil:
+			case string:
+				req.OperationName = x
 			default:
 				return req, badRequest(`"operationName" must be a string or null`)
 			}
 		case "extensions":
-			if raw[0] != 'n' && raw[0] != '{' {
+			switch v.(type) {
+			case nil, map[string]any:
+			default:
 				return req, badRequest(`"extensions" must be an object or null`)
 			}
 		default:
@@ -105,7 +102,7 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return req, invalidJSON(err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
 		return req, badRequest("Request body must contain a single JSON object")
 	}
 	if !hasQuery {

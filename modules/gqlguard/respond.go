@@ -22,6 +22,8 @@ const (
 	codeTooManyTokens        = "TOO_MANY_TOKENS"
 	codeTooManyDirectives    = "TOO_MANY_DIRECTIVES"
 	codeTooCostly            = "QUERY_TOO_COMPLEX"
+	codeTooComplexToValidate = "DOCUMENT_TOO_COMPLEX"
+	msgTooComplexToValidate  = "Document is too complex to validate"
 	msgMethodNotAllowed      = "Method not allowed: use POST"
 	msgUnsupportedMediaType  = "Unsupported content type: use application/json"
 	msgBodyTooLarge          = "Request body too large"

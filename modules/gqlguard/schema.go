@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/validator"
 	"github.com/vektah/gqlparser/v2/validator/core"
 	"github.com/vektah/gqlparser/v2/validator/rules"
 )
@@ -50,10 +52,39 @@ func parseSchema(name, src string) (*loadedSchema, error) {
 
 var errInvalidSchema = errors.New("invalid schema")
 
-// validationRules returns gqlparser's specified rules; without introspection
-// the rules that add "Did you mean …" suggestions are swapped for their
-// suggestion-free variants so the schema cannot be mapped by probing.
-func validationRules(introspection bool) *rules.Rules {
+// validationRules returns gqlparser's specified rules, sorted by name as
+// gqlparser runs them; without introspection the rules that add "Did you
+// mean …" suggestions are swapped for their suggestion-free variants so the
+// schema cannot be mapped by probing. The list is built once per handler
+// (validator.ValidateWithRules re-sorts its rule map on every call).
+func validationRules(introspection bool) []core.Rule {
+	inner := ruleSet(introspection).GetInner()
+	list := make([]core.Rule, 0, len(inner))
+	for name, fn := range inner {
+		list = append(list, core.Rule{Name: name, RuleFunc: fn})
+	}
+	sort.Sort(core.NameSorter(list))
+	return list
+}
+
+// validate runs the rules over doc and returns every error found.
+func validate(schema *ast.Schema, doc *ast.QueryDocument, list []core.Rule) gqlerror.List {
+	var errs gqlerror.List
+	observers := &core.Events{}
+	for _, rule := range list {
+		rule.RuleFunc(observers, func(options ...core.ErrorOption) {
+			err := &gqlerror.Error{Rule: rule.Name}
+			for _, o := range options {
+				o(err)
+			}
+			errs = append(errs, err)
+		})
+	}
+	validator.Walk(schema, doc, observers)
+	return errs
+}
+
+func ruleSet(introspection bool) *rules.Rules {
 	r := rules.NewDefaultRules()
 	if introspection {
 		return r

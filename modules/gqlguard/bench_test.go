@@ -1,0 +1,130 @@
+package gqlguard
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
+)
+
+const benchBillsQuery = `query Bills($congress: Int, $cursor: String) {
+  bills(input: {congress: $congress, type: "hr", cursor: $cursor, limit: 50}) {
+    items { id congress type number title introducedDate latestAction { date text } sponsors { bioguideId name party state } }
+    nextCursor
+  }
+}`
+
+func benchCompiler(b *testing.B) *compiler {
+	s, err := loadSchema("testdata/records.graphqls")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &compiler{schema: s.schema, rules: validationRules(true), maxTokens: DefaultMaxTokens, limitArg: "limit", defaultSize: DefaultListSize}
+}
+
+// Baseline: gqlparser's own parse + validate of the same document.
+func BenchmarkBaselineGqlparserParseValidate(b *testing.B) {
+	c := benchCompiler(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		doc, err := parser.ParseQuery(&ast.Source{Input: benchBillsQuery})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if errs := validator.ValidateWithRules(c.schema, doc, ruleSet(true)); len(errs) > 0 {
+			b.Fatal(errs)
+		}
+	}
+}
+
+// Uncached: token scan + parse + validate + limit walk of a typical bills query.
+func BenchmarkCompileBillsQueryUncached(b *testing.B) {
+	c := benchCompiler(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if doc := c.compile(benchBillsQuery); doc.refusal != nil {
+			b.Fatal(string(doc.refusal))
+		}
+	}
+}
+
+// Cache hit: hash the query and find its compiled document (0 allocs).
+func BenchmarkCacheHit(b *testing.B) {
+	c := benchCompiler(b)
+	cache := newDocCache(DefaultCacheSize)
+	cache.put(cache.key(42, benchBillsQuery), c.compile(benchBillsQuery))
+	b.ReportAllocs()
+	for b.Loop() {
+		if cache.get(cache.key(42, benchBillsQuery), benchBillsQuery) == nil {
+			b.Fatal("miss")
+		}
+	}
+}
+
+func benchServe(b *testing.B, g *Guard, body []byte, wantStatus int) {
+	b.Helper()
+	next := &recordNext{}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		if err := g.ServeHTTP(w, r, next); err != nil {
+			b.Fatal(err)
+		}
+		if w.Code != wantStatus {
+			b.Fatalf("status %d: %s", w.Code, w.Body.String())
+		}
+	}
+}
+
+// The whole handler on a cache hit: decode the body, coerce variables,
+// check limits, forward.
+func BenchmarkServeBillsQueryCached(b *testing.B) {
+	g := provisioned(b, &Guard{})
+	body := []byte(`{"query":` + jsonString(benchBillsQuery) + `,"variables":{"congress":118,"cursor":null},"operationName":"Bills"}`)
+	benchServe(b, g, body, http.StatusNoContent)
+}
+
+// Hostile 100 KiB documents through the whole handler, cache disabled so
+// every iteration pays the full price.
+func BenchmarkHostile100KiB(b *testing.B) {
+	const size = 100 << 10
+	fill := func(prefix, unit, suffix string) string {
+		n := (size - len(prefix) - len(suffix)) / len(unit)
+		return prefix + strings.Repeat(unit, n) + suffix
+	}
+	for _, tc := range []struct{ name, query string }{
+		{"alias_flood", fill("{ ", "a: __typename ", "}")},
+		{"nested_braces", fill("", "{", "")},
+		{"fragment_fanout", "{ ...F0 } " + fill("", "fragment F0 on Query { ...F0 ...F0 } ", "")},
+		{"fragment_chain", "{ ...F0 } " + fragmentChain(size)},
+	} {
+		body := []byte(`{"query":` + jsonString(tc.query) + `}`)
+		b.Run(tc.name, func(b *testing.B) {
+			benchServe(b, provisioned(b, &Guard{CacheSize: -1}), body, http.StatusOK)
+		})
+		// measure_only lifts the token limit: the whole document is parsed,
+		// validated and walked, which shows the rest of the path is linear too.
+		b.Run(tc.name+"/measure_only", func(b *testing.B) {
+			benchServe(b, provisioned(b, &Guard{CacheSize: -1, MeasureOnly: true}), body, http.StatusOK)
+		})
+	}
+}
+
+// fragmentChain writes fragments F0…Fn, each spreading the next twice (2^n
+// expansions), filling about size bytes.
+func fragmentChain(size int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < size-64; i++ {
+		fmt.Fprintf(&b, "fragment F%d on Query { ...F%d ...F%d } ", i, i+1, i+1)
+	}
+	return b.String()
+}
