@@ -66,6 +66,7 @@ type call struct {
 	ctype   string // "" = application/json; "-" = none
 	headers map[string]string
 	body    string
+	chunked bool // no Content-Length: the guard must stop reading at the limit
 }
 
 func (s *server) do(t *testing.T, c call) (*http.Response, string) {
@@ -74,7 +75,11 @@ func (s *server) do(t *testing.T, c call) (*http.Response, string) {
 	if method == "" {
 		method = http.MethodPost
 	}
-	req, err := http.NewRequest(method, s.base+c.path, strings.NewReader(c.body))
+	var reader io.Reader = strings.NewReader(c.body)
+	if c.chunked {
+		reader = struct{ io.Reader }{reader} // hides the length
+	}
+	req, err := http.NewRequest(method, s.base+c.path, reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +212,10 @@ func TestGuardOutcomes(t *testing.T) {
 			`{"errors":[{"message":"Unsupported content type: use application/json"}]}`, nil},
 		{"body too large", call{path: "/small", body: bigBody}, 413,
 			`{"errors":[{"message":"Request body too large"}]}`, nil},
+		{"chunked body too large", call{path: "/small", body: bigBody, chunked: true}, 413,
+			`{"errors":[{"message":"Request body too large"}]}`, nil},
+		{"chunked body within the limit", call{path: "/small", body: q("{ bills { nextCursor } }"), chunked: true}, 200,
+			forwarded("", "", 1, q("{ bills { nextCursor } }")), nil},
 		{"empty body", call{path: "/g", body: ""}, 400,
 			`{"errors":[{"message":"Request body is empty"}]}`, nil},
 		{"bad JSON", call{path: "/g", body: `{"query": "{ bills { nextCursor } }"`}, 400,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 )
@@ -166,4 +167,66 @@ func TestProvisionRefusesUnknownFamilyField(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `root field "billz" is not a field of Query`) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+func TestMetricsCountOutcomes(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	g := &Guard{Schema: "testdata/records.graphqls", MaxDepth: 1, MeasureOnly: true}
+	if err := g.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A second guard in the same config shares the collectors.
+	g2 := &Guard{Schema: "testdata/records.graphqls"}
+	if err := g2.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send := func(g *Guard, method, body string) {
+		r := httptest.NewRequest(method, "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		if err := g.ServeHTTP(httptest.NewRecorder(), r, &recordNext{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(g, http.MethodGet, "")
+	send(g2, http.MethodGet, "")
+	send(g, http.MethodPost, `{"query":"{ bills { nextCursor } }"}`)
+	send(g, http.MethodPost, `{"query":"{ bills { nextCursor } "}`)
+	reg := ctx.GetMetricsRegistry()
+	for _, tc := range []struct {
+		name, label, value string
+		want               float64
+	}{
+		{"civicgate_graphql_guard_requests_total", "outcome", outcomeMethod, 2},
+		{"civicgate_graphql_guard_requests_total", "outcome", outcomeAllowed, 1},
+		{"civicgate_graphql_guard_requests_total", "outcome", outcomeParseFailed, 1},
+		{"civicgate_graphql_guard_measure_only_violations_total", "limit", codeTooDeep, 1},
+	} {
+		if got := counterValue(t, reg, tc.name, tc.label, tc.value); got != tc.want {
+			t.Errorf("%s{%s=%q} = %v, want %v", tc.name, tc.label, tc.value, got, tc.want)
+		}
+	}
+}
+
+func counterValue(t *testing.T, reg interface {
+	Gather() ([]*dto.MetricFamily, error)
+}, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
