@@ -30,7 +30,7 @@ type cacheNode struct {
 const maxCachedQuery = 16 << 10
 
 func newDocCache(size int) *docCache {
-	c := &docCache{seed: maphash.MakeSeed(), max: size, m: make(map[cacheKey]*cacheNode, size)}
+	c := &docCache{seed: maphash.MakeSeed(), max: size, m: make(map[cacheKey]*cacheNode, max(size, 0))}
 	c.head.prev, c.head.next = &c.head, &c.head
 	return c
 }
