@@ -1,0 +1,44 @@
+package migrations_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestApplyIsIdempotentAndTracked(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	all, err := migrations.All()
+	if err != nil || len(all) == 0 {
+		t.Fatalf("All: %v %d", err, len(all))
+	}
+	first, err := migrations.Apply(ctx, pool)
+	if err != nil {
+		t.Fatalf("first Apply: %v", err)
+	}
+	if len(first) != len(all) {
+		t.Fatalf("first Apply applied %v, want %d migrations", first, len(all))
+	}
+	second, err := migrations.Apply(ctx, pool)
+	if err != nil || len(second) != 0 {
+		t.Fatalf("second Apply = %v, %v; want nothing applied", second, err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(all) {
+		t.Fatalf("schema_migrations rows = %d (%v), want %d", n, err, len(all))
+	}
+	for _, table := range []string{"bills", "members", "member_terms", "regulatory_filings", "federal_budget_lines", "lobbying_disclosures"} {
+		var ok bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok); err != nil || !ok {
+			t.Errorf("table %s missing (%v)", table, err)
+		}
+	}
+}
