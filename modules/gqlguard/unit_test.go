@@ -230,3 +230,39 @@ func counterValue(t *testing.T, reg interface {
 	}
 	return 0
 }
+
+// Per-request checks still run on a cache hit: the escaped bearer token in a
+// cached document's string literal, and variable coercion.
+func TestCacheHitStillChecksRequest(t *testing.T) {
+	g := provisioned(t, &Guard{})
+	const token = "cg_test_abcdefghijklmnopqrstuvwxyz012345"
+	query := `query($n: Int) { bills(input: {q: "\\u0063` + token[1:] + `", limit: $n}) { items { id } nextCursor } }`
+	send := func(vars string, auth bool) (int, string) {
+		body := `{"query":"` + strings.ReplaceAll(query, `"`, `\"`) + `","variables":` + vars + `}`
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		if auth {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		w := httptest.NewRecorder()
+		if err := g.ServeHTTP(w, r, &recordNext{}); err != nil {
+			t.Fatal(err)
+		}
+		return w.Code, w.Body.String()
+	}
+	if code, body := send(`{"n":5}`, false); code != http.StatusNoContent {
+		t.Fatalf("first: %d %s", code, body)
+	}
+	if code, body := send(`{"n":5}`, true); code != 400 || body != `{"errors":[{"message":"Request must not contain the bearer token"}]}` {
+		t.Fatalf("escaped token on a hit: %d %s", code, body)
+	}
+	if code, body := send(`{"n":"x"}`, false); code != 400 || !strings.Contains(body, `Variable \"$n\" is invalid`) {
+		t.Fatalf("bad variable on a hit: %d %s", code, body)
+	}
+	if code, body := send(`{"n":100000}`, false); code != 200 || !strings.Contains(body, "QUERY_TOO_COMPLEX") {
+		t.Fatalf("cost from variables on a hit: %d %s", code, body)
+	}
+	if got := g.parses.Load(); got != 1 {
+		t.Fatalf("parsed %d times, want 1", got)
+	}
+}
