@@ -1,0 +1,59 @@
+package records
+
+import "testing"
+
+func TestNormalizeSearch(t *testing.T) {
+	for in, want := range map[string]string{
+		"H.R. 2882":          "hr2882",
+		"HR 2882":            "hr2882",
+		"hr2882":             "hr2882",
+		"S. 12 climate":      "s12 climate",
+		"H.J.Res. 7":         "hjres7",
+		"H. Con. Res. 3":     "hconres3",
+		"clean water act":    "clean water act",
+		"veterans H.Res.101": "veterans hres101",
+	} {
+		if got := NormalizeSearch(in); got != want {
+			t.Errorf("NormalizeSearch(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in   *int
+		want int
+		ok   bool
+	}{{nil, 25, true}, {ptr(1), 1, true}, {ptr(100), 100, true}, {ptr(0), 0, false}, {ptr(101), 0, false}, {ptr(-5), 0, false}} {
+		got, err := Limit(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("Limit(%v) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestValidateBudgets(t *testing.T) {
+	bad := []FederalBudgetsInput{
+		{Dataset: DatasetOutlays, BureauCode: ptr("05")},
+		{Dataset: DatasetAppropriations, Month: ptr("2025-01")},
+		{Dataset: DatasetOutlays, Month: ptr("2025-13")},
+		{Dataset: DatasetOutlays, Month: ptr("2025-1")},
+		{Dataset: "OTHER"},
+	}
+	for _, in := range bad {
+		if err := ValidateBudgets(in); err == nil {
+			t.Errorf("ValidateBudgets(%+v) accepted", in)
+		}
+	}
+	good := []FederalBudgetsInput{{Dataset: DatasetOutlays, Month: ptr("2025-01")}, {Dataset: DatasetAppropriations, BureauCode: ptr("05")}}
+	for _, in := range good {
+		if err := ValidateBudgets(in); err != nil {
+			t.Errorf("ValidateBudgets(%+v) = %v", in, err)
+		}
+	}
+	if ValidateMembers(MembersInput{Chamber: ptr("House")}) == nil || ValidateMembers(MembersInput{Chamber: ptr("senate")}) != nil {
+		t.Error("ValidateMembers chamber check wrong")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
