@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/civicgate/civicgate/backend/records"
+	"github.com/civicgate/civicgate/backend/store"
+)
+
+// ParseBillsQuery turns GET /bills query parameters (congress, type, q, cursor, limit) into a BillsInput.
+// Unknown or repeated parameters, a non-integer congress or limit, and a limit outside 1..100 are
+// *records.InputError naming the parameter. The cursor is checked by the store.
+func ParseBillsQuery(v url.Values) (records.BillsInput, error) {
+	var in records.BillsInput
+	for name, vals := range v {
+		if len(vals) != 1 {
+			return in, &records.InputError{Field: name, Message: fmt.Sprintf("parameter %q must be given once", name)}
+		}
+		val := vals[0]
+		switch name {
+		case "congress":
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return in, &records.InputError{Field: name, Message: "parameter \"congress\" must be an integer"}
+			}
+			in.Congress = &n
+		case "limit":
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return in, &records.InputError{Field: name, Message: fmt.Sprintf("parameter \"limit\" must be an integer between 1 and %d", records.MaxLimit)}
+			}
+			if _, err := records.Limit(&n); err != nil {
+				return in, &records.InputError{Field: name, Message: fmt.Sprintf("parameter \"limit\" must be between 1 and %d", records.MaxLimit)}
+			}
+			in.Limit = &n
+		case "type":
+			in.Type = &val
+		case "q":
+			in.Q = &val
+		case "cursor":
+			in.Cursor = &val
+		default:
+			return in, &records.InputError{Field: name, Message: fmt.Sprintf("unknown parameter %q", name)}
+		}
+	}
+	return in, nil
+}
+
+func (s *Server) bills(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeErrors(w, http.StatusMethodNotAllowed, "Use GET")
+		return
+	}
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeErrors(w, http.StatusBadRequest, "malformed query string")
+		return
+	}
+	in, err := ParseBillsQuery(vals)
+	if err != nil {
+		writeErrors(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx, cancel := contextWithTimeout(r, s.cfg.QueryTimeout)
+	defer cancel()
+	page, err := s.cfg.Store.Bills(ctx, in)
+	if err != nil {
+		if ie, ok := store.IsInputError(err); ok {
+			writeErrors(w, http.StatusBadRequest, fmt.Sprintf("parameter %q: %s", ie.Field, ie.Message))
+			return
+		}
+		s.log.Error("GET /bills fault", "cause", safeCause(err))
+		writeInternalError(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}

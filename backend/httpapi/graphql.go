@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/civicgate/civicgate/backend/graph"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// faultKey marks, per request, that execution hit a server fault; the response then becomes a 500.
+type faultKey struct{}
+
+func markFault(ctx context.Context) {
+	if f, ok := ctx.Value(faultKey{}).(*atomic.Bool); ok {
+		f.Store(true)
+	}
+}
+
+// presentError keeps BAD_USER_INPUT errors and marks everything else as a server fault (logged, never sent).
+func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
+	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
+	if graph.IsUserError(gqlErr) {
+		return gqlErr
+	}
+	markFault(ctx)
+	s.log.Error("graphql resolver fault", "path", gqlErr.Path.String(), "cause", safeCause(err))
+	return &gqlerror.Error{Message: "internal error", Path: gqlErr.Path}
+}
+
+func (s *Server) recoverPanic(ctx context.Context, v any) error {
+	markFault(ctx)
+	s.log.Error("panic in resolver", "panic", panicString(v))
+	return errors.New("internal error")
+}
+
+// graphqlRequest is the POST body (spec §4.1); members are checked for type by hand.
+type graphqlRequest struct {
+	Query         json.RawMessage `json:"query"`
+	Variables     json.RawMessage `json:"variables"`
+	OperationName json.RawMessage `json:"operationName"`
+	Extensions    json.RawMessage `json:"extensions"`
+}
+
+// decodeGraphQLRequest parses body into RawParams or returns the 400 message.
+func decodeGraphQLRequest(body []byte) (*graphql.RawParams, string) {
+	var req graphqlRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		return nil, "Request body is not valid JSON"
+	}
+	if dec.More() {
+		return nil, "Request body must be a single JSON object"
+	}
+	p := &graphql.RawParams{}
+	if len(req.Query) == 0 || json.Unmarshal(req.Query, &p.Query) != nil || isNull(req.Query) {
+		return nil, "Request body must have a string member \"query\""
+	}
+	if len(req.Variables) > 0 && !isNull(req.Variables) {
+		if json.Unmarshal(req.Variables, &p.Variables) != nil || p.Variables == nil {
+			return nil, "\"variables\" must be a JSON object"
+		}
+	}
+	if len(req.OperationName) > 0 && !isNull(req.OperationName) {
+		if json.Unmarshal(req.OperationName, &p.OperationName) != nil {
+			return nil, "\"operationName\" must be a string"
+		}
+	}
+	return p, ""
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeErrors(w, http.StatusMethodNotAllowed, "GraphQL requests must use POST")
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && mt != "application/graphql-response+json") {
+			writeErrors(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeErrors(w, http.StatusRequestEntityTooLarge, "Request body too large")
+			return
+		}
+		writeErrors(w, http.StatusBadRequest, "Could not read request body")
+		return
+	}
+	params, msg := decodeGraphQLRequest(body)
+	if params == nil {
+		writeErrors(w, http.StatusBadRequest, msg)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
+	defer cancel()
+	fault := new(atomic.Bool)
+	ctx = context.WithValue(ctx, faultKey{}, fault)
+	ctx = graphql.StartOperationTrace(ctx)
+	params.ReadTime = graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}
+
+	rc, errs := s.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		if m, ok := requestError(errs); ok {
+			writeErrors(w, http.StatusBadRequest, m)
+			return
+		}
+		// Parse and validation errors: 200 with data null (DESIGN §3.6).
+		resp := s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		s.writeResponse(w, resp)
+		return
+	}
+	responses, ctx := s.exec.DispatchOperation(ctx, rc)
+	resp := responses(ctx)
+	if fault.Load() || resp == nil {
+		writeInternalError(w)
+		return
+	}
+	s.writeResponse(w, resp)
+}
+
+// requestError reports errors that DESIGN §3.6 answers with 400: operationName not in the document and
+// variables that do not coerce.
+func requestError(errs gqlerror.List) (string, bool) {
+	for _, e := range errs {
+		if len(e.Path) > 0 && e.Path[0] == ast.PathName("variable") {
+			return e.Message, true
+		}
+		if len(e.Locations) == 0 && len(e.Path) == 0 && isOperationNotFound(e.Message) {
+			return e.Message, true
+		}
+	}
+	return "", false
+}
+
+func isOperationNotFound(msg string) bool {
+	return len(msg) > len("operation ") && msg[:len("operation ")] == "operation " &&
+		bytes.HasSuffix([]byte(msg), []byte(" not found"))
+}
+
+func (s *Server) writeResponse(w http.ResponseWriter, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		s.log.Error("encode graphql response", "cause", err.Error())
+		writeInternalError(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,164 @@
+// Package httpapi is recordsd's HTTP surface: POST /graphql (with the error policy of DESIGN §3.6),
+// GET /bills, GET /healthz, and the gateway-identity requirement (DESIGN §3.5).
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/civicgate/civicgate/backend/graph"
+	"github.com/civicgate/civicgate/backend/store"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// Config configures a Server.
+type Config struct {
+	Store *store.Store
+	// IdentitySecret verifies X-Civic-Identity (≥ 32 bytes) unless DevInsecureNoIdentity.
+	IdentitySecret []byte
+	// DevInsecureNoIdentity serves requests without a gateway identity (explicit dev mode only).
+	DevInsecureNoIdentity bool
+	// QueryTimeout bounds one request's database work (default 10 s).
+	QueryTimeout time.Duration
+	// MaxBodyBytes bounds a /graphql body (default 1 MiB).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+	// Now is the clock for identity expiry (default time.Now).
+	Now func() time.Time
+}
+
+// Server serves recordsd's HTTP API.
+type Server struct {
+	cfg  Config
+	exec *executor.Executor
+	log  *slog.Logger
+}
+
+// New validates cfg and builds a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("httpapi: no store")
+	}
+	if !cfg.DevInsecureNoIdentity && len(cfg.IdentitySecret) < 32 {
+		return nil, errors.New("httpapi: identity secret must be at least 32 bytes (or use dev mode without identity)")
+	}
+	if cfg.QueryTimeout <= 0 {
+		cfg.QueryTimeout = 10 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.exec = executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: &graph.Resolver{Store: cfg.Store}}))
+	s.exec.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	s.exec.SetErrorPresenter(s.presentError)
+	s.exec.SetRecoverFunc(s.recoverPanic)
+	return s, nil
+}
+
+// Handler returns the routed handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", s.healthz)
+	mux.Handle("/graphql", s.requireIdentity(http.HandlerFunc(s.graphql)))
+	mux.Handle("/bills", s.requireIdentity(http.HandlerFunc(s.bills)))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody{Error: "Not Found"})
+	})
+	return s.recoverHTTP(mux)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		s.log.Warn("healthz: database unavailable", "cause", safeCause(err))
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "Database unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// recoverHTTP turns a panic outside gqlgen's execution into the opaque 500.
+func (s *Server) recoverHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "path", r.URL.Path, "panic", panicString(v))
+				writeInternalError(w)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+type message struct {
+	Message string `json:"message"`
+}
+
+type errorsBody struct {
+	Errors []message `json:"errors"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"Internal Server Error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeInternalError(w http.ResponseWriter) {
+	writeJSON(w, http.StatusInternalServerError, errorBody{Error: "Internal Server Error"})
+}
+
+func writeErrors(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorsBody{Errors: []message{{Message: msg}}})
+}
+
+// safeCause describes err for logs without SQL text or values: PostgreSQL errors are reduced to their
+// SQLSTATE, everything else is our own wrapped message.
+func safeCause(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return "postgres error SQLSTATE " + pgErr.Code
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "deadline exceeded: " + err.Error()
+	}
+	return err.Error()
+}
+
+func panicString(v any) string {
+	if err, ok := v.(error); ok {
+		return safeCause(err)
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return "non-error panic value"
+}
+

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/civicgate/civicgate/backend/records"
+	"github.com/jackc/pgx/v5"
+)
+
+var billsKeyset = keyset{family: "bills", cols: "(sort_date, id)", casts: []string{"date", "text"}, op: "<"}
+
+var billColumns = `id, congress, type, number, official_title, ` + date("introduced_date") + `,
+	member_name, member_bioguide_id, member_by_congress_key, committee_names, source_url, ` + ts("last_synced_at")
+
+func scanBill(row pgx.Row, b *records.Bill, extra ...any) error {
+	dst := append([]any{&b.ID, &b.Congress, &b.Type, &b.Number, &b.OfficialTitle, &b.IntroducedDate,
+		&b.MemberName, &b.MemberBioguideID, &b.MemberByCongressKey, &b.CommitteeNames, &b.SourceURL, &b.LastSyncedAt}, extra...)
+	return row.Scan(dst...)
+}
+
+// billsFilter is the normalised filter set a bills cursor is bound to.
+type billsFilter struct {
+	Congress *int    `json:"c,omitempty"`
+	Type     *string `json:"t,omitempty"`
+	Q        *string `json:"q,omitempty"`
+}
+
+// Bills returns one page of bills, newest introduced first (NULL dates last), then id descending.
+func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.BillsPage, error) {
+	f := billsFilter{Congress: in.Congress, Type: in.Type, Q: in.Q}
+	binding := billsBinding(f)
+	q := &query{where: []string{"deleted_at IS NULL"}}
+	if in.Congress != nil {
+		q.cond("congress = %s", *in.Congress)
+	}
+	if in.Type != nil {
+		q.cond("type = %s", *in.Type)
+	}
+	if in.Q != nil {
+		q.cond("search @@ websearch_to_tsquery('english', %s)", records.NormalizeSearch(*in.Q))
+	}
+	limit, err := s.page(q, billsKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
+	if err != nil {
+		return records.BillsPage{}, err
+	}
+	sql := "SELECT " + billColumns + ", sort_date::text FROM bills" + q.whereSQL() +
+		" ORDER BY sort_date DESC, id DESC LIMIT " + q.arg(limit+1)
+	rows, err := s.pool.Query(ctx, sql, q.args...)
+	if err != nil {
+		return records.BillsPage{}, fmt.Errorf("store: bills query: %w", err)
+	}
+	return collect(s, rows, limit, binding, func(r pgx.Rows) (records.Bill, []string, error) {
+		var b records.Bill
+		var sortDate string
+		if err := scanBill(r, &b, &sortDate); err != nil {
+			return b, nil, fmt.Errorf("store: scan bill: %w", err)
+		}
+		return b, []string{sortDate, b.ID}, nil
+	})
+}
+
+func billsBinding(f billsFilter) string { return bindingOf(billsKeyset.family, f) }
+
+// Bill returns one bill by id, or nil when it is unknown or deleted.
+func (s *Store) Bill(ctx context.Context, id string) (*records.Bill, error) {
+	var b records.Bill
+	err := scanBill(s.pool.QueryRow(ctx, "SELECT "+billColumns+" FROM bills WHERE id = $1 AND deleted_at IS NULL", id), &b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: bill: %w", err)
+	}
+	return &b, nil
+}

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/civicgate/civicgate/backend/records"
+	"github.com/jackc/pgx/v5"
+)
+
+var membersKeyset = keyset{family: "members", cols: "(m.name, m.member_id)", casts: []string{"text", "text"}, op: ">"}
+
+type membersFilter struct {
+	State    *string `json:"s,omitempty"`
+	Chamber  *string `json:"ch,omitempty"`
+	Congress *int    `json:"c,omitempty"`
+}
+
+// Members returns one page of members ordered by name, then member_id. congress and chamber together
+// must match one term.
+func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.MembersPage, error) {
+	if err := records.ValidateMembers(in); err != nil {
+		return records.MembersPage{}, err
+	}
+	binding := bindingOf(membersKeyset.family, membersFilter{State: in.State, Chamber: in.Chamber, Congress: in.Congress})
+	q := &query{where: []string{"m.deleted_at IS NULL"}}
+	if in.State != nil {
+		q.cond("m.state = %s", *in.State)
+	}
+	switch {
+	case in.Congress != nil && in.Chamber != nil:
+		q.cond("EXISTS (SELECT 1 FROM member_terms t WHERE t.member_id = m.member_id AND t.congress = %s AND t.chamber = %s)", *in.Congress, *in.Chamber)
+	case in.Congress != nil:
+		q.cond("EXISTS (SELECT 1 FROM member_terms t WHERE t.member_id = m.member_id AND t.congress = %s)", *in.Congress)
+	case in.Chamber != nil:
+		q.cond("EXISTS (SELECT 1 FROM member_terms t WHERE t.member_id = m.member_id AND t.chamber = %s)", *in.Chamber)
+	}
+	limit, err := s.page(q, membersKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
+	if err != nil {
+		return records.MembersPage{}, err
+	}
+	sql := "SELECT m.member_id, m.bioguide_id, m.name, m.state FROM members m" + q.whereSQL() +
+		" ORDER BY m.name, m.member_id LIMIT " + q.arg(limit+1)
+	rows, err := s.pool.Query(ctx, sql, q.args...)
+	if err != nil {
+		return records.MembersPage{}, fmt.Errorf("store: members query: %w", err)
+	}
+	page, err := collect(s, rows, limit, binding, func(r pgx.Rows) (records.Member, []string, error) {
+		var m records.Member
+		if err := r.Scan(&m.MemberID, &m.BioguideID, &m.Name, &m.State); err != nil {
+			return m, nil, fmt.Errorf("store: scan member: %w", err)
+		}
+		m.Terms = []records.MemberTerm{}
+		return m, []string{m.Name, m.MemberID}, nil
+	})
+	if err != nil || len(page.Items) == 0 {
+		return page, err
+	}
+	return page, s.loadTerms(ctx, page.Items)
+}
+
+// loadTerms fills the terms of members with one query.
+func (s *Store) loadTerms(ctx context.Context, members []records.Member) error {
+	ids := make([]string, len(members))
+	index := make(map[string]int, len(members))
+	for i, m := range members {
+		ids[i] = m.MemberID
+		index[m.MemberID] = i
+	}
+	rows, err := s.pool.Query(ctx, `SELECT member_id, congress, chamber, party FROM member_terms
+		WHERE member_id = ANY($1) ORDER BY member_id, congress, chamber`, ids)
+	if err != nil {
+		return fmt.Errorf("store: member terms query: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var t records.MemberTerm
+		if err := rows.Scan(&id, &t.Congress, &t.Chamber, &t.Party); err != nil {
+			return fmt.Errorf("store: scan member term: %w", err)
+		}
+		i := index[id]
+		members[i].Terms = append(members[i].Terms, t)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: read member terms: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/civicgate/civicgate/backend/cursor"
+	"github.com/civicgate/civicgate/backend/httpapi"
+	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/store"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func openPool(ctx context.Context) (*pgxpool.Pool, error) {
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		return nil, errors.New("DATABASE_URL is not set")
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL DSN") // never echo the DSN
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	return pool, nil
+}
+
+func runMigrate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := openPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := migrations.Apply(ctx, pool)
+	if err != nil {
+		return err
+	}
+	slog.Info("migrations applied", "versions", applied)
+	return nil
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	listen := fs.String("listen", envOr("RECORDSD_LISTEN", "127.0.0.1:8081"), "listen address (env RECORDSD_LISTEN)")
+	dev := fs.Bool("dev-insecure-no-identity", false, "serve without requiring X-Civic-Identity (development only)")
+	timeout := fs.Duration("query-timeout", 10*time.Second, "per-request database time budget")
+	migrate := fs.Bool("migrate", false, "apply migrations before serving")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	codec, err := cursor.New([]byte(os.Getenv("RECORDSD_CURSOR_SECRET")))
+	if err != nil {
+		return fmt.Errorf("RECORDSD_CURSOR_SECRET: %w", err)
+	}
+	idSecret := []byte(os.Getenv("CIVIC_IDENTITY_SECRET"))
+	if *dev {
+		slog.Warn("--dev-insecure-no-identity: requests are served WITHOUT a gateway identity")
+	} else if len(idSecret) < 32 {
+		return errors.New("CIVIC_IDENTITY_SECRET must be set (≥ 32 bytes), or pass --dev-insecure-no-identity")
+	}
+	pool, err := openPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if *migrate {
+		if _, err := migrations.Apply(ctx, pool); err != nil {
+			return err
+		}
+	}
+	api, err := httpapi.New(httpapi.Config{
+		Store:                 store.New(pool, codec),
+		IdentitySecret:        idSecret,
+		DevInsecureNoIdentity: *dev,
+		QueryTimeout:          *timeout,
+		Logger:                slog.Default(),
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      *timeout + 10*time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	slog.Info("recordsd serving", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}
