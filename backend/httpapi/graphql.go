@@ -31,6 +31,10 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	if graph.IsUserError(gqlErr) {
 		return gqlErr
 	}
+	if isArgumentError(gqlErr) {
+		gqlErr.Extensions = map[string]any{"code": graph.CodeBadUserInput}
+		return gqlErr
+	}
 	markFault(ctx)
 	s.log.Error("graphql resolver fault", "path", gqlErr.Path.String(), "cause", safeCause(err))
 	return &gqlerror.Error{Message: "internal error", Path: gqlErr.Path}
@@ -65,7 +69,9 @@ func decodeGraphQLRequest(body []byte) (*graphql.RawParams, string) {
 		return nil, "Request body must have a string member \"query\""
 	}
 	if len(req.Variables) > 0 && !isNull(req.Variables) {
-		if json.Unmarshal(req.Variables, &p.Variables) != nil || p.Variables == nil {
+		vd := json.NewDecoder(bytes.NewReader(req.Variables))
+		vd.UseNumber() // as gqlgen's own transport: Int and Float variables arrive as json.Number
+		if vd.Decode(&p.Variables) != nil || p.Variables == nil {
 			return nil, "\"variables\" must be a JSON object"
 		}
 	}
@@ -165,4 +171,15 @@ func (s *Server) writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+}
+
+// isArgumentError reports errors raised while unmarshalling a root field's arguments (path
+// [field, argument, …]), e.g. a variable number that is not an integer: client mistakes. Resolver errors
+// carry the path [field] only.
+func isArgumentError(e *gqlerror.Error) bool {
+	if len(e.Path) < 2 {
+		return false
+	}
+	arg, ok := e.Path[1].(ast.PathName)
+	return ok && (arg == "input" || arg == "id")
 }

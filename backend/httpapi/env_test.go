@@ -1,0 +1,188 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/backend/cursor"
+	"github.com/civicgate/civicgate/backend/httpapi"
+	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/store"
+	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var (
+	cursorSecret   = []byte("cursor-secret-cursor-secret-0123")
+	identitySecret = []byte("identity-secret-identity-secret-")
+)
+
+// env is one recordsd instance on a throwaway database.
+type env struct {
+	t    *testing.T
+	pool *pgxpool.Pool
+	srv  *httptest.Server
+	logs *lockedWriter
+}
+
+type envOpts struct {
+	dsn          string // default: a fresh database
+	queryTimeout time.Duration
+}
+
+func newEnv(t *testing.T, opts envOpts) *env {
+	t.Helper()
+	ctx := context.Background()
+	dsn := opts.dsn
+	if dsn == "" {
+		dsn = testenv.Postgres(t)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := migrations.Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	codec, err := cursor.New(cursorSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedWriter{}
+	api, err := httpapi.New(httpapi.Config{
+		Store:          store.New(pool, codec),
+		IdentitySecret: identitySecret,
+		QueryTimeout:   opts.queryTimeout,
+		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("recordsd log:\n%s", logs.String())
+		}
+	})
+	return &env{t: t, pool: pool, srv: srv, logs: logs}
+}
+
+func (e *env) exec(sql string, args ...any) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(context.Background(), sql, args...); err != nil {
+		e.t.Fatalf("exec %q: %v", sql, err)
+	}
+}
+
+func token(t *testing.T) string {
+	t.Helper()
+	tok, err := identity.Sign(identitySecret, "key1", "org1", "paid_beta", "test", time.Now(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// do sends a request with a valid identity and returns status and body.
+func (e *env) do(method, path string, body []byte, hdr map[string]string) (int, []byte, http.Header) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set(identity.Header, token(e.t))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
+}
+
+type gqlResponse struct {
+	Data   map[string]json.RawMessage `json:"data"`
+	Errors []struct {
+		Message    string         `json:"message"`
+		Path       []any          `json:"path"`
+		Extensions map[string]any `json:"extensions"`
+	} `json:"errors"`
+}
+
+// gql posts a GraphQL request and decodes the 200 response.
+func (e *env) gql(query string, vars map[string]any) gqlResponse {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	status, b, _ := e.do(http.MethodPost, "/graphql", body, nil)
+	if status != http.StatusOK {
+		e.t.Fatalf("POST /graphql = %d %s", status, b)
+	}
+	var r gqlResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		e.t.Fatalf("decode %s: %v", b, err)
+	}
+	return r
+}
+
+type page struct {
+	Items      []map[string]any `json:"items"`
+	NextCursor *string          `json:"nextCursor"`
+}
+
+// list runs a root list field and fails on any error.
+func (e *env) list(field, query string, vars map[string]any) page {
+	e.t.Helper()
+	r := e.gql(query, vars)
+	if len(r.Errors) > 0 {
+		e.t.Fatalf("%s: errors %+v", field, r.Errors)
+	}
+	var p page
+	if err := json.Unmarshal(r.Data[field], &p); err != nil {
+		e.t.Fatalf("decode %s: %v", field, err)
+	}
+	return p
+}
+
+func ids(p page, key string) []string {
+	out := make([]string, 0, len(p.Items))
+	for _, it := range p.Items {
+		out = append(out, it[key].(string))
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	return c
+}
+
+func (e *env) getBills(params url.Values) (int, []byte) {
+	e.t.Helper()
+	status, b, _ := e.do(http.MethodGet, "/bills?"+params.Encode(), nil, nil)
+	return status, b
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
