@@ -266,3 +266,34 @@ func TestCacheHitStillChecksRequest(t *testing.T) {
 		t.Fatalf("parsed %d times, want 1", got)
 	}
 }
+
+// With introspection off no validation message suggests names (fields,
+// arguments, types, enum values, leaf selections).
+func TestNoSuggestionsWithoutIntrospection(t *testing.T) {
+	s, err := loadSchema("testdata/records.graphqls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`{ bills { nextCursr } }`,
+		`{ bills(inptu: {limit: 1}) { nextCursor } }`,
+		`query($i: BillInput) { bills(input: $i) { nextCursor } }`,
+		`{ regulatoryFilings(input: {type: RUEL}) { nextCursor } }`,
+		`{ bills { items } }`,
+	} {
+		for _, introspection := range []bool{true, false} {
+			c := &compiler{schema: s.schema, rules: validationRules(introspection), maxTokens: 5000, limitArg: "limit", defaultSize: 25}
+			doc := c.compile(q)
+			if doc.refusal == nil {
+				t.Fatalf("%s: not refused", q)
+			}
+			suggests := strings.Contains(string(doc.refusal), "Did you mean")
+			if !introspection && suggests {
+				t.Errorf("introspection off, %s: %s", q, doc.refusal)
+			}
+			if introspection && !suggests && strings.Contains(q, "Cursr") {
+				t.Errorf("introspection on, %s: expected a suggestion: %s", q, doc.refusal)
+			}
+		}
+	}
+}
