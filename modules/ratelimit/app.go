@@ -1,0 +1,187 @@
+package ratelimit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+	caddy.RegisterModule(Handler{})
+}
+
+// limiters holds the live limiters by configuration, so a `caddy reload`
+// with the same store configuration keeps every key's state (and Redis
+// connections), while a changed one starts fresh.
+var limiters = caddy.NewUsagePool()
+
+// App is the civic_rate_limit global option: the store shared by every
+// civic_rate_limit handler (Redis client, circuit breaker, local state).
+// With no redis/addrs configured it is an in-memory store.
+type App struct {
+	// Redis URL (redis://, rediss://, unix://), usually {env.REDIS_URL}.
+	Redis string `json:"redis,omitempty"`
+	// Addresses for Sentinel (with master_name) or Cluster (several addrs).
+	Addrs      []string `json:"addrs,omitempty"`
+	MasterName string   `json:"master_name,omitempty"`
+	Username   string   `json:"username,omitempty"`
+	Password   string   `json:"password,omitempty"`
+	// Prefix of every Redis key (default "civicgate:rl:").
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// Per-call Redis timeout (default and maximum 50ms).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// local (default) | open | closed.
+	OnStoreError string `json:"on_store_error,omitempty"`
+	// Share of a key's quota leased per Redis round trip (default 0.02, max 0.05, 0 = off).
+	Lease *float64 `json:"lease,omitempty"`
+	// Consecutive failures that open the circuit breaker (default 3).
+	BreakerFailures int `json:"breaker_failures,omitempty"`
+	// How long the breaker stays open before a probe (default 1s).
+	BreakerCooldown caddy.Duration `json:"breaker_cooldown,omitempty"`
+	// Bound on keys held in memory (default 1,000,000).
+	MaxKeys int `json:"max_keys,omitempty"`
+
+	limiter *limiter
+	poolKey string
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "civic_rate_limit", New: func() caddy.Module { return new(App) }}
+}
+
+// Provision validates the configuration and loads (or shares) the limiter.
+func (a *App) Provision(ctx caddy.Context) error {
+	repl := caddy.NewReplacer()
+	url := repl.ReplaceKnown(a.Redis, "")
+	password := repl.ReplaceKnown(a.Password, "")
+	if a.Redis != "" && url == "" {
+		return fmt.Errorf("civic_rate_limit: redis %q resolved to an empty URL", a.Redis)
+	}
+	if url != "" && len(a.Addrs) > 0 {
+		return fmt.Errorf("civic_rate_limit: use either redis or addrs, not both")
+	}
+	if a.KeyPrefix == "" {
+		a.KeyPrefix = "civicgate:rl:"
+	}
+	timeout := time.Duration(a.Timeout)
+	if timeout == 0 {
+		timeout = 50 * time.Millisecond
+	}
+	if timeout < 0 || timeout > 50*time.Millisecond {
+		return fmt.Errorf("civic_rate_limit: timeout %s must be in (0, 50ms]", timeout)
+	}
+	if a.OnStoreError == "" {
+		a.OnStoreError = modeLocal
+	}
+	switch a.OnStoreError {
+	case modeLocal, modeOpen, modeClosed:
+	default:
+		return fmt.Errorf("civic_rate_limit: on_store_error %q: want local, open or closed", a.OnStoreError)
+	}
+	share := 0.02
+	if a.Lease != nil {
+		share = *a.Lease
+	}
+	if share < 0 || share > 0.05 {
+		return fmt.Errorf("civic_rate_limit: lease %v must be in [0, 0.05]", share)
+	}
+	failures := a.BreakerFailures
+	if failures == 0 {
+		failures = 3
+	}
+	cooldown := time.Duration(a.BreakerCooldown)
+	if cooldown == 0 {
+		cooldown = time.Second
+	}
+	if failures < 1 || cooldown < 0 {
+		return fmt.Errorf("civic_rate_limit: breaker settings must be positive")
+	}
+	maxKeys := a.MaxKeys
+	if maxKeys == 0 {
+		maxKeys = 1_000_000
+	}
+	if maxKeys < 0 {
+		return fmt.Errorf("civic_rate_limit: max_keys must be positive")
+	}
+	var opts *redis.UniversalOptions
+	switch {
+	case url != "":
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			// the URL may hold a password: do not echo it
+			return fmt.Errorf("civic_rate_limit: redis URL does not parse")
+		}
+		opts = &redis.UniversalOptions{Addrs: []string{o.Addr}, DB: o.DB, Username: o.Username,
+			Password: o.Password, TLSConfig: o.TLSConfig, Protocol: o.Protocol}
+	case len(a.Addrs) > 0:
+		opts = &redis.UniversalOptions{Addrs: a.Addrs, MasterName: a.MasterName}
+	}
+	if opts != nil {
+		if a.Username != "" {
+			opts.Username = a.Username
+		}
+		if password != "" {
+			opts.Password = password
+		}
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+		opts.MaxRetries = -1 // one try per decision; the breaker handles outages
+		opts.ContextTimeoutEnabled = true
+	}
+	a.poolKey = fmt.Sprintf("%q|%q|%q|%q|%q|%s|%s|%v|%d|%s|%d", url, a.Addrs, a.MasterName, a.Username,
+		password, a.KeyPrefix, timeout, share, failures, cooldown, maxKeys) + "|" + a.OnStoreError
+	val, _, err := limiters.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
+		l := &limiter{
+			prefix:   a.KeyPrefix,
+			timeout:  timeout,
+			mode:     a.OnStoreError,
+			share:    share,
+			memory:   newMemoryStore(maxKeys),
+			local:    newLocalCache(maxKeys),
+			breaker:  breaker{threshold: int64(failures), cooldown: cooldown},
+			clock:    time.Now,
+			maxLease: 1000,
+		}
+		if opts != nil {
+			l.redis = redis.NewUniversalClient(opts)
+		}
+		return l, nil
+	})
+	if err != nil {
+		return fmt.Errorf("civic_rate_limit: %w", err)
+	}
+	a.limiter = val.(*limiter)
+	m, err := newMetrics(ctx.GetMetricsRegistry())
+	if err != nil {
+		return fmt.Errorf("civic_rate_limit: metrics: %w", err)
+	}
+	a.limiter.metrics.Store(m)
+	a.limiter.logger.Store(ctx.Logger())
+	return nil
+}
+
+// Start is a no-op: the Redis client connects lazily.
+func (a *App) Start() error { return nil }
+
+// Stop is a no-op: the limiter outlives the config until Cleanup.
+func (a *App) Stop() error { return nil }
+
+// Cleanup releases this configuration's use of the limiter.
+func (a *App) Cleanup() error {
+	if a.poolKey == "" {
+		return nil
+	}
+	_, err := limiters.Delete(a.poolKey)
+	return err
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+	_ caddy.Destructor   = (*limiter)(nil)
+)

@@ -1,2 +1,0 @@
-// Package ratelimit is being written; see its README.md.
-package ratelimit

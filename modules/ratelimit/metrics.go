@@ -1,0 +1,67 @@
+package ratelimit
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the limiter's Prometheus collectors (low cardinality: never a
+// key or key id as a label).
+type metrics struct {
+	decisions   *prometheus.CounterVec // outcome = allowed | refused
+	allowed     prometheus.Counter
+	refused     prometheus.Counter
+	storeErrors prometheus.Counter
+	redisCalls  prometheus.Counter
+}
+
+// newMetrics registers the collectors in reg (nil: unregistered), reusing
+// collectors an earlier configuration registered.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns, sub = "civicgate", "ratelimit"
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "decisions_total",
+		Help: "Rate-limit decisions, by outcome (allowed, refused).",
+	}, []string{"outcome"})
+	storeErrors := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "store_errors_total",
+		Help: "Failed calls to the Redis rate-limit store.",
+	})
+	redisCalls := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "redis_calls_total",
+		Help: "Round trips to the Redis rate-limit store.",
+	})
+	if reg != nil {
+		var err error
+		if decisions, err = register(reg, decisions); err != nil {
+			return nil, err
+		}
+		if storeErrors, err = register(reg, storeErrors); err != nil {
+			return nil, err
+		}
+		if redisCalls, err = register(reg, redisCalls); err != nil {
+			return nil, err
+		}
+	}
+	return &metrics{
+		decisions:   decisions,
+		allowed:     decisions.WithLabelValues("allowed"),
+		refused:     decisions.WithLabelValues("refused"),
+		storeErrors: storeErrors,
+		redisCalls:  redisCalls,
+	}, nil
+}
+
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
