@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sort"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ var (
 
 // env is one recordsd instance on a throwaway database.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	pool *pgxpool.Pool
 	srv  *httptest.Server
 	logs *lockedWriter
@@ -40,7 +39,7 @@ type envOpts struct {
 	queryTimeout time.Duration
 }
 
-func newEnv(t *testing.T, opts envOpts) *env {
+func newEnv(t testing.TB, opts envOpts) *env {
 	t.Helper()
 	ctx := context.Background()
 	dsn := opts.dsn
@@ -86,7 +85,7 @@ func (e *env) exec(sql string, args ...any) {
 	}
 }
 
-func token(t *testing.T) string {
+func token(t testing.TB) string {
 	t.Helper()
 	tok, err := identity.Sign(identitySecret, "key1", "org1", "paid_beta", "test", time.Now(), 30*time.Second)
 	if err != nil {
@@ -173,11 +172,6 @@ func ids(p page, key string) []string {
 	return out
 }
 
-func sorted(s []string) []string {
-	c := append([]string(nil), s...)
-	sort.Strings(c)
-	return c
-}
 
 func (e *env) getBills(params url.Values) (int, []byte) {
 	e.t.Helper()
@@ -186,3 +180,5 @@ func (e *env) getBills(params url.Values) (int, []byte) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func bg() context.Context { return context.Background() }

@@ -161,4 +161,3 @@ func panicString(v any) string {
 	}
 	return "non-error panic value"
 }
-

@@ -57,3 +57,15 @@ func TestValidateBudgets(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestValidateText(t *testing.T) {
+	if err := ValidateText(BillsInput{Q: ptr("ok text")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []any{BillsInput{Q: ptr("a\x00b")}, BillsInput{Type: ptr("\xff")}, LobbyingDisclosuresInput{ClientName: ptr(string(make([]byte, MaxTextLen+1)))}, FederalBudgetsInput{Dataset: "\x00"}} {
+		err := ValidateText(in)
+		if ie, ok := err.(*InputError); !ok || ie.Field == "" {
+			t.Errorf("ValidateText(%+v) = %v", in, err)
+		}
+	}
+}

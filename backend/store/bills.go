@@ -29,6 +29,9 @@ type billsFilter struct {
 
 // Bills returns one page of bills, newest introduced first (NULL dates last), then id descending.
 func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.BillsPage, error) {
+	if err := records.ValidateText(in); err != nil {
+		return records.BillsPage{}, err
+	}
 	f := billsFilter{Congress: in.Congress, Type: in.Type, Q: in.Q}
 	binding := billsBinding(f)
 	q := &query{where: []string{"deleted_at IS NULL"}}
@@ -65,6 +68,11 @@ func billsBinding(f billsFilter) string { return bindingOf(billsKeyset.family, f
 
 // Bill returns one bill by id, or nil when it is unknown or deleted.
 func (s *Store) Bill(ctx context.Context, id string) (*records.Bill, error) {
+	if records.ValidateText(struct {
+		ID string `json:"id"`
+	}{id}) != nil {
+		return nil, nil // no bill has such an id
+	}
 	var b records.Bill
 	err := scanBill(s.pool.QueryRow(ctx, "SELECT "+billColumns+" FROM bills WHERE id = $1 AND deleted_at IS NULL", id), &b)
 	if errors.Is(err, pgx.ErrNoRows) {

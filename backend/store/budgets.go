@@ -27,6 +27,9 @@ var budgetColumns = `id, dataset, fiscal_year, congress, month, ` + date("record
 
 // FederalBudgets returns one page of budget lines of one dataset, newest fiscal year, then month, first.
 func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInput) (records.FederalBudgetsPage, error) {
+	if err := records.ValidateText(in); err != nil {
+		return records.FederalBudgetsPage{}, err
+	}
 	if err := records.ValidateBudgets(in); err != nil {
 		return records.FederalBudgetsPage{}, err
 	}

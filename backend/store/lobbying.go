@@ -29,6 +29,9 @@ var lobbyingColumns = `id, filing_type, filing_type_display, filing_year, filing
 
 // LobbyingDisclosures returns one page of lobbying filings, newest posted first (unposted last).
 func (s *Store) LobbyingDisclosures(ctx context.Context, in records.LobbyingDisclosuresInput) (records.LobbyingDisclosuresPage, error) {
+	if err := records.ValidateText(in); err != nil {
+		return records.LobbyingDisclosuresPage{}, err
+	}
 	binding := bindingOf(lobbyingKeyset.family, lobbyingFilter{in.RegistrantName, in.RegistrantID, in.ClientName,
 		in.ClientID, in.LobbyistName, in.FilingYear, in.FilingPeriod, in.IssueArea, in.AgencyActedOn})
 	q := &query{where: []string{"deleted_at IS NULL"}}

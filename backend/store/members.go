@@ -19,6 +19,9 @@ type membersFilter struct {
 // Members returns one page of members ordered by name, then member_id. congress and chamber together
 // must match one term.
 func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.MembersPage, error) {
+	if err := records.ValidateText(in); err != nil {
+		return records.MembersPage{}, err
+	}
 	if err := records.ValidateMembers(in); err != nil {
 		return records.MembersPage{}, err
 	}

@@ -26,6 +26,9 @@ var regulatoryColumns = `id, document_number, type, subtype, title, abstract, ac
 
 // RegulatoryFilings returns one page of Federal Register documents, newest publication first.
 func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFilingsInput) (records.RegulatoryFilingsPage, error) {
+	if err := records.ValidateText(in); err != nil {
+		return records.RegulatoryFilingsPage{}, err
+	}
 	binding := bindingOf(regulatoryKeyset.family, regulatoryFilter{in.AgencyID, in.AgencyName, in.Type, in.FilingYear, in.FilingPeriod, in.RIN, in.DocketID})
 	q := &query{where: []string{"deleted_at IS NULL"}}
 	if in.AgencyID != nil {
