@@ -182,3 +182,5 @@ func (e *env) getBills(params url.Values) (int, []byte) {
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func bg() context.Context { return context.Background() }
+
+func slogTo(w *lockedWriter) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

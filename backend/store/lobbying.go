@@ -25,7 +25,7 @@ type lobbyingFilter struct {
 var lobbyingColumns = `id, filing_type, filing_type_display, filing_year, filing_period, registrant_id, registrant_name,
 	client_id, client_name, client_description, income, expenses, ` + ts("posted_at") + `, ` + date("termination_date") + `,
 	issue_areas, lobbyist_names, agencies_acted_on, activities, document_url, source_url, ` + ts("last_synced_at") + `,
-	to_char(sort_posted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), sort_posted_at = '-infinity'`
+	CASE WHEN posted_at IS NULL THEN '-infinity' ELSE to_char(sort_posted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END`
 
 // LobbyingDisclosures returns one page of lobbying filings, newest posted first (unposted last).
 func (s *Store) LobbyingDisclosures(ctx context.Context, in records.LobbyingDisclosuresInput) (records.LobbyingDisclosuresPage, error) {
@@ -75,16 +75,12 @@ func (s *Store) LobbyingDisclosures(ctx context.Context, in records.LobbyingDisc
 	return collect(s, rows, limit, binding, func(r pgx.Rows) (records.LobbyingDisclosure, []string, error) {
 		var d records.LobbyingDisclosure
 		var sortKey string
-		var unposted bool
 		err := r.Scan(&d.ID, &d.FilingType, &d.FilingTypeDisplay, &d.FilingYear, &d.FilingPeriod, &d.RegistrantID,
 			&d.RegistrantName, &d.ClientID, &d.ClientName, &d.ClientDescription, &d.Income, &d.Expenses, &d.PostedAt,
 			&d.TerminationDate, &d.IssueAreas, &d.LobbyistNames, &d.AgenciesActedOn, &d.Activities, &d.DocumentURL,
-			&d.SourceURL, &d.LastSyncedAt, &sortKey, &unposted)
+			&d.SourceURL, &d.LastSyncedAt, &sortKey)
 		if err != nil {
 			return d, nil, fmt.Errorf("store: scan lobbying disclosure: %w", err)
-		}
-		if unposted {
-			sortKey = "-infinity"
 		}
 		if d.Activities == nil {
 			d.Activities = []records.LobbyingActivity{}
