@@ -172,7 +172,6 @@ func ids(p page, key string) []string {
 	return out
 }
 
-
 func (e *env) getBills(params url.Values) (int, []byte) {
 	e.t.Helper()
 	status, b, _ := e.do(http.MethodGet, "/bills?"+params.Encode(), nil, nil)
