@@ -86,13 +86,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 		rt = &parsed
 	}
-	policy := sfString(repl.ReplaceAll(h.Policy, ""))
+	name := repl.ReplaceAll(h.Policy, "")
+	if name == "" {
+		name = "default"
+	}
+	policy := sfString(name)
 	hdr := w.Header()
 	hdr.Set("RateLimit-Policy", policy+";q="+strconv.FormatInt(rt.quota, 10)+";w="+strconv.FormatInt(ceilDiv(rt.window.Microseconds(), 1e6), 10))
 
 	// the rate is part of the store key: a rate changed by reload starts from
 	// a full quota instead of reinterpreting the old state; policies are isolated
-	storeKey := policy + ":" + strconv.FormatInt(rt.quota, 10) + "/" + strconv.FormatInt(rt.window.Milliseconds(), 10) + ":" + key
+	storeKey := name + ":" + strconv.FormatInt(rt.quota, 10) + "/" + strconv.FormatInt(rt.window.Milliseconds(), 10) + ":" + key
 	d, err := h.limiter.take(r.Context(), storeKey, *rt)
 	m := h.limiter.metrics.Load()
 	if err != nil {

@@ -1,0 +1,293 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// adminPort is this package's caddytest admin port (common rules).
+const adminPort = 2992
+
+type gateway struct {
+	tester *caddytest.Tester
+	base   string
+	port   int
+}
+
+// caddyfile renders a config whose global civic_rate_limit block is global
+// ("" = none) and whose site is routes.
+func renderConfig(port int, global, routes string) string {
+	g := ""
+	if global != "" {
+		g = "civic_rate_limit {\n" + global + "\n}"
+	}
+	return fmt.Sprintf(`{
+	skip_install_trust
+	admin localhost:%d
+	http_port %d
+	grace_period 1ns
+	auto_https off
+	%s
+}
+http://localhost:%d {
+%s
+}
+`, adminPort, port, g, port, routes)
+}
+
+func startGateway(t *testing.T, global, routes string) *gateway {
+	t.Helper()
+	port := testenv.FreePort(t)
+	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort, TestRequestTimeout: 20 * time.Second})
+	tester.InitServer(renderConfig(port, global, routes), "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+	return &gateway{tester: tester, base: fmt.Sprintf("http://localhost:%d", port), port: port}
+}
+
+func (g *gateway) reload(t *testing.T, global, routes string) {
+	t.Helper()
+	g.tester.InitServer(renderConfig(g.port, global, routes), "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+type reply struct {
+	status                    int
+	body                      string
+	policy, limit, retryAfter string
+	ctype                     string
+}
+
+func (g *gateway) get(t *testing.T, path, key, tier string) reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, g.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Key", key)
+	req.Header.Set("X-Tier", tier)
+	resp, err := g.tester.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, string(body), resp.Header.Get("RateLimit-Policy"), resp.Header.Get("RateLimit"),
+		resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type")}
+}
+
+func redisGlobal(url, prefix, extra string) string {
+	return fmt.Sprintf("redis %s\nkey_prefix %s\nbreaker_cooldown 100ms\n%s", url, prefix, extra)
+}
+
+func limitRoute(rate string) string {
+	return fmt.Sprintf(`route /a {
+	civic_rate_limit {
+		key {http.request.header.X-Key}
+		rate %s
+		policy {http.request.header.X-Tier}
+	}
+	respond "ok" 200
+}`, rate)
+}
+
+func wantRefused(t *testing.T, r reply, policy, quotaHdr string, retry int) {
+	t.Helper()
+	want := reply{429, `{"error":"Rate limit exceeded"}`, quotaHdr, fmt.Sprintf(`"%s";r=0;t=%d`, policy, retry), fmt.Sprint(retry), "application/json"}
+	if r != want {
+		t.Fatalf("refusal:\n got %+v\nwant %+v", r, want)
+	}
+}
+
+// TestQuotaThen429 (Redis): exactly the quota passes with exact headers, then
+// 429 with the exact body and headers; keys and tiers are isolated.
+func TestQuotaThen429(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	g := startGateway(t, redisGlobal("redis://"+testenv.RedisAddr(), prefix, ""), limitRoute("5/m"))
+	const pol = `"gold";q=5;w=60`
+	for i := 1; i <= 5; i++ {
+		r := g.get(t, "/a", "k1", "gold")
+		want := reply{200, "ok", pol, fmt.Sprintf(`"gold";r=%d;t=%d`, 5-i, 12*i), "", r.ctype}
+		if r != want {
+			t.Fatalf("request %d:\n got %+v\nwant %+v", i, r, want)
+		}
+	}
+	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, 12)
+	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, 12) // denied requests are not counted
+	if r := g.get(t, "/a", "k2", "gold"); r.status != 200 || r.limit != `"gold";r=4;t=12` {
+		t.Fatalf("other key not isolated: %+v", r)
+	}
+	if r := g.get(t, "/a", "k1", "silver"); r.status != 200 || r.limit != `"silver";r=4;t=12` {
+		t.Fatalf("other tier not isolated: %+v", r)
+	}
+	if r := g.get(t, "/a", "k1", ""); r.status != 200 || r.policy != `"default";q=5;w=60` {
+		t.Fatalf("empty policy: %+v", r)
+	}
+}
+
+// TestRetryAfterHonoured: sooner than Retry-After is refused, at Retry-After
+// it is allowed.
+func TestRetryAfterHonoured(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	g := startGateway(t, redisGlobal("redis://"+testenv.RedisAddr(), prefix, ""), limitRoute("1/2s"))
+	if r := g.get(t, "/a", "k", "t"); r.status != 200 {
+		t.Fatalf("first: %+v", r)
+	}
+	refused := time.Now()
+	r := g.get(t, "/a", "k", "t")
+	wantRefused(t, r, "t", `"t";q=1;w=2`, 2)
+	time.Sleep(time.Until(refused.Add(time.Second))) // half the Retry-After
+	if r := g.get(t, "/a", "k", "t"); r.status != 429 || r.retryAfter != "1" {
+		t.Fatalf("sooner than Retry-After: %+v", r)
+	}
+	time.Sleep(time.Until(refused.Add(2 * time.Second))) // waiting Retry-After is the behaviour under test
+	if r := g.get(t, "/a", "k", "t"); r.status != 200 {
+		t.Fatalf("after Retry-After: %+v", r)
+	}
+}
+
+// TestMisconfiguredKeyOrRate: an empty key or a rate that does not parse is a
+// 500, never unlimited.
+func TestMisconfiguredKeyOrRate(t *testing.T) {
+	g := startGateway(t, "", `route /a {
+	civic_rate_limit {
+		key {http.request.header.X-Key}
+		rate {http.request.header.X-Tier}
+	}
+	respond "ok" 200
+}`)
+	internal := reply{500, `{"error":"Internal Server Error"}`, "", "", "", "application/json"}
+	if r := g.get(t, "/a", "", "3/m"); r != internal {
+		t.Fatalf("empty key: %+v", r)
+	}
+	r := g.get(t, "/a", "k", "lots")
+	r.policy = ""
+	if r != internal {
+		t.Fatalf("bad rate: %+v", r)
+	}
+	// the memory store (no global option) limits with the rate it is given
+	for range 3 {
+		if r := g.get(t, "/a", "k", "3/m"); r.status != 200 {
+			t.Fatalf("memory store: %+v", r)
+		}
+	}
+	if r := g.get(t, "/a", "k", "3/m"); r.status != 429 || r.policy != `"default";q=3;w=60` {
+		t.Fatalf("memory store did not limit: %+v", r)
+	}
+}
+
+// TestRedisCutLocalMode: with Redis gone the gateway keeps limiting in
+// memory (no 5xx) and returns to the shared Redis count when it is back.
+func TestRedisCutLocalMode(t *testing.T) {
+	client, prefix := testenv.Redis(t)
+	proxy := testenv.NewProxy(t, testenv.RedisAddr())
+	g := startGateway(t, redisGlobal("redis://"+proxy.Addr(), prefix, "on_store_error local"), limitRoute("5/m"))
+	for i := 0; i < 2; i++ {
+		if r := g.get(t, "/a", "k", "t"); r.status != 200 {
+			t.Fatalf("before cut: %+v", r)
+		}
+	}
+	proxy.Cut()
+	for i := 0; i < 5; i++ { // a fresh in-memory quota for this instance
+		if r := g.get(t, "/a", "k", "t"); r.status != 200 {
+			t.Fatalf("cut, request %d: %+v", i, r)
+		}
+	}
+	if r := g.get(t, "/a", "k", "t"); r.status != 429 || r.retryAfter == "" {
+		t.Fatalf("cut: limit not enforced: %+v", r)
+	}
+	proxy.Restore()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ { // await the breaker's probe: a fresh key shows up in Redis
+		probe := fmt.Sprintf("probe%d", i)
+		g.get(t, "/a", probe, "t")
+		if n, err := client.Exists(ctx, prefix+"t:5/60000:"+probe).Result(); err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never went back to Redis")
+		}
+	}
+	// Redis still holds the 2 counted before the cut (memory would refuse)
+	if r := g.get(t, "/a", "k", "t"); r.status != 200 || !strings.HasPrefix(r.limit, `"t";r=2;`) {
+		t.Fatalf("not back to shared counting: %+v", r)
+	}
+}
+
+// TestStoreErrorOpenAndClosed: open admits with RateLimit-Policy only,
+// closed answers 500 (DESIGN §3.6: Redis down with no fallback).
+func TestStoreErrorOpenAndClosed(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	proxy := testenv.NewProxy(t, testenv.RedisAddr())
+	proxy.Cut()
+	g := startGateway(t, redisGlobal("redis://"+proxy.Addr(), prefix, "on_store_error open"), limitRoute("1/m"))
+	for range 3 {
+		if r := g.get(t, "/a", "k", "t"); r.status != 200 || r.policy != `"t";q=1;w=60` || r.limit != "" {
+			t.Fatalf("open: %+v", r)
+		}
+	}
+	g.reload(t, redisGlobal("redis://"+proxy.Addr(), prefix, "on_store_error closed"), limitRoute("1/m"))
+	for range 3 {
+		r := g.get(t, "/a", "k", "t")
+		if r.status != 500 || r.body != `{"error":"Internal Server Error"}` || r.ctype != "application/json" {
+			t.Fatalf("closed: %+v", r)
+		}
+	}
+	proxy.Restore()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.get(t, "/a", "k", "t").status != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("closed mode never recovered")
+		}
+	}
+	if r := g.get(t, "/a", "k", "t"); r.status != 429 {
+		t.Fatalf("recovered but not limiting: %+v", r)
+	}
+}
+
+// TestReloadChangesRate: a rate changed by `caddy reload` takes effect, and
+// the store's state survives reloads.
+func TestReloadChangesRate(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	global := redisGlobal("redis://"+testenv.RedisAddr(), prefix, "")
+	g := startGateway(t, global, limitRoute("2/m"))
+	for i := 0; i < 2; i++ {
+		if r := g.get(t, "/a", "k", "t"); r.status != 200 {
+			t.Fatalf("2/m request %d: %+v", i, r)
+		}
+	}
+	if r := g.get(t, "/a", "k", "t"); r.status != 429 {
+		t.Fatalf("2/m: %+v", r)
+	}
+	g.reload(t, global, limitRoute("4/m"))
+	for i := 0; i < 4; i++ {
+		if r := g.get(t, "/a", "k", "t"); r.status != 200 || r.policy != `"t";q=4;w=60` {
+			t.Fatalf("4/m request %d: %+v", i, r)
+		}
+	}
+	if r := g.get(t, "/a", "k", "t"); r.status != 429 {
+		t.Fatalf("4/m: %+v", r)
+	}
+	// the memory store also survives a reload (caddy.UsagePool)
+	g.reload(t, "", limitRoute("1/m"))
+	if r := g.get(t, "/a", "m", "t"); r.status != 200 {
+		t.Fatalf("memory: %+v", r)
+	}
+	g.reload(t, "", limitRoute("1/m")+"\nroute /b {\n respond b\n}")
+	if r := g.get(t, "/a", "m", "t"); r.status != 429 {
+		t.Fatalf("memory state lost on reload: %+v", r)
+	}
+}
