@@ -262,3 +262,20 @@ func TestDeadlineInsideResolverIs500(t *testing.T) {
 		t.Fatalf("deadline = %d %s", status, body)
 	}
 }
+
+func TestIntrospectionAndTypename(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	r := e.gql(`{ __schema { queryType { name fields { name } } } bills { __typename nextCursor } }`, nil)
+	if len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	s := string(r.Data["__schema"])
+	for _, f := range []string{"bills", "bill", "members", "regulatoryFilings", "federalBudgets", "lobbyingDisclosures"} {
+		if !strings.Contains(s, `"name":"`+f+`"`) {
+			t.Errorf("root field %s missing from introspection: %s", f, s)
+		}
+	}
+	if string(r.Data["bills"]) != `{"__typename":"BillsPage","nextCursor":null}` {
+		t.Errorf("bills = %s", r.Data["bills"])
+	}
+}

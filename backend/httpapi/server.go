@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/civicgate/civicgate/backend/graph"
 	"github.com/civicgate/civicgate/backend/store"
@@ -64,6 +65,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	s.exec = executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: &graph.Resolver{Store: cfg.Store}}))
 	s.exec.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	s.exec.Use(extension.Introspection{}) // introspection is allowed (DESIGN §3.4); the gateway may restrict it
 	s.exec.SetErrorPresenter(s.presentError)
 	s.exec.SetRecoverFunc(s.recoverPanic)
 	return s, nil
