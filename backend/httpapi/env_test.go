@@ -51,7 +51,7 @@ func newEnv(t testing.TB, opts envOpts) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := migrations.Apply(ctx, pool); err != nil {
+	if err := migrations.Apply(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	codec, err := cursor.New(cursorSecret)

@@ -20,7 +20,7 @@ import (
 //go:embed sql/*.sql
 var files embed.FS
 
-// advisoryLockKey is an arbitrary constant identifying recordsd migrations in pg_advisory_xact_lock.
+// advisoryLockKey is an arbitrary constant identifying recordsd migrations in pg_advisory_lock.
 const advisoryLockKey = 7_240_118_002
 
 // Migration is one embedded SQL file.
@@ -63,13 +63,31 @@ func All() ([]Migration, error) {
 }
 
 // Apply applies every migration not yet recorded in schema_migrations. It is safe to run repeatedly and
-// concurrently. It returns the versions it applied.
-func Apply(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
+// concurrently.
+func Apply(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := ApplyVersions(ctx, pool)
+	return err
+}
+
+// ApplyVersions is Apply that also returns the versions it applied (empty when up to date).
+func ApplyVersions(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	all, err := All()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: acquire connection: %w", err)
+	}
+	defer conn.Release()
+	// A session lock serialises concurrent runs, including the CREATE TABLE of schema_migrations itself.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(advisoryLockKey)); err != nil {
+		return nil, fmt.Errorf("migrations: lock: %w", err)
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(advisoryLockKey))
+	}()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version integer PRIMARY KEY,
 		name text NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
@@ -77,7 +95,7 @@ func Apply(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	}
 	var applied []int
 	for _, m := range all {
-		did, err := applyOne(ctx, pool, m)
+		did, err := applyOne(ctx, conn.Conn(), m)
 		if err != nil {
 			return applied, err
 		}
@@ -88,15 +106,12 @@ func Apply(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	return applied, nil
 }
 
-func applyOne(ctx context.Context, pool *pgxpool.Pool, m Migration) (bool, error) {
-	tx, err := pool.Begin(ctx)
+func applyOne(ctx context.Context, conn *pgx.Conn, m Migration) (bool, error) {
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("migrations: begin %04d: %w", m.Version, err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(advisoryLockKey)); err != nil {
-		return false, fmt.Errorf("migrations: lock: %w", err)
-	}
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&exists); err != nil {
 		return false, fmt.Errorf("migrations: check %04d: %w", m.Version, err)

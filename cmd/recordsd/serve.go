@@ -59,7 +59,7 @@ func runMigrate(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	applied, err := migrations.Apply(ctx, pool)
+	applied, err := migrations.ApplyVersions(ctx, pool)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer pool.Close()
 	if *migrate {
-		if _, err := migrations.Apply(ctx, pool); err != nil {
+		if err := migrations.Apply(ctx, pool); err != nil {
 			return err
 		}
 	}
