@@ -134,20 +134,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.poolKey = fmt.Sprintf("%q|%q|%q|%q|%q|%s|%s|%v|%d|%s|%d", url, a.Addrs, a.MasterName, a.Username,
 		password, a.KeyPrefix, timeout, share, failures, cooldown, maxKeys) + "|" + a.OnStoreError
 	val, _, err := limiters.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		l := &limiter{
-			prefix:   a.KeyPrefix,
-			timeout:  timeout,
-			mode:     a.OnStoreError,
-			share:    share,
-			memory:   newMemoryStore(maxKeys),
-			local:    newLocalCache(maxKeys),
-			breaker:  breaker{threshold: int64(failures), cooldown: cooldown},
-			clock:    time.Now,
-			maxLease: 1000,
-		}
+		var client redis.UniversalClient
 		if opts != nil {
-			l.redis = redis.NewUniversalClient(opts)
+			client = redis.NewUniversalClient(opts)
 		}
+		l := newLimiter(limiterConfig{redis: client, prefix: a.KeyPrefix, timeout: timeout, mode: a.OnStoreError,
+			share: share, failures: failures, cooldown: cooldown, maxKeys: maxKeys})
 		return l, nil
 	})
 	if err != nil {
@@ -185,3 +177,33 @@ var (
 	_ caddy.CleanerUpper = (*App)(nil)
 	_ caddy.Destructor   = (*limiter)(nil)
 )
+
+// limiterConfig is a validated store configuration.
+type limiterConfig struct {
+	redis    redis.UniversalClient // nil: memory only
+	prefix   string
+	timeout  time.Duration
+	mode     string
+	share    float64
+	failures int
+	cooldown time.Duration
+	maxKeys  int
+}
+
+func newLimiter(c limiterConfig) *limiter {
+	l := &limiter{
+		redis:    c.redis,
+		prefix:   c.prefix,
+		timeout:  c.timeout,
+		mode:     c.mode,
+		share:    c.share,
+		memory:   newMemoryStore(c.maxKeys),
+		local:    newLocalCache(c.maxKeys),
+		breaker:  breaker{threshold: int64(c.failures), cooldown: c.cooldown},
+		clock:    time.Now,
+		maxLease: 1000,
+	}
+	m, _ := newMetrics(nil) // unregistered until a config registers its own
+	l.metrics.Store(m)
+	return l
+}

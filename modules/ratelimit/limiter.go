@@ -240,5 +240,8 @@ func (c *localCache) record(key string, now int64, d decision, leasing bool, win
 			delete(s.entries, k)
 		}
 	}
+	if old, ok := s.entries[key]; ok && e.tokens > 0 && old.tokens > 0 && now < old.leaseUntil {
+		e.tokens += old.tokens // a concurrent lease of this instance: keep both
+	}
 	s.entries[key] = e
 }
