@@ -1,0 +1,382 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// Defaults of the civic_auth app.
+const (
+	DefaultIdentityTTL      = 30 * time.Second
+	DefaultCacheTTL         = time.Second
+	DefaultNegativeCacheTTL = time.Second
+	DefaultCacheSize        = 100_000
+	DefaultLookupTimeout    = 2 * time.Second
+)
+
+// App is the civic_auth Caddy app: the tier policy (written once), the key
+// store, the lookup cache and the LISTEN worker that invalidates it. Handlers
+// (http.handlers.civic_auth) use it.
+type App struct {
+	// Keys says where keys live.
+	Keys KeysConfig `json:"keys"`
+	// Environment is this gateway's environment, "live" or "test".
+	Environment string `json:"environment"`
+	// IdentitySecret signs X-Civic-Identity (≥ 32 bytes; use {env.X}).
+	IdentitySecret string `json:"identity_secret"`
+	// IdentityTTL is the assertion lifetime (≤ 60s, default 30s).
+	IdentityTTL caddy.Duration `json:"identity_ttl,omitempty"`
+	// CacheTTL is how long a known key is trusted without the store (default 1s).
+	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
+	// NegativeCacheTTL is how long an unknown hash is remembered (default 1s).
+	NegativeCacheTTL caddy.Duration `json:"negative_cache_ttl,omitempty"`
+	// CacheSize bounds the number of cached hashes (default 100000).
+	CacheSize int `json:"cache_size,omitempty"`
+	// LookupTimeout bounds one store lookup (default 2s).
+	LookupTimeout caddy.Duration `json:"lookup_timeout,omitempty"`
+	// Tiers maps a tier name to its rate and families.
+	Tiers map[string]TierConfig `json:"tiers,omitempty"`
+
+	secret  []byte
+	idTTL   time.Duration
+	timeout time.Duration
+	dsn     string
+	tiers   map[string]*tierPolicy
+	cache   *keyCache
+	store   store
+	pool    *pgxpool.Pool
+	metrics *authMetrics
+	logger  *zap.Logger
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// KeysConfig selects the key store.
+type KeysConfig struct {
+	// Source is "postgres" or "file".
+	Source string `json:"source"`
+	// DSN is the PostgreSQL connection string (source postgres).
+	DSN string `json:"dsn,omitempty"`
+	// File is the hashed keys file (source file).
+	File string `json:"file,omitempty"`
+}
+
+// TierConfig is one tier's policy.
+type TierConfig struct {
+	// Rate like "100/m", published as {civic.rate}.
+	Rate string `json:"rate"`
+	// Families the tier is entitled to, published as {civic.families}.
+	Families []string `json:"families,omitempty"`
+}
+
+type tierPolicy struct {
+	name        string
+	families    []string
+	rateVal     any
+	familiesVal any
+}
+
+func (t *tierPolicy) entitled(family string) bool {
+	for _, f := range t.families {
+		if f == family {
+			return true
+		}
+	}
+	return false
+}
+
+// store is where lookups go on a cache miss.
+type store interface {
+	lookup(ctx context.Context, h keystore.Hash) (keystore.Record, error)
+}
+
+type pgStore struct{ pool *pgxpool.Pool }
+
+func (s pgStore) lookup(ctx context.Context, h keystore.Hash) (keystore.Record, error) {
+	return keystore.Lookup(ctx, s.pool, h)
+}
+
+type fileStore map[keystore.Hash]keystore.Record
+
+func (s fileStore) lookup(_ context.Context, h keystore.Hash) (keystore.Record, error) {
+	r, ok := s[h]
+	if !ok {
+		return keystore.Record{}, keystore.ErrNotFound
+	}
+	return r, nil
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "civic_auth", New: func() caddy.Module { return new(App) }}
+}
+
+var (
+	rateRE   = regexp.MustCompile(`^[1-9][0-9]*/(s|m|h)$`)
+	familyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+)
+
+// Provision validates the configuration, resolves {env.*} placeholders and
+// builds the cache and the (lazily connecting) store.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	repl := caddy.NewReplacer()
+	a.secret = []byte(repl.ReplaceAll(a.IdentitySecret, ""))
+	if len(a.secret) < identity.MinSecretLen {
+		return fmt.Errorf("civic_auth: identity_secret must be at least %d bytes (set it from an {env.*} placeholder)", identity.MinSecretLen)
+	}
+	if !keystore.ValidEnv(a.Environment) {
+		return fmt.Errorf("civic_auth: environment %q must be live or test", a.Environment)
+	}
+	a.idTTL = durationOr(a.IdentityTTL, DefaultIdentityTTL)
+	if a.idTTL > identity.MaxTTL {
+		return fmt.Errorf("civic_auth: identity_ttl %s over %s", a.idTTL, identity.MaxTTL)
+	}
+	a.timeout = durationOr(a.LookupTimeout, DefaultLookupTimeout)
+	size := a.CacheSize
+	if size <= 0 {
+		size = DefaultCacheSize
+	}
+	a.cache = newKeyCache(size, durationOr(a.CacheTTL, DefaultCacheTTL), durationOr(a.NegativeCacheTTL, DefaultNegativeCacheTTL))
+
+	if len(a.Tiers) == 0 {
+		return errors.New("civic_auth: no tier configured")
+	}
+	a.tiers = make(map[string]*tierPolicy, len(a.Tiers))
+	for name, tc := range a.Tiers {
+		if !keystore.ValidTier(name) {
+			return fmt.Errorf("civic_auth: bad tier name %q", name)
+		}
+		if !rateRE.MatchString(tc.Rate) {
+			return fmt.Errorf("civic_auth: tier %s: rate %q is not like 100/m", name, tc.Rate)
+		}
+		for _, f := range tc.Families {
+			if !familyRE.MatchString(f) {
+				return fmt.Errorf("civic_auth: tier %s: bad family %q", name, f)
+			}
+		}
+		a.tiers[name] = &tierPolicy{name: name, families: tc.Families, rateVal: tc.Rate, familiesVal: strings.Join(tc.Families, ",")}
+	}
+
+	var err error
+	if a.metrics, err = newAuthMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
+
+	switch a.Keys.Source {
+	case "postgres":
+		a.dsn = repl.ReplaceAll(a.Keys.DSN, "")
+		if a.dsn == "" {
+			return errors.New("civic_auth: keys postgres: empty DSN")
+		}
+		cfg, err := pgxpool.ParseConfig(a.dsn)
+		if err != nil {
+			return errors.New("civic_auth: keys postgres: cannot parse the DSN") // the DSN may hold a password: not echoed
+		}
+		if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > a.timeout {
+			cfg.ConnConfig.ConnectTimeout = a.timeout
+		}
+		cfg.MaxConns = 8
+		if a.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil { // connects lazily
+			return fmt.Errorf("civic_auth: keys postgres: %w", err)
+		}
+		a.store = pgStore{a.pool}
+	case "file":
+		path := repl.ReplaceAll(a.Keys.File, "")
+		f, err := keystore.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("civic_auth: %w", err)
+		}
+		idx, err := f.Index()
+		if err != nil {
+			return fmt.Errorf("civic_auth: %w", err)
+		}
+		a.store = fileStore(idx)
+	default:
+		return fmt.Errorf("civic_auth: keys source %q must be postgres or file", a.Keys.Source)
+	}
+	return nil
+}
+
+func durationOr(d caddy.Duration, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return time.Duration(d)
+}
+
+// Start starts the LISTEN worker (postgres store only).
+func (a *App) Start() error {
+	if a.pool == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.done = make(chan struct{})
+	go func() {
+		defer close(a.done)
+		a.listen(ctx)
+	}()
+	return nil
+}
+
+// Stop stops the LISTEN worker.
+func (a *App) Stop() error {
+	if a.cancel != nil {
+		a.cancel()
+		<-a.done
+	}
+	return nil
+}
+
+// Cleanup closes the pool.
+func (a *App) Cleanup() error {
+	if a.pool != nil {
+		a.pool.Close()
+	}
+	return nil
+}
+
+// listen keeps a LISTEN connection open and invalidates cache entries named by
+// notifications. After a reconnect the whole cache is dropped, because
+// notifications may have been missed meanwhile.
+func (a *App) listen(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		err := a.listenOnce(ctx, &first)
+		if ctx.Err() != nil {
+			return
+		}
+		a.logger.Warn("key change listener disconnected; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+func (a *App) listenOnce(ctx context.Context, first *bool) error {
+	cctx, cancel := context.WithTimeout(ctx, a.timeout)
+	conn, err := pgx.Connect(cctx, a.dsn)
+	cancel()
+	if err != nil {
+		return errors.New("connect failed") // pgx errors can include the DSN's host/user; keep it short
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+keystore.Channel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if !*first {
+		a.cache.flush()
+	}
+	*first = false
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		a.invalidate(n.Payload)
+	}
+}
+
+func (a *App) invalidate(payload string) {
+	switch {
+	case strings.HasPrefix(payload, "key:"):
+		h, err := keystore.ParseHash(payload[4:])
+		if err != nil {
+			a.cache.flush()
+			return
+		}
+		a.cache.deleteHash(h)
+	case strings.HasPrefix(payload, "org:"):
+		a.cache.deleteOrg(payload[4:])
+	default:
+		a.cache.flush()
+	}
+}
+
+// errStore is returned when the store failed and nothing usable is cached.
+var errStore = errors.New("civic_auth: key store unavailable")
+
+// resolve returns the cache entry for h, asking the store when the cached one
+// is missing or expired. While the store fails, an expired entry of a known
+// key is served; otherwise errStore.
+func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (*entry, error) {
+	old := a.cache.get(h)
+	if old != nil && a.cache.fresh(old, now) {
+		return old, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, a.timeout)
+	rec, err := a.store.lookup(lctx, h)
+	cancel()
+	switch {
+	case err == nil:
+		e := a.newEntry(rec, now)
+		if old != nil && old.found && old.rec == rec {
+			e.ident.Store(old.ident.Load())
+		}
+		a.cache.put(h, e)
+		return e, nil
+	case errors.Is(err, keystore.ErrNotFound):
+		e := &entry{fetched: now}
+		a.cache.put(h, e)
+		return e, nil
+	default:
+		if old != nil && old.found {
+			a.logger.Warn("key store unavailable; serving cached key", zap.String("key_id", old.rec.KeyID), zap.Error(err))
+			return old, nil
+		}
+		a.logger.Error("key store unavailable", zap.Error(err))
+		return nil, errStore
+	}
+}
+
+func (a *App) newEntry(rec keystore.Record, now time.Time) *entry {
+	return &entry{
+		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier],
+		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
+	}
+}
+
+// identityFor returns e's identity assertion, signing a new one when none
+// exists or half the lifetime of the current one has passed.
+func (a *App) identityFor(e *entry, now time.Time) (string, error) {
+	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
+		return s.token, nil
+	}
+	tok, err := identity.Sign(a.secret, e.rec.KeyID, e.rec.OrgID, e.rec.Tier, e.rec.Env, now, a.idTTL)
+	if err != nil {
+		return "", err
+	}
+	e.ident.Store(&signedIdentity{token: tok, refresh: now.Add(a.idTTL / 2)})
+	return tok, nil
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

@@ -1,0 +1,160 @@
+package auth
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterGlobalOption("civic_auth", parseGlobalOption)
+	httpcaddyfile.RegisterHandlerDirective("civic_auth", parseDirective)
+	httpcaddyfile.RegisterDirectiveOrder("civic_auth", httpcaddyfile.After, "basic_auth")
+}
+
+// parseGlobalOption parses the civic_auth global option into the civic_auth app:
+//
+//	civic_auth {
+//	    keys postgres <dsn> | keys file <path>
+//	    environment live|test
+//	    identity_secret <secret>
+//	    identity_ttl <duration>
+//	    cache_ttl <duration>
+//	    negative_cache_ttl <duration>
+//	    cache_size <n>
+//	    lookup_timeout <duration>
+//	    tier <name> <rate> [<family>...]
+//	}
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("civic_auth global option given more than once")
+	}
+	app := new(App)
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "civic_auth", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+// UnmarshalCaddyfile sets up the app from Caddyfile tokens.
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch opt := d.Val(); opt {
+		case "keys":
+			var src, where string
+			if !d.Args(&src, &where) || d.NextArg() {
+				return d.ArgErr()
+			}
+			a.Keys.Source = src
+			switch src {
+			case "postgres":
+				a.Keys.DSN = where
+			case "file":
+				a.Keys.File = where
+			default:
+				return d.Errf("keys source %q must be postgres or file", src)
+			}
+		case "environment", "identity_secret":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			if opt == "environment" {
+				a.Environment = v
+			} else {
+				a.IdentitySecret = v
+			}
+		case "identity_ttl", "cache_ttl", "negative_cache_ttl", "lookup_timeout":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("%s: bad duration %q", opt, v)
+			}
+			switch opt {
+			case "identity_ttl":
+				a.IdentityTTL = caddy.Duration(dur)
+			case "cache_ttl":
+				a.CacheTTL = caddy.Duration(dur)
+			case "negative_cache_ttl":
+				a.NegativeCacheTTL = caddy.Duration(dur)
+			default:
+				a.LookupTimeout = caddy.Duration(dur)
+			}
+		case "cache_size":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return d.Errf("cache_size: bad number %q", v)
+			}
+			a.CacheSize = n
+		case "tier":
+			args := d.RemainingArgs()
+			if len(args) < 2 {
+				return d.ArgErr()
+			}
+			if !rateRE.MatchString(args[1]) {
+				return d.Errf("tier %s: rate %q is not like 100/m", args[0], args[1])
+			}
+			if a.Tiers == nil {
+				a.Tiers = make(map[string]TierConfig)
+			}
+			if _, dup := a.Tiers[args[0]]; dup {
+				return d.Errf("tier %s defined twice", args[0])
+			}
+			a.Tiers[args[0]] = TierConfig{Rate: args[1], Families: args[2:]}
+		default:
+			return d.Errf("unknown civic_auth option %q", opt)
+		}
+	}
+	return nil
+}
+
+// parseDirective parses the civic_auth handler directive:
+//
+//	civic_auth [<matcher>] {
+//	    require_family <family>
+//	}
+func parseDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	var m Handler
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return &m, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch d.Val() {
+		case "require_family":
+			if !d.Args(&h.RequireFamily) || d.NextArg() {
+				return d.ArgErr()
+			}
+		default:
+			return d.Errf("unknown civic_auth option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddyfile.Unmarshaler = (*App)(nil)
+	_ caddyfile.Unmarshaler = (*Handler)(nil)
+)

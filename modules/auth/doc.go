@@ -1,2 +1,0 @@
-// Package auth is being written; see its README.md.
-package auth

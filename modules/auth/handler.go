@@ -1,0 +1,161 @@
+package auth
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/credential"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler authenticates a request's bearer key with the civic_auth app and,
+// on success, publishes {civic.*} placeholders, strips the Authorization and
+// client-sent X-Civic-* headers, and asserts the caller upstream in
+// X-Civic-Identity.
+type Handler struct {
+	// RequireFamily refuses (403) keys whose tier lacks this family.
+	RequireFamily string `json:"require_family,omitempty"`
+
+	app    *App
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.civic_auth", New: func() caddy.Module { return new(Handler) }}
+}
+
+// Provision finds the civic_auth app.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.RequireFamily != "" && !familyRE.MatchString(h.RequireFamily) {
+		return fmt.Errorf("civic_auth: bad require_family %q", h.RequireFamily)
+	}
+	app, err := ctx.AppIfConfigured("civic_auth")
+	if err != nil {
+		return fmt.Errorf("civic_auth: the civic_auth global option (app) must be configured: %w", err)
+	}
+	h.app = app.(*App)
+	return nil
+}
+
+// Refusal bodies, DESIGN.md §3.6 (exact strings).
+var (
+	bodyMissing     = []byte(`{"error":"Missing bearer token"}`)
+	bodyMalformed   = []byte(`{"error":"Malformed authorization header"}`)
+	bodyInvalid     = []byte(`{"error":"Invalid API key"}`)
+	bodyRevoked     = []byte(`{"error":"API key revoked"}`)
+	bodyRotated     = []byte(`{"error":"API key rotated out"}`)
+	bodyWrongEnv    = []byte(`{"error":"API key not valid in this environment"}`)
+	bodySuspended   = []byte(`{"error":"Organization suspended"}`)
+	bodyNotEntitled = []byte(`{"error":"Tier not entitled to this endpoint family"}`)
+	bodyInternal    = []byte(`{"error":"Internal Server Error"}`)
+)
+
+var (
+	jsonCT    = []string{"application/json"}
+	challenge = []string{`Bearer realm="civicgate"`}
+)
+
+func (h *Handler) refuse(w http.ResponseWriter, status int, body []byte, outcome string) error {
+	h.app.metrics.inc(outcome)
+	hdr := w.Header()
+	hdr["Content-Type"] = jsonCT
+	if status == http.StatusUnauthorized {
+		hdr["Www-Authenticate"] = challenge
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	return nil
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	vals := r.Header["Authorization"]
+	var v string
+	if len(vals) > 0 {
+		v = vals[0]
+	}
+	if len(vals) > 1 {
+		return h.refuse(w, http.StatusUnauthorized, bodyMalformed, outcomeMalformed)
+	}
+	token, problem := ParseAuthorization(v, len(vals) == 1)
+	switch problem {
+	case headerMissing:
+		return h.refuse(w, http.StatusUnauthorized, bodyMissing, outcomeMissing)
+	case headerMalformed:
+		return h.refuse(w, http.StatusUnauthorized, bodyMalformed, outcomeMalformed)
+	}
+
+	now := time.Now()
+	e, err := h.app.resolve(r.Context(), keystore.HashKey(token), now)
+	if err != nil {
+		return h.refuse(w, http.StatusInternalServerError, bodyInternal, outcomeError)
+	}
+	if !e.found {
+		return h.refuse(w, http.StatusUnauthorized, bodyInvalid, outcomeInvalid)
+	}
+	switch e.rec.Status {
+	case keystore.StatusActive:
+	case keystore.StatusRevoked:
+		return h.refuse(w, http.StatusUnauthorized, bodyRevoked, outcomeRevoked)
+	case keystore.StatusRotated:
+		return h.refuse(w, http.StatusUnauthorized, bodyRotated, outcomeRotated)
+	default:
+		h.logger.Error("key has an unknown status", zap.String("key_id", e.rec.KeyID), zap.String("status", e.rec.Status))
+		return h.refuse(w, http.StatusUnauthorized, bodyInvalid, outcomeInvalid)
+	}
+	if e.rec.Env != h.app.Environment {
+		return h.refuse(w, http.StatusUnauthorized, bodyWrongEnv, outcomeWrongEnv)
+	}
+	if e.rec.OrgStatus != keystore.OrgActive {
+		return h.refuse(w, http.StatusForbidden, bodySuspended, outcomeSuspended)
+	}
+	if e.tier == nil {
+		h.logger.Error("key has a tier this config does not define; refusing", zap.String("key_id", e.rec.KeyID), zap.String("tier", e.rec.Tier))
+		return h.refuse(w, http.StatusForbidden, bodyNotEntitled, outcomeNotEntitled)
+	}
+	if h.RequireFamily != "" && !e.tier.entitled(h.RequireFamily) {
+		return h.refuse(w, http.StatusForbidden, bodyNotEntitled, outcomeNotEntitled)
+	}
+	assertion, err := h.app.identityFor(e, now)
+	if err != nil {
+		h.logger.Error("signing the identity assertion failed", zap.String("key_id", e.rec.KeyID), zap.Error(err))
+		return h.refuse(w, http.StatusInternalServerError, bodyInternal, outcomeError)
+	}
+
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("civic.key_id", e.keyIDVal)
+		repl.Set("civic.org", e.orgVal)
+		repl.Set("civic.tier", e.tierVal)
+		repl.Set("civic.env", e.envVal)
+		repl.Set("civic.rate", e.tier.rateVal)
+		repl.Set("civic.families", e.tier.familiesVal)
+	}
+	for k := range r.Header {
+		if len(k) >= 8 && strings.EqualFold(k[:8], "X-Civic-") {
+			delete(r.Header, k)
+		}
+	}
+	delete(r.Header, "Authorization")
+	r.Header.Set(identity.Header, assertion)
+	h.app.metrics.inc(outcomeOK)
+	return next.ServeHTTP(w, r.WithContext(credential.WithBearer(r.Context(), token)))
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

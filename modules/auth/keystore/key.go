@@ -1,0 +1,150 @@
+// Package keystore holds civicgate's API keys (DESIGN.md §3.5): the key format,
+// the SHA-256 hashing at rest, the PostgreSQL schema and its administrative
+// operations (used by `civicgate keys`), the lookup the gateway performs, and
+// the hashed keys file for setups without PostgreSQL.
+package keystore
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+)
+
+// Environments a key can belong to.
+const (
+	EnvLive = "live"
+	EnvTest = "test"
+)
+
+// Key statuses.
+const (
+	StatusActive  = "active"
+	StatusRevoked = "revoked"
+	StatusRotated = "rotated"
+)
+
+// Organization statuses.
+const (
+	OrgActive    = "active"
+	OrgSuspended = "suspended"
+)
+
+// SecretLen is the number of base62 characters after "cg_<env>_": 32 random
+// bytes always encode to at most 43 base62 digits; shorter encodings are
+// left-padded with '0' so every key has the same length.
+const SecretLen = 43
+
+// PrefixLen is how many leading characters of a key are kept for display.
+const PrefixLen = 12
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// Hash is the SHA-256 of a key, the only form in which keys are stored.
+type Hash [sha256.Size]byte
+
+// HashKey hashes a key.
+func HashKey(key string) Hash { return sha256.Sum256([]byte(key)) }
+
+// String is the lowercase hex form of the hash.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// ParseHash parses the hex form of a hash.
+func ParseHash(s string) (Hash, error) {
+	var h Hash
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(h) {
+		return h, fmt.Errorf("keystore: bad key hash %q", s)
+	}
+	copy(h[:], b)
+	return h, nil
+}
+
+// ValidEnv reports whether env is a known environment.
+func ValidEnv(env string) bool { return env == EnvLive || env == EnvTest }
+
+// WellFormed reports whether key has the shape cg_<env>_<43 base62 chars>.
+func WellFormed(key string) bool {
+	var rest string
+	switch {
+	case len(key) == len("cg_live_")+SecretLen && key[:8] == "cg_live_":
+		rest = key[8:]
+	case len(key) == len("cg_test_")+SecretLen && key[:8] == "cg_test_":
+		rest = key[8:]
+	default:
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// NewKey returns a fresh random key for env.
+func NewKey(env string) (string, error) {
+	if !ValidEnv(env) {
+		return "", fmt.Errorf("keystore: environment %q is not live or test", env)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("keystore: random: %w", err)
+	}
+	n := new(big.Int).SetBytes(raw[:])
+	digits := make([]byte, SecretLen)
+	for i := range digits {
+		digits[i] = '0'
+	}
+	base := big.NewInt(62)
+	mod := new(big.Int)
+	for i := SecretLen - 1; n.Sign() > 0; i-- {
+		n.DivMod(n, base, mod)
+		digits[i] = base62[mod.Int64()]
+	}
+	return "cg_" + env + "_" + string(digits), nil
+}
+
+// newID returns prefix + 16 random base62 characters.
+func newID(prefix string) (string, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("keystore: random: %w", err)
+	}
+	b := []byte(prefix)
+	for _, c := range raw {
+		b = append(b, base62[int(c)%62])
+	}
+	return string(b), nil
+}
+
+// Record is what the gateway needs to know about a key.
+type Record struct {
+	KeyID     string
+	OrgID     string
+	OrgName   string
+	OrgStatus string
+	Env       string
+	Tier      string
+	Status    string
+}
+
+// ErrNotFound is returned by lookups of a hash no key has.
+var ErrNotFound = errors.New("keystore: key not found")
+
+// KeyInfo is one row of a key listing; it never holds a key or a hash.
+type KeyInfo struct {
+	ID        string
+	Org       string
+	OrgStatus string
+	Env       string
+	Tier      string
+	Prefix    string
+	Status    string
+	CreatedAt time.Time
+	RetiredAt *time.Time
+}

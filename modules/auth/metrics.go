@@ -1,0 +1,56 @@
+package auth
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes, the "outcome" label of civicgate_auth_requests_total.
+const (
+	outcomeOK          = "ok"
+	outcomeMissing     = "missing"
+	outcomeMalformed   = "malformed"
+	outcomeInvalid     = "invalid"
+	outcomeRevoked     = "revoked"
+	outcomeRotated     = "rotated"
+	outcomeWrongEnv    = "wrong_env"
+	outcomeSuspended   = "suspended"
+	outcomeNotEntitled = "not_entitled"
+	outcomeError       = "error"
+)
+
+var outcomes = []string{outcomeOK, outcomeMissing, outcomeMalformed, outcomeInvalid, outcomeRevoked, outcomeRotated,
+	outcomeWrongEnv, outcomeSuspended, outcomeNotEntitled, outcomeError}
+
+// authMetrics holds one pre-resolved counter per outcome (no per-request label lookups).
+type authMetrics struct {
+	requests map[string]prometheus.Counter
+}
+
+func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "civicgate", Subsystem: "auth", Name: "requests_total",
+		Help: "Requests seen by civic_auth, by outcome.",
+	}, []string{"outcome"})
+	if reg != nil {
+		if err := reg.Register(vec); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+			existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+			if !ok {
+				return nil, err
+			}
+			vec = existing
+		}
+	}
+	m := &authMetrics{requests: make(map[string]prometheus.Counter, len(outcomes))}
+	for _, o := range outcomes {
+		m.requests[o] = vec.WithLabelValues(o)
+	}
+	return m, nil
+}
+
+func (m *authMetrics) inc(outcome string) { m.requests[outcome].Inc() }
