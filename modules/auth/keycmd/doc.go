@@ -1,2 +1,0 @@
-// Package keycmd is being written; see its README.md.
-package keycmd
