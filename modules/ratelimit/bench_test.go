@@ -1,0 +1,127 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// BenchmarkLocalDecision: decisions served without Redis — a key known to be
+// over its limit (refusal cache), a leased token, and the memory store.
+func BenchmarkLocalDecision(b *testing.B) {
+	_, prefix := testenv.Redis(b)
+	ctx := context.Background()
+	b.Run("over_limit_cache", func(b *testing.B) {
+		l := testLimiter(b, testenv.RedisAddr(), prefix, 0.02)
+		r := rate{quota: 1, window: time.Hour}
+		for range 2 { // the second is refused by Redis and cached
+			if _, err := l.take(ctx, "over", r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			if d, _ := l.take(ctx, "over", r); d.granted != 0 {
+				b.Fatal("allowed")
+			}
+		}
+	})
+	b.Run("leased_token", func(b *testing.B) {
+		l := testLimiter(b, testenv.RedisAddr(), prefix, 0.02)
+		r := rate{quota: 1_000_000_000, window: time.Hour}
+		now := time.Now().UnixMicro()
+		l.local.record("lease", now, decision{granted: 1 << 40, remaining: 1}, true, r.window.Microseconds())
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			if d, _ := l.take(ctx, "lease", r); d.granted != 1 {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("memory_store", func(b *testing.B) {
+		l := newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000})
+		r := rate{quota: 1_000_000_000, window: time.Microsecond * 1_000_000_000}
+		b.ReportAllocs()
+		for b.Loop() {
+			if d, _ := l.take(ctx, "mem", r); d.granted != 1 {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+// BenchmarkRedisDecision: one decision through Redis on loopback (leasing
+// off, so every op is a round trip); reports p50/p99 latency.
+func BenchmarkRedisDecision(b *testing.B) {
+	_, prefix := testenv.Redis(b)
+	l := testLimiter(b, testenv.RedisAddr(), prefix, 0)
+	r := rate{quota: 1_000_000_000, window: time.Hour}
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, 1<<16)
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		d, err := l.take(ctx, "redis", r)
+		lat = append(lat, time.Since(t0))
+		if err != nil || d.granted != 1 {
+			b.Fatalf("%+v %v", d, err)
+		}
+	}
+	if l.breaker.openUntil.Load() != 0 {
+		b.Fatal("breaker opened: decisions were not served by Redis")
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkRedisRoundTrips: Redis round trips per 1000 admitted requests at
+// 2000 req/s (paced; run with -benchtime=1x): one hot key (rate 200000/m, 2 s)
+// and 1000 keys (rate 1000/m each, ~2 req/s per key, 10 s).
+func BenchmarkRedisRoundTrips(b *testing.B) {
+	_, prefix := testenv.Redis(b)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		keys  int
+		r     rate
+		total int // requests at 2000/s
+	}{
+		{"one_key", 1, rate{quota: 200_000, window: time.Minute}, 4000},
+		{"1000_keys", 1000, rate{quota: 1000, window: time.Minute}, 20000}, // 20 per key: one lease each
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			keys := make([]string, tc.keys)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("%s-%d-", tc.name, i)
+			}
+			var admitted, calls uint64
+			for n := 0; b.Loop(); n++ {
+				l := testLimiter(b, testenv.RedisAddr(), prefix+strconv.Itoa(n)+":", 0.02)
+				const perReq = 500 * time.Microsecond // 2000 req/s
+				total := tc.total
+				start := time.Now()
+				for i := range total {
+					if d := time.Until(start.Add(time.Duration(i) * perReq)); d > 0 {
+						time.Sleep(d) // pacing to the target request rate
+					}
+					d, err := l.take(ctx, keys[i%tc.keys], tc.r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					admitted += uint64(d.granted)
+				}
+				calls += testutilCount(l)
+			}
+			b.ReportMetric(float64(calls)*1000/float64(admitted), "redis-calls/1000-admitted")
+			b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
+		})
+	}
+}
