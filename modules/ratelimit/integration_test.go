@@ -291,3 +291,52 @@ func TestReloadChangesRate(t *testing.T) {
 		t.Fatalf("memory state lost on reload: %+v", r)
 	}
 }
+
+// TestMetrics: decisions, Redis calls and store errors are exported through
+// Caddy's registry (admin /metrics), with no key in any label.
+func TestMetrics(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	proxy := testenv.NewProxy(t, testenv.RedisAddr())
+	g := startGateway(t, redisGlobal("redis://"+proxy.Addr(), prefix, ""), limitRoute("1/m"))
+	metric := func(name string) float64 {
+		t.Helper()
+		resp, err := g.tester.Client.Get(fmt.Sprintf("http://localhost:%d/metrics", adminPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if strings.Contains(string(body), "secret-key-id") {
+			t.Fatal("key id in metrics")
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				var f float64
+				fmt.Sscan(v, &f)
+				return f
+			}
+		}
+		return 0
+	}
+	allowed0 := metric(`civicgate_ratelimit_decisions_total{outcome="allowed"}`)
+	refused0 := metric(`civicgate_ratelimit_decisions_total{outcome="refused"}`)
+	calls0 := metric("civicgate_ratelimit_redis_calls_total")
+	errors0 := metric("civicgate_ratelimit_store_errors_total")
+	g.get(t, "/a", "secret-key-id", "t")
+	g.get(t, "/a", "secret-key-id", "t")
+	g.get(t, "/a", "secret-key-id", "t") // from the refusal cache
+	proxy.Cut()
+	g.get(t, "/a", "other", "t")
+	if d := metric(`civicgate_ratelimit_decisions_total{outcome="allowed"}`) - allowed0; d != 2 {
+		t.Errorf("allowed +%v, want 2", d)
+	}
+	if d := metric(`civicgate_ratelimit_decisions_total{outcome="refused"}`) - refused0; d != 2 {
+		t.Errorf("refused +%v, want 2", d)
+	}
+	if d := metric("civicgate_ratelimit_redis_calls_total") - calls0; d != 3 {
+		t.Errorf("redis calls +%v, want 3", d)
+	}
+	if d := metric("civicgate_ratelimit_store_errors_total") - errors0; d != 1 {
+		t.Errorf("store errors +%v, want 1", d)
+	}
+}
