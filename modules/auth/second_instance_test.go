@@ -1,0 +1,199 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+)
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+	binaryDir  string
+)
+
+// TestMain removes the civicgate binary built (once) for the multi-instance test.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaryDir != "" {
+		_ = os.RemoveAll(binaryDir)
+	}
+	os.Exit(code)
+}
+
+// civicgateBinary builds ./cmd/civicgate once per test binary.
+func civicgateBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		binaryDir, binaryErr = os.MkdirTemp("", "civic-auth-bin-")
+		if binaryErr != nil {
+			return
+		}
+		_, here, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(here), "..", "..")
+		binaryPath = filepath.Join(binaryDir, "civicgate")
+		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/civicgate")
+		cmd.Dir = root
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			binaryErr = fmt.Errorf("go build ./cmd/civicgate: %w\n%s", err, out.String())
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+// startBinaryGateway runs the built civicgate as a separate process.
+func startBinaryGateway(t *testing.T, dsn string) (base string) {
+	t.Helper()
+	bin := civicgateBinary(t)
+	dir := t.TempDir()
+	port, admin := testenv.FreePort(t), testenv.FreePort(t)
+	cfg := fmt.Sprintf(`{
+	admin localhost:%d
+	http_port %d
+	https_port %d
+	civic_auth {
+		keys postgres {env.DATABASE_URL}
+		environment live
+		identity_secret {env.CIVIC_IDENTITY_SECRET}
+		cache_ttl 1m
+		tier enterprise 1000/m bills
+	}
+}
+http://localhost:%d {
+	civic_auth
+	respond "second ok"
+}
+`, admin, port, testenv.FreePort(t), port)
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", path, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "CIVIC_IDENTITY_SECRET="+testSecret, "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var logs bytes.Buffer
+	var logsMu sync.Mutex
+	cmd.Stdout = &lockedWriter{w: &logs, mu: &logsMu}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			logsMu.Lock()
+			t.Logf("second gateway output:\n%s", logs.String())
+			logsMu.Unlock()
+		}
+	})
+	base = fmt.Sprintf("http://localhost:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-done:
+			logsMu.Lock()
+			defer logsMu.Unlock()
+			t.Fatalf("second gateway exited:\n%s", logs.String())
+		default:
+		}
+		if res, err := httpGetQuiet(base + "/"); err == nil && res == `{"error":"Missing bearer token"}` {
+			return base
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("second gateway did not become ready")
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestRevocationSeenBySecondInstance: two gateways (in-process and a separate
+// civicgate process) with 1-minute cache TTLs share one database; revocation
+// and rotation must reach both within 2 s.
+func TestRevocationSeenBySecondInstance(t *testing.T) {
+	dsn, pool := migratedDB(t)
+	g := startGateway(t, dsn, "1m")
+	second := startBinaryGateway(t, dsn)
+	ctx := context.Background()
+
+	k := issue(t, pool, "acme", "enterprise", "live")
+	k2 := issue(t, pool, "acme", "enterprise", "live")
+	for _, key := range []string{k.Key, k2.Key} {
+		if got := get(t, second+"/x", "Authorization", "Bearer "+key); got.status != 200 || got.body != "second ok" {
+			t.Fatalf("second: %d %q", got.status, got.body)
+		}
+		if got := get(t, g.base+"/bills", "Authorization", "Bearer "+key); got.status != 200 {
+			t.Fatalf("first: %d %q", got.status, got.body)
+		}
+	}
+
+	if err := keystore.Revoke(ctx, pool, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var took [2]time.Duration
+	for i, url := range []string{second + "/x", g.base + "/bills"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			took[i] = awaitBodyNoFatal(url, k.Key, `{"error":"API key revoked"}`, 2*time.Second)
+		}()
+	}
+	wg.Wait()
+	for i, d := range took {
+		if d < 0 {
+			t.Fatalf("gateway %d did not see the revocation within 2s", i)
+		}
+	}
+	t.Logf("revocation visible after %s (second instance) and %s (in-process)", took[0], took[1])
+
+	// Rotation retires k2 (the oldest live key) everywhere too.
+	if _, err := keystore.Rotate(ctx, pool, "acme", "", "live"); err != nil {
+		t.Fatal(err)
+	}
+	if d := awaitBodyNoFatal(second+"/x", k2.Key, `{"error":"API key rotated out"}`, 2*time.Second); d < 0 {
+		t.Fatal("second instance did not see the rotation within 2s")
+	}
+}
+
+// awaitBodyNoFatal is awaitBody for goroutines: -1 on timeout.
+func awaitBodyNoFatal(url, key, want string, within time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) <= within {
+		if body, err := httpGetQuiet(url, "Authorization", "Bearer "+key); err == nil && strings.TrimSpace(body) == want {
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	return -1
+}
