@@ -46,7 +46,12 @@ func newEnv(t testing.TB, opts envOpts) *env {
 	if dsn == "" {
 		dsn = testenv.Postgres(t)
 	}
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

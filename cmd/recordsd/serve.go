@@ -34,14 +34,7 @@ func openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL DSN") // never echo the DSN
 	}
-	// Filters are skewed (a rare congress, a common search term): plan every query with its actual values
-	// rather than letting PostgreSQL switch to a generic plan after five executions of a prepared statement.
-	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	}
-	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "recordsd"
-	}
+	store.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
