@@ -106,12 +106,17 @@ func outlays(seed uint64, accts []account, n int, now time.Time, emit func([]any
 	for m := firstOutlayMonth; !m.After(lastMonth); m = m.AddDate(0, 1, 0) {
 		months++
 	}
-	lines := (n + months - 1) / months
+	// At least 40 lines (small scales then cover the most recent months only).
+	lines := max((n+months-1)/months, min(40, n))
+	first := lastMonth.AddDate(0, -((n+lines-1)/lines - 1), 0)
+	if first.Before(firstOutlayMonth) {
+		first = firstOutlayMonth
+	}
 	rows := 0
 	for li := 0; li < lines && li < len(accts); li++ {
 		a := accts[li]
 		var fytd int64
-		for m := firstOutlayMonth; !m.After(lastMonth) && rows < n; m = m.AddDate(0, 1, 0) {
+		for m := first; !m.After(lastMonth) && rows < n; m = m.AddDate(0, 1, 0) {
 			fy := m.Year()
 			if m.Month() >= time.October {
 				fy++

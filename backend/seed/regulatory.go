@@ -64,10 +64,13 @@ func regulatoryOfYear(seed uint64, year, n int, now time.Time, emit func([]any) 
 	}
 	for i := 0; i < n; i++ {
 		pub := start.AddDate(0, 0, int(int64(span)*int64(i)/int64(n)))
-		if wd := pub.Weekday(); wd == time.Saturday {
-			pub = pub.AddDate(0, 0, -1)
-		} else if wd == time.Sunday {
-			pub = pub.AddDate(0, 0, 1)
+		// The Federal Register publishes on business days: weekends move to Monday, or to Friday at year end.
+		if wd := pub.Weekday(); wd == time.Saturday || wd == time.Sunday {
+			next := pub.AddDate(0, 0, map[time.Weekday]int{time.Saturday: 2, time.Sunday: 1}[wd])
+			if next.Year() != year {
+				next = pub.AddDate(0, 0, map[time.Weekday]int{time.Saturday: -1, time.Sunday: -2}[wd])
+			}
+			pub = next
 		}
 		seq += 1 + r.IntN(3)
 		docNum := fmt.Sprintf("%d-%05d", year, seq)

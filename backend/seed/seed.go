@@ -173,7 +173,7 @@ func plan(o Options, want map[string]bool) []task {
 		}})
 	}
 	if want[FamilyBudgets] {
-		accts := accounts(seed, max(sc.BudgetLines/(lastBudgetFY-firstBudgetFY+1)+1, sc.BudgetLines/100+1))
+		accts := accounts(seed, max(sc.BudgetLines/(lastBudgetFY-firstBudgetFY+1)+1, sc.BudgetLines/100+1, 40))
 		tasks = append(tasks,
 			task{FamilyBudgets, "federal_budget_lines", budgetColumns, func(emit func([]any) error) error {
 				return appropriations(seed, accts, sc.BudgetLines, now, emit)
