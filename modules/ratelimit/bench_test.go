@@ -3,10 +3,16 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/testenv"
 )
@@ -123,5 +129,28 @@ func BenchmarkRedisRoundTrips(b *testing.B) {
 			b.ReportMetric(float64(calls)*1000/float64(admitted), "redis-calls/1000-admitted")
 			b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
 		})
+	}
+}
+
+// BenchmarkHandlerLocal: the whole handler (placeholders, key, headers) for a
+// decision served from a lease (one Redis round trip per 1000 decisions).
+func BenchmarkHandlerLocal(b *testing.B) {
+	_, prefix := testenv.Redis(b)
+	h := &Handler{Key: "{http.request.header.X-Key}", Rate: "1000000000/h", Policy: "bench",
+		limiter: testLimiter(b, testenv.RedisAddr(), prefix, 0.02), logger: zap.NewNop()}
+	r, _ := parseRate(h.Rate)
+	h.fixed = &r
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Key", "k")
+	repl := caddyhttp.NewTestReplacer(req)
+	req = req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl))
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.Header())
+		if err := h.ServeHTTP(w, req, next); err != nil || w.Header().Get("RateLimit") == "" {
+			b.Fatal(err)
+		}
 	}
 }

@@ -340,3 +340,20 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("store errors +%v, want 1", d)
 	}
 }
+
+// TestStandaloneRemoteHost: without civic_auth or the global option, the
+// handler limits on the client address with the in-memory store.
+func TestStandaloneRemoteHost(t *testing.T) {
+	g := startGateway(t, "", `civic_rate_limit {
+	key {remote_host}
+	rate 3/h
+	policy anonymous
+}
+respond "ok" 200`)
+	for i := 1; i <= 3; i++ {
+		if r := g.get(t, "/", "", ""); r.status != 200 || r.limit != fmt.Sprintf(`"anonymous";r=%d;t=%d`, 3-i, 1200*i) {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+	wantRefused(t, g.get(t, "/", "", ""), "anonymous", `"anonymous";q=3;w=3600`, 1200)
+}
