@@ -24,8 +24,8 @@ func TestMigrateThenServe(t *testing.T) {
 			t.Fatalf("migrate #%d: %v", i+1, err)
 		}
 	}
-	if err := commands["seed"](ctx, nil); err == nil {
-		t.Log("seed is implemented")
+	if commands["seed"] == nil {
+		t.Fatal("seed subcommand not registered")
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	sctx, cancel := context.WithCancel(ctx)
