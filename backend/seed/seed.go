@@ -115,12 +115,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (Result, error) {
 		return res, err
 	}
 	for fam := range want {
-		if _, err := pool.Exec(ctx, "ANALYZE "+tables[fam]); err != nil {
+		// VACUUM flushes GIN pending lists (see copyOn) and sets the visibility map; ANALYZE for the planner.
+		if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) "+tables[fam]); err != nil {
 			return res, fmt.Errorf("seed: analyze %s: %w", fam, err)
 		}
 	}
 	if want[FamilyMembers] {
-		if _, err := pool.Exec(ctx, "ANALYZE member_terms"); err != nil {
+		if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) member_terms"); err != nil {
 			return res, fmt.Errorf("seed: analyze member_terms: %w", err)
 		}
 	}
@@ -215,17 +216,20 @@ func plan(o Options, want map[string]bool) []task {
 func runTasks(ctx context.Context, pool *pgxpool.Pool, o Options, tasks []task, rows map[string]int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var members []task
-	queue := make(chan []task, len(tasks))
+	var members, rest []task
 	for _, t := range tasks {
 		if t.family == FamilyMembers {
 			members = append(members, t)
-			continue
+		} else {
+			rest = append(rest, t)
 		}
-		queue <- []task{t}
 	}
+	queue := make(chan []task, len(tasks))
 	if len(members) > 0 {
-		queue <- members
+		queue <- members // first: its two COPYs are sequential
+	}
+	for _, t := range rest {
+		queue <- []task{t}
 	}
 	close(queue)
 	var (
@@ -283,7 +287,7 @@ func copyTask(ctx context.Context, pool *pgxpool.Pool, t task) (int64, error) {
 		}
 		return row, nil
 	})
-	n, err := pool.CopyFrom(ctx, pgx.Identifier{t.table}, t.cols, src)
+	n, err := copyOn(ctx, pool, t, src)
 	stop()
 	for range ch { // drain so the generator can finish
 	}
@@ -294,4 +298,23 @@ func copyTask(ctx context.Context, pool *pgxpool.Pool, t task) (int64, error) {
 		return n, fmt.Errorf("seed: copy %s: %w", t.table, err)
 	}
 	return n, nil
+}
+
+// copyOn runs one COPY on its own connection with load-friendly session settings: a larger GIN pending
+// list (GIN entries are batched into the index instead of inserted one by one) and asynchronous commit.
+// Both are reset before the connection returns to the pool.
+func copyOn(ctx context.Context, pool *pgxpool.Pool, t task, src pgx.CopyFromSource) (int64, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("seed: acquire: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET gin_pending_list_limit = '64MB'; SET synchronous_commit = off"); err != nil {
+		return 0, fmt.Errorf("seed: session settings: %w", err)
+	}
+	n, err := conn.Conn().CopyFrom(ctx, pgx.Identifier{t.table}, t.cols, src)
+	if _, rerr := conn.Exec(context.WithoutCancel(ctx), "RESET gin_pending_list_limit; RESET synchronous_commit"); rerr != nil && err == nil {
+		err = rerr
+	}
+	return n, err
 }
