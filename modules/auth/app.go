@@ -362,16 +362,17 @@ func (a *App) newEntry(rec keystore.Record, now time.Time) *entry {
 
 // identityFor returns e's identity assertion, signing a new one when none
 // exists or half the lifetime of the current one has passed.
-func (a *App) identityFor(e *entry, now time.Time) (string, error) {
+func (a *App) identityFor(e *entry, now time.Time) (*signedIdentity, error) {
 	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
-		return s.token, nil
+		return s, nil
 	}
 	tok, err := identity.Sign(a.secret, e.rec.KeyID, e.rec.OrgID, e.rec.Tier, e.rec.Env, now, a.idTTL)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	e.ident.Store(&signedIdentity{token: tok, refresh: now.Add(a.idTTL / 2)})
-	return tok, nil
+	s := &signedIdentity{token: tok, header: []string{tok}, refresh: now.Add(a.idTTL / 2)}
+	e.ident.Store(s)
+	return s, nil
 }
 
 // Interface guards

@@ -25,7 +25,10 @@ type entry struct {
 }
 
 type signedIdentity struct {
-	token   string
+	token string
+	// header is []string{token} with len == cap, assigned to request headers
+	// as is (read-only: Header.Add would copy it, Set replaces it).
+	header  []string
 	refresh time.Time
 }
 
@@ -91,10 +94,4 @@ func (c *keyCache) flush() {
 	c.mu.Lock()
 	clear(c.m)
 	c.mu.Unlock()
-}
-
-func (c *keyCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.m)
 }

@@ -149,7 +149,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 	delete(r.Header, "Authorization")
-	r.Header.Set(identity.Header, assertion)
+	r.Header[identity.Header] = assertion.header
 	h.app.metrics.inc(outcomeOK)
 	return next.ServeHTTP(w, r.WithContext(credential.WithBearer(r.Context(), token)))
 }

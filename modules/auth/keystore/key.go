@@ -46,8 +46,12 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // Hash is the SHA-256 of a key, the only form in which keys are stored.
 type Hash [sha256.Size]byte
 
-// HashKey hashes a key.
-func HashKey(key string) Hash { return sha256.Sum256([]byte(key)) }
+// HashKey hashes a key. Keys fit a stack buffer, so hashing one does not
+// allocate.
+func HashKey(key string) Hash {
+	var buf [64]byte
+	return sha256.Sum256(append(buf[:0], key...))
+}
 
 // String is the lowercase hex form of the hash.
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
