@@ -236,7 +236,12 @@ func runTasks(ctx context.Context, pool *pgxpool.Pool, o Options, tasks []task, 
 		mu       sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
+		pending  = map[string]int{}
+		start    = time.Now()
 	)
+	for _, t := range tasks {
+		pending[t.family]++
+	}
 	for w := 0; w < o.Workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -246,6 +251,9 @@ func runTasks(ctx context.Context, pool *pgxpool.Pool, o Options, tasks []task, 
 					n, err := copyTask(ctx, pool, t)
 					mu.Lock()
 					rows[t.table] += n
+					if pending[t.family]--; pending[t.family] == 0 && err == nil {
+						o.Logger.Info("seed: family loaded", "family", t.family, "after", time.Since(start).Round(time.Millisecond).String())
+					}
 					if err != nil && firstErr == nil {
 						firstErr = err
 						cancel()
