@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/civicgate/civicgate/backend/records"
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,7 @@ func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.Bills
 		q.cond("congress = %s", *in.Congress)
 	}
 	if in.Type != nil {
-		q.cond("type = %s", *in.Type)
+		q.cond("type = %s", strings.ToLower(*in.Type)) // stored lowercase (DESIGN §3.1); accept "HR" too
 	}
 	if in.Q != nil {
 		q.cond("search @@ websearch_to_tsquery('english', %s)", records.NormalizeSearch(*in.Q))
@@ -48,8 +49,10 @@ func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.Bills
 	if err != nil {
 		return records.BillsPage{}, err
 	}
-	sql := "SELECT " + billColumns + ", sort_date::text FROM bills" + q.whereSQL() +
-		" ORDER BY sort_date DESC, id DESC LIMIT " + q.arg(limit+1)
+	// The cursor key gets its own alias: a bare "sort_date" in ORDER BY would otherwise bind to the text
+	// output column and sort without the index.
+	sql := "SELECT " + billColumns + ", bills.sort_date::text AS cursor_sort_date FROM bills" + q.whereSQL() +
+		" ORDER BY bills.sort_date DESC, bills.id DESC LIMIT " + q.arg(limit+1)
 	rows, err := s.pool.Query(ctx, sql, q.args...)
 	if err != nil {
 		return records.BillsPage{}, fmt.Errorf("store: bills query: %w", err)

@@ -59,7 +59,7 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 		return records.FederalBudgetsPage{}, err
 	}
 	sql := "SELECT " + budgetColumns + " FROM federal_budget_lines" + q.whereSQL() +
-		" ORDER BY fiscal_year DESC, sort_month DESC, id DESC LIMIT " + q.arg(limit+1)
+		" ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT " + q.arg(limit+1)
 	rows, err := s.pool.Query(ctx, sql, q.args...)
 	if err != nil {
 		return records.FederalBudgetsPage{}, fmt.Errorf("store: budgets query: %w", err)

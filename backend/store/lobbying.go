@@ -67,7 +67,7 @@ func (s *Store) LobbyingDisclosures(ctx context.Context, in records.LobbyingDisc
 		return records.LobbyingDisclosuresPage{}, err
 	}
 	sql := "SELECT " + lobbyingColumns + " FROM lobbying_disclosures" + q.whereSQL() +
-		" ORDER BY sort_posted_at DESC, id DESC LIMIT " + q.arg(limit+1)
+		" ORDER BY lobbying_disclosures.sort_posted_at DESC, lobbying_disclosures.id DESC LIMIT " + q.arg(limit+1)
 	rows, err := s.pool.Query(ctx, sql, q.args...)
 	if err != nil {
 		return records.LobbyingDisclosuresPage{}, fmt.Errorf("store: lobbying query: %w", err)

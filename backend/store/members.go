@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/civicgate/civicgate/backend/records"
 	"github.com/jackc/pgx/v5"
@@ -28,7 +29,7 @@ func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.M
 	binding := bindingOf(membersKeyset.family, membersFilter{State: in.State, Chamber: in.Chamber, Congress: in.Congress})
 	q := &query{where: []string{"m.deleted_at IS NULL"}}
 	if in.State != nil {
-		q.cond("m.state = %s", *in.State)
+		q.cond("m.state = %s", strings.ToUpper(*in.State)) // stored as upper-case postal codes
 	}
 	switch {
 	case in.Congress != nil && in.Chamber != nil:

@@ -57,7 +57,7 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 		return records.RegulatoryFilingsPage{}, err
 	}
 	sql := "SELECT " + regulatoryColumns + " FROM regulatory_filings" + q.whereSQL() +
-		" ORDER BY publication_date DESC, id DESC LIMIT " + q.arg(limit+1)
+		" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
 	rows, err := s.pool.Query(ctx, sql, q.args...)
 	if err != nil {
 		return records.RegulatoryFilingsPage{}, fmt.Errorf("store: regulatory query: %w", err)
