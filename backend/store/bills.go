@@ -30,30 +30,11 @@ type billsFilter struct {
 
 // Bills returns one page of bills, newest introduced first (NULL dates last), then id descending.
 func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.BillsPage, error) {
-	if err := records.ValidateText(in); err != nil {
-		return records.BillsPage{}, err
-	}
-	f := billsFilter{Congress: in.Congress, Type: in.Type, Q: in.Q}
-	binding := billsBinding(f)
-	q := &query{where: []string{"deleted_at IS NULL"}}
-	if in.Congress != nil {
-		q.cond("congress = %s", *in.Congress)
-	}
-	if in.Type != nil {
-		q.cond("type = %s", strings.ToLower(*in.Type)) // stored lowercase (DESIGN §3.1); accept "HR" too
-	}
-	if in.Q != nil {
-		q.cond("search @@ websearch_to_tsquery('english', %s)", records.NormalizeSearch(*in.Q))
-	}
-	limit, err := s.page(q, billsKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
+	sql, args, limit, binding, err := s.billsQuery(in)
 	if err != nil {
 		return records.BillsPage{}, err
 	}
-	// The cursor key gets its own alias: a bare "sort_date" in ORDER BY would otherwise bind to the text
-	// output column and sort without the index.
-	sql := "SELECT " + billColumns + ", bills.sort_date::text AS cursor_sort_date FROM bills" + q.whereSQL() +
-		" ORDER BY bills.sort_date DESC, bills.id DESC LIMIT " + q.arg(limit+1)
-	rows, err := s.pool.Query(ctx, sql, q.args...)
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return records.BillsPage{}, fmt.Errorf("store: bills query: %w", err)
 	}
@@ -65,6 +46,33 @@ func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.Bills
 		}
 		return b, []string{sortDate, b.ID}, nil
 	})
+}
+
+// billsQuery validates in and builds the page query (split out so tests can EXPLAIN it).
+func (s *Store) billsQuery(in records.BillsInput) (sql string, args []any, limit int, binding string, err error) {
+	if err := records.ValidateText(in); err != nil {
+		return "", nil, 0, "", err
+	}
+	binding = billsBinding(billsFilter{Congress: in.Congress, Type: in.Type, Q: in.Q})
+	q := &query{where: []string{"deleted_at IS NULL"}}
+	if in.Congress != nil {
+		q.cond("congress = %s", *in.Congress)
+	}
+	if in.Type != nil {
+		q.cond("type = %s", strings.ToLower(*in.Type)) // stored lowercase (DESIGN §3.1); accept "HR" too
+	}
+	if in.Q != nil {
+		q.cond("search @@ websearch_to_tsquery('english', %s)", records.NormalizeSearch(*in.Q))
+	}
+	limit, err = s.page(q, billsKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
+	if err != nil {
+		return "", nil, 0, "", err
+	}
+	// The cursor key gets its own alias: a bare "sort_date" in ORDER BY would otherwise bind to the text
+	// output column and sort without the index.
+	sql = "SELECT " + billColumns + ", bills.sort_date::text AS cursor_sort_date FROM bills" + q.whereSQL() +
+		" ORDER BY bills.sort_date DESC, bills.id DESC LIMIT " + q.arg(limit+1)
+	return sql, q.args, limit, binding, nil
 }
 
 func billsBinding(f billsFilter) string { return bindingOf(billsKeyset.family, f) }
