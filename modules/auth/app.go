@@ -345,6 +345,7 @@ func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (*ent
 		return e, nil
 	default:
 		if old != nil && old.found {
+			old.staleUntil.Store(now.Add(a.cache.ttl).UnixNano())
 			a.logger.Warn("key store unavailable; serving cached key", zap.String("key_id", old.rec.KeyID), zap.Error(err))
 			return old, nil
 		}

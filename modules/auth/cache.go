@@ -22,6 +22,10 @@ type entry struct {
 	envVal   any
 	// identity assertion, re-signed when half its lifetime has passed
 	ident atomic.Pointer[signedIdentity]
+	// staleUntil (unix ns): after a failed refresh the entry is served without
+	// asking the store again until then, so an unreachable store costs one
+	// lookup timeout per key per TTL, not one per request.
+	staleUntil atomic.Int64
 }
 
 type signedIdentity struct {
@@ -59,7 +63,7 @@ func (c *keyCache) fresh(e *entry, now time.Time) bool {
 	if !e.found {
 		ttl = c.negTTL
 	}
-	return now.Sub(e.fetched) < ttl
+	return now.Sub(e.fetched) < ttl || now.UnixNano() < e.staleUntil.Load()
 }
 
 func (c *keyCache) put(h keystore.Hash, e *entry) {
