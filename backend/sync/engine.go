@@ -60,7 +60,7 @@ type Options struct {
 	Resumed bool
 	// BaseURL is remembered in sync_state with the cursor (a cursor is only reused for the same base).
 	BaseURL  string
-	Progress func(Stats)          // called after every chunk; may be nil
+	Progress func(Stats)                 // called after every chunk; may be nil
 	Report   func(pos string, err error) // called for every malformed record; may be nil
 	Now      func() time.Time
 }
@@ -68,7 +68,7 @@ type Options struct {
 // Stats counts what a run did.
 type Stats struct {
 	Read, Created, Updated, Unchanged, Deleted, Malformed int
-	Chunks                                                 int
+	Chunks                                                int
 }
 
 // MalformedError is returned (with OnErrorStop) for the first malformed record.
@@ -77,7 +77,9 @@ type MalformedError struct {
 	Err error
 }
 
-func (e *MalformedError) Error() string { return fmt.Sprintf("malformed record at %s: %v", e.Pos, e.Err) }
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("malformed record at %s: %v", e.Pos, e.Err)
+}
 func (e *MalformedError) Unwrap() error { return e.Err }
 
 // Engine writes imports into the database.

@@ -23,6 +23,7 @@ var commands = map[string]subcommand{
 	"serve":   runServe,
 	"migrate": runMigrate,
 	"seed":    runSeed, // implemented in seed.go (owned by the seed engineer)
+	"sync":    runSync,
 }
 
 func main() {
