@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +46,9 @@ type Options struct {
 	Now time.Time
 	// Workers is the number of concurrent COPY streams (default 3).
 	Workers int
-	Logger  *slog.Logger
+	// Families limits the load to these families (FamilyBills, …); empty means all five.
+	Families []string
+	Logger   *slog.Logger
 }
 
 // Family names, also the keys of Result.
@@ -91,14 +94,30 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (Result, error) {
 	}
 	tables := map[string]string{FamilyMembers: "members", FamilyBills: "bills", FamilyRegulatory: "regulatory_filings",
 		FamilyBudgets: "federal_budget_lines", FamilyLobbying: "lobbying_disclosures"}
+	res := Result{Rows: map[string]int64{}}
+	want := map[string]bool{}
+	families := o.Families
+	if len(families) == 0 {
+		families = []string{FamilyMembers, FamilyBills, FamilyRegulatory, FamilyBudgets, FamilyLobbying}
+	}
+	for _, fam := range families {
+		if _, ok := tables[fam]; !ok {
+			return Result{}, fmt.Errorf("seed: unknown family %q", fam)
+		}
+	}
 	if o.Reset {
-		if _, err := pool.Exec(ctx, `TRUNCATE bills, member_terms, members, regulatory_filings, federal_budget_lines, lobbying_disclosures`); err != nil {
+		truncate := "TRUNCATE " + tables[families[0]]
+		for _, fam := range families[1:] {
+			truncate += ", " + tables[fam]
+		}
+		if slices.Contains(families, FamilyMembers) {
+			truncate += ", member_terms"
+		}
+		if _, err := pool.Exec(ctx, truncate); err != nil {
 			return Result{}, fmt.Errorf("seed: reset: %w", err)
 		}
 	}
-	res := Result{Rows: map[string]int64{}}
-	want := map[string]bool{}
-	for _, fam := range []string{FamilyMembers, FamilyBills, FamilyRegulatory, FamilyBudgets, FamilyLobbying} {
+	for _, fam := range families {
 		var has bool
 		if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+tables[fam]+")").Scan(&has); err != nil {
 			return Result{}, fmt.Errorf("seed: inspect %s: %w", fam, err)

@@ -234,3 +234,24 @@ func TestRosterIsDeterministicAndRealistic(t *testing.T) {
 		t.Errorf("extra members: %d, want %d", len(big.members), len(a.members)+1000)
 	}
 }
+
+func TestFamiliesSubsetAndScopedReset(t *testing.T) {
+	pool := seeded(t, tiny, 4)
+	before := contentHash(t, pool)
+	res, err := Run(context.Background(), pool, Options{Scale: tiny, Seed: 4, Reset: true, Families: []string{FamilyBills}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows["bills"] != int64(tiny.Bills) {
+		t.Errorf("bills-only reset loaded %v", res.Rows)
+	}
+	after := contentHash(t, pool)
+	for _, tbl := range allTables {
+		if after[tbl] != before[tbl] {
+			t.Errorf("%s changed after a bills-only reset", tbl)
+		}
+	}
+	if _, err := Run(context.Background(), pool, Options{Scale: tiny, Families: []string{"nope"}}); err == nil {
+		t.Error("unknown family accepted")
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/civicgate/civicgate/backend/seed"
 )
 
-// runSeed: recordsd seed --scale small|medium|1m [--seed N] [--reset] [--workers N] (env DATABASE_URL).
+// runSeed: recordsd seed --scale small|medium|1m [--seed N] [--reset] [--workers N] [--families a,b] (env DATABASE_URL).
 // Families that already have rows are skipped unless --reset truncates every record table first.
 func runSeed(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
@@ -19,6 +19,7 @@ func runSeed(ctx context.Context, args []string) error {
 	seedN := fs.Uint64("seed", 1, "generator seed (same seed → same rows)")
 	reset := fs.Bool("reset", false, "truncate every record table first (default: skip families that already have rows)")
 	workers := fs.Int("workers", 3, "concurrent COPY streams")
+	only := fs.String("families", "", "comma-separated subset: members,bills,regulatory_filings,federal_budget_lines,lobbying_disclosures (default all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -36,7 +37,11 @@ func runSeed(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	res, err := seed.Run(ctx, pool, seed.Options{Scale: sc, Seed: *seedN, Reset: *reset, Workers: *workers, Logger: slog.Default()})
+	var families []string
+	if *only != "" {
+		families = strings.Split(*only, ",")
+	}
+	res, err := seed.Run(ctx, pool, seed.Options{Scale: sc, Seed: *seedN, Reset: *reset, Workers: *workers, Families: families, Logger: slog.Default()})
 	if err != nil {
 		return err
 	}
