@@ -99,7 +99,7 @@ func (e *Engine) Run(ctx context.Context, src Source, opt Options) (Stats, error
 		opt.OnError = OnErrorStop
 	}
 	fam := src.Family()
-	runStart, err := e.beginRun(ctx, src, opt)
+	runStart, mayDelete, err := e.beginRun(ctx, src, opt)
 	if err != nil {
 		return st, err
 	}
@@ -135,13 +135,21 @@ func (e *Engine) Run(ctx context.Context, src Source, opt Options) (Stats, error
 		}
 	}
 	if opt.FullSnapshot {
-		if st.Malformed > 0 {
+		switch {
+		case !mayDelete:
+			// The interrupted part of this run did not keep seen_at: records it listed would look vanished.
+			if opt.Report != nil {
+				opt.Report("end of import", errors.New("full snapshot: resumed a run that was not --full-snapshot, deletion marking not done"))
+			}
+		case st.Malformed > 0:
 			// A skipped record is absent from the import but not gone upstream: deleting it would be wrong.
 			if opt.Report != nil {
 				opt.Report("end of import", errors.New("full snapshot: malformed records were skipped, deletion marking not done"))
 			}
-		} else if err := e.markDeleted(ctx, src, runStart, opt, &st); err != nil {
-			return st, err
+		default:
+			if err := e.markDeleted(ctx, src, runStart, opt, &st); err != nil {
+				return st, err
+			}
 		}
 	}
 	if _, err := e.pool.Exec(ctx, `DELETE FROM sync_state WHERE family = $1 AND source = $2`, string(fam), src.Name()); err != nil {
@@ -165,24 +173,27 @@ func (e *Engine) LoadCursor(ctx context.Context, fam Family, source, baseURL str
 	return cur, nil
 }
 
-// beginRun records the run start (kept across resumptions) and returns it.
-func (e *Engine) beginRun(ctx context.Context, src Source, opt Options) (time.Time, error) {
+// beginRun records the run start (kept across resumptions) and returns it, and whether deletion marking is
+// allowed: every part of the run (including the interrupted one being resumed) was a full-snapshot run.
+func (e *Engine) beginRun(ctx context.Context, src Source, opt Options) (time.Time, bool, error) {
 	var start time.Time
 	if !opt.Resumed {
-		_, err := e.pool.Exec(ctx, `INSERT INTO sync_state (family, source, base_url, cursor, run_started_at)
-			VALUES ($1, $2, $3, '', now())
-			ON CONFLICT (family, source) DO UPDATE SET base_url = EXCLUDED.base_url, cursor = '', run_started_at = now(), updated_at = now()`,
-			string(src.Family()), src.Name(), opt.BaseURL)
+		_, err := e.pool.Exec(ctx, `INSERT INTO sync_state (family, source, base_url, cursor, run_started_at, full_snapshot)
+			VALUES ($1, $2, $3, '', now(), $4)
+			ON CONFLICT (family, source) DO UPDATE SET base_url = EXCLUDED.base_url, cursor = '', run_started_at = now(),
+				full_snapshot = EXCLUDED.full_snapshot, updated_at = now()`,
+			string(src.Family()), src.Name(), opt.BaseURL, opt.FullSnapshot)
 		if err != nil {
-			return start, fmt.Errorf("sync %s: begin run: %w", src.Family(), err)
+			return start, false, fmt.Errorf("sync %s: begin run: %w", src.Family(), err)
 		}
 	}
-	err := e.pool.QueryRow(ctx, `SELECT run_started_at FROM sync_state WHERE family = $1 AND source = $2`,
-		string(src.Family()), src.Name()).Scan(&start)
+	var full bool
+	err := e.pool.QueryRow(ctx, `SELECT run_started_at, full_snapshot FROM sync_state WHERE family = $1 AND source = $2`,
+		string(src.Family()), src.Name()).Scan(&start, &full)
 	if err != nil {
-		return start, fmt.Errorf("sync %s: run start: %w", src.Family(), err)
+		return start, false, fmt.Errorf("sync %s: run start: %w", src.Family(), err)
 	}
-	return start, nil
+	return start, full && opt.FullSnapshot, nil
 }
 
 type stored struct {
@@ -265,15 +276,15 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 		}
 		raw, _ := json.Marshal(content)
 		b.Queue(`INSERT INTO sync_snapshots (family, record_id, source, content, deleted_at, seen_at)
-			VALUES ($1, $2, $3, $4, NULL, $5)
+			VALUES ($1, $2, $3, $4, NULL, now())
 			ON CONFLICT (family, record_id) DO UPDATE SET source = EXCLUDED.source, content = EXCLUDED.content,
-				deleted_at = NULL, seen_at = EXCLUDED.seen_at`, string(fam), id, src.Name(), raw, now)
+				deleted_at = NULL, seen_at = EXCLUDED.seen_at`, string(fam), id, src.Name(), raw)
 		b.Queue(`INSERT INTO change_events (family, record_id, type, changed_fields, record, source, occurred_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`, string(fam), id, evType, changed, withSyncedAt(fam, content, now), src.Name(), now)
 	}
 	if opt.FullSnapshot && len(ids) > 0 {
-		b.Queue(`UPDATE sync_snapshots SET seen_at = $3 WHERE family = $1 AND record_id = ANY($2) AND seen_at < $3`,
-			string(fam), ids, now)
+		// seen_at uses the database clock, like run_started_at.
+		b.Queue(`UPDATE sync_snapshots SET seen_at = now() WHERE family = $1 AND record_id = ANY($2)`, string(fam), ids)
 	}
 	if cursor != "" {
 		b.Queue(`UPDATE sync_state SET cursor = $3, updated_at = now() WHERE family = $1 AND source = $2`,

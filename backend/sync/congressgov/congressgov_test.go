@@ -254,3 +254,59 @@ func TestAPIPagesResumesAfterInterruption(t *testing.T) {
 		t.Fatalf("re-run %+v %v", st, err)
 	}
 }
+
+// A --full-snapshot run that is interrupted and resumed deletes exactly the bills upstream no longer lists
+// (not the ones the interrupted part listed).
+func TestFullSnapshotAcrossResume(t *testing.T) {
+	pool := newDB(t)
+	ctx := context.Background()
+	api := &fakeAPI{n: 12}
+	api.throttled.Store(true)
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	base := srv.URL + "/v3/bill"
+	client := &fetch.Client{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+	eng := sync.New(pool)
+	run := func(full bool) (sync.Stats, error) {
+		cur, err := eng.LoadCursor(ctx, sync.Bills, congressgov.SourceName, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := congressgov.NewAPI(client, base, cur, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eng.Run(ctx, src, sync.Options{BaseURL: base, Resumed: cur != "", FullSnapshot: full})
+	}
+	if st, err := run(false); err != nil || st.Created != 12 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	api.n = 10 // hr11, hr12 vanished upstream
+	api.details.Store(0)
+	api.failAfter.Store(6) // dies on the second page
+	if st, err := run(true); err == nil || st.Deleted != 0 {
+		t.Fatalf("interrupted: %+v %v", st, err)
+	}
+	api.failAfter.Store(0)
+	st, err := run(true)
+	if err != nil || st.Deleted != 2 {
+		t.Fatalf("resumed: %+v %v", st, err)
+	}
+	rows, err := pool.Query(ctx, `SELECT record_id FROM change_events WHERE type = 'deleted' ORDER BY record_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone []string
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		gone = append(gone, id)
+	}
+	if strings.Join(gone, ",") != "hr11-118,hr12-118" {
+		t.Fatalf("deleted %v", gone)
+	}
+	var live int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM bills WHERE deleted_at IS NULL`).Scan(&live); err != nil || live != 10 {
+		t.Fatalf("live %d %v", live, err)
+	}
+}
