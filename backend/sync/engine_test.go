@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-func newDB(t *testing.T) *pgxpool.Pool {
+func newDB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(testenv.Postgres(t))
