@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,5 +135,50 @@ func TestLDAResumesThroughCommand(t *testing.T) {
 	}
 	if rows != 10 || events != 10 {
 		t.Fatalf("rows %d events %d", rows, events)
+	}
+}
+
+type lockedBuffer struct {
+	mu  gosync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// --every repeats the import until the context ends; later rounds find nothing changed.
+func TestEveryRepeatsUntilCancelled(t *testing.T) {
+	pool := newDB(t)
+	c, err := command.Parse([]string{"members", "--file", "../legislators/testdata/legislators.yaml", "--every", "20ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- command.Run(ctx, pool, c, out, false) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(out.String(), "done read=2 created=0 updated=0 unchanged=2") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no repeated rounds:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "done read=2 created=2") {
+		t.Fatalf("first round missing:\n%s", out.String())
 	}
 }
