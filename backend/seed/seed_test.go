@@ -2,6 +2,7 @@ package seed
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/civicgate/civicgate/internal/testenv"
@@ -123,6 +124,12 @@ func TestSmallScale(t *testing.T) {
 	for tbl, n := range wantRows {
 		if got := count(t, pool, "SELECT count(*) FROM "+tbl); got != n {
 			t.Errorf("%s: %d rows, want %d", tbl, got, n)
+		}
+	}
+	// The benchmark's rare term must stay rare: only rareTopics (≈1 in 30,000 titles) mention it.
+	for _, tp := range topics {
+		if strings.Contains(tp, "lighthouse") {
+			t.Errorf("topic %q makes the rare benchmark term common", tp)
 		}
 	}
 	if got := count(t, pool, `SELECT count(DISTINCT m.member_id) FROM members m JOIN member_terms t USING (member_id) WHERE t.congress = 119`); got < 530 || got > 560 {

@@ -106,8 +106,9 @@ var topics = []string{
 	"maternal health outcomes", "research on Alzheimer's disease", "tribal land consolidation",
 	"port infrastructure improvements", "coastal resilience projects", "antitrust enforcement",
 	"the rights of crime victims", "public lands recreation access", "hydrogen fuel development",
-	"Great Lakes restoration", "pollinator habitat protection", "lighthouse preservation",
+	"Great Lakes restoration", "pollinator habitat protection",
 	"commemorative coins for national parks", "seismic safety of schools", "quantum computing research",
+	// (the rare topics of bills.go are deliberately absent here)
 }
 
 var purposes = []string{
