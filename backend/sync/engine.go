@@ -196,6 +196,8 @@ func (e *Engine) beginRun(ctx context.Context, src Source, opt Options) (time.Ti
 	return start, full && opt.FullSnapshot, nil
 }
 
+var eventColumns = []string{"family", "record_id", "type", "changed_fields", "record", "source", "occurred_at"}
+
 type stored struct {
 	content map[string]any
 	deleted bool
@@ -239,6 +241,7 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 		now = opt.Now().UTC()
 	}
 	b := &pgx.Batch{}
+	var events [][]any
 	for _, id := range ids {
 		r := byID[id]
 		content, err := contentOf(r)
@@ -279,8 +282,7 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 			VALUES ($1, $2, $3, $4, NULL, now())
 			ON CONFLICT (family, record_id) DO UPDATE SET source = EXCLUDED.source, content = EXCLUDED.content,
 				deleted_at = NULL, seen_at = EXCLUDED.seen_at`, string(fam), id, src.Name(), raw)
-		b.Queue(`INSERT INTO change_events (family, record_id, type, changed_fields, record, source, occurred_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, string(fam), id, evType, changed, withSyncedAt(fam, content, now), src.Name(), now)
+		events = append(events, []any{string(fam), id, evType, changed, withSyncedAt(fam, content, now), src.Name(), now})
 	}
 	if opt.FullSnapshot && len(ids) > 0 {
 		// seen_at uses the database clock, like run_started_at.
@@ -293,6 +295,12 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("sync %s: write chunk: %w", fam, err)
+		}
+	}
+	if len(events) > 0 {
+		// COPY assigns identity ids in row order, still under the event lock.
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"change_events"}, eventColumns, pgx.CopyFromRows(events)); err != nil {
+			return fmt.Errorf("sync %s: write events: %w", fam, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
