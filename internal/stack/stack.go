@@ -1,0 +1,309 @@
+// Package stack starts the real binaries (recordsd and civicgate) as
+// processes against real PostgreSQL and Redis for end-to-end, reliability and
+// benchmark tests, and gives an HTTPS client that trusts Caddy's local CA root
+// from the stack's own data directory. Each stack gets its own database, Redis
+// key prefix, ports and data directory (internal/testenv).
+package stack
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// RepoRoot is the repository's top directory (this file's parent's parent).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller information")
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+}
+
+// Binaries builds civicgate and recordsd once per test binary run, into a
+// temporary directory that Remove deletes (call it from TestMain).
+type Binaries struct {
+	once      sync.Once
+	Dir       string
+	err       error
+	Civicgate string
+	Recordsd  string
+}
+
+// Build compiles both binaries the first time it is called.
+func (b *Binaries) Build(t testing.TB) {
+	t.Helper()
+	b.once.Do(func() {
+		b.Dir, b.err = os.MkdirTemp("", "civicgate-e2e-bin-")
+		if b.err != nil {
+			return
+		}
+		root := RepoRoot(t)
+		b.Civicgate = filepath.Join(b.Dir, "civicgate")
+		b.Recordsd = filepath.Join(b.Dir, "recordsd")
+		for out, pkg := range map[string]string{b.Civicgate: "./cmd/civicgate", b.Recordsd: "./cmd/recordsd"} {
+			cmd := exec.Command("go", "build", "-o", out, pkg)
+			cmd.Dir = root
+			if msg, err := cmd.CombinedOutput(); err != nil {
+				b.err = fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+				return
+			}
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+}
+
+// Stack is one running recordsd + civicgate pair with its own database,
+// Redis key prefix, ports and Caddy data directory.
+type Stack struct {
+	t        testing.TB
+	Bins     *Binaries
+	Root     string
+	Dir      string
+	Env      []string
+	DSN      string
+	HTTPSURL string
+	HTTPURL  string
+	CARoot   string
+	Client   *http.Client
+	Logs     []string // files holding every process's output
+}
+
+var keyPattern = regexp.MustCompile(`cg_(live|test)_[0-9A-Za-z]+`)
+var keyIDPattern = regexp.MustCompile(`key_[0-9A-Za-z]+`)
+
+// New prepares the environment of a stack; start brings it up.
+func New(t testing.TB, bins *Binaries) *Stack {
+	t.Helper()
+	bins.Build(t)
+	s := &Stack{t: t, Bins: bins, Root: RepoRoot(t), Dir: t.TempDir()}
+	s.DSN = testenv.Postgres(t)
+	_, prefix := testenv.Redis(t)
+	httpsPort := testenv.FreePort(t)
+	httpPort := testenv.FreePort(t)
+	adminPort := testenv.FreePort(t)
+	upstream := testenv.FreePort(t)
+	s.Env = append(os.Environ(),
+		"DATABASE_URL="+s.DSN,
+		"REDIS_URL=redis://"+testenv.RedisAddr()+"/0",
+		"CIVICGATE_RL_PREFIX="+prefix,
+		"RECORDSD_LISTEN=127.0.0.1:"+strconv.Itoa(upstream),
+		"RECORDSD_CURSOR_SECRET="+testenv.RandomSuffix(32),
+		"CIVIC_IDENTITY_SECRET="+testenv.RandomSuffix(32),
+		"CIVICGATE_ENV=live",
+		"CIVICGATE_UPSTREAM=127.0.0.1:"+strconv.Itoa(upstream),
+		"CIVICGATE_HTTPS_PORT="+strconv.Itoa(httpsPort),
+		"CIVICGATE_HTTP_PORT="+strconv.Itoa(httpPort),
+		"CIVICGATE_ADMIN=localhost:"+strconv.Itoa(adminPort),
+		"CIVICGATE_SCHEMA="+filepath.Join(s.Root, "backend", "schema", "records.graphqls"),
+		"XDG_DATA_HOME="+filepath.Join(s.Dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(s.Dir, "config"),
+	)
+	s.HTTPSURL = "https://localhost:" + strconv.Itoa(httpsPort)
+	s.HTTPURL = "http://localhost:" + strconv.Itoa(httpPort)
+	s.CARoot = filepath.Join(s.Dir, "data", "caddy", "pki", "authorities", "local", "root.crt")
+	return s
+}
+
+// Setenv overrides one variable of the stack's environment.
+func (s *Stack) Setenv(key, value string) {
+	for i, kv := range s.Env {
+		if strings.HasPrefix(kv, key+"=") {
+			s.Env[i] = key + "=" + value
+			return
+		}
+	}
+	s.Env = append(s.Env, key+"="+value)
+}
+
+// Getenv reads one variable of the stack's environment.
+func (s *Stack) Getenv(key string) string {
+	for i := len(s.Env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(s.Env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Run runs a binary to completion and returns its standard output.
+func (s *Stack) Run(bin string, args ...string) string {
+	s.t.Helper()
+	out, err := s.RunErr(bin, args...)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// RunErr is Run that returns the error and all output instead of failing.
+func (s *Stack) RunErr(bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = s.Root
+	cmd.Env = s.Env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
+}
+
+// IssueKey issues a key and returns it with its id.
+func (s *Stack) IssueKey(org, tier, env string) (key, id string) {
+	s.t.Helper()
+	out := s.Run(s.Bins.Civicgate, "keys", "issue", "--org", org, "--tier", tier, "--env", env)
+	key = keyPattern.FindString(out)
+	id = keyIDPattern.FindString(out)
+	if key == "" || id == "" {
+		s.t.Fatalf("keys issue printed no key or id: %q", keyPattern.ReplaceAllString(out, "cg_…"))
+	}
+	return key, id
+}
+
+// Spawn starts a long-running process whose output goes to a log file; it is
+// stopped with SIGTERM when the test ends.
+func (s *Stack) Spawn(name, bin string, args ...string) *exec.Cmd {
+	s.t.Helper()
+	logPath := filepath.Join(s.Dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.Root
+	cmd.Env = s.Env
+	cmd.Stdout = f
+	cmd.Stderr = f
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start %s: %v", name, err)
+	}
+	s.Logs = append(s.Logs, logPath)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = f.Close()
+		if s.t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				s.t.Logf("%s log (last 4 KiB):\n%s", name, tail(b, 4096))
+			}
+		}
+	})
+	return cmd
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// Prepare migrates and seeds the database and the key tables.
+func (s *Stack) Prepare() {
+	s.t.Helper()
+	s.Run(s.Bins.Recordsd, "migrate")
+	s.Run(s.Bins.Recordsd, "seed", "--scale", "small")
+	s.Run(s.Bins.Civicgate, "keys", "migrate")
+}
+
+// StartRecordsd starts the backend and waits for its health endpoint.
+func (s *Stack) StartRecordsd() {
+	s.t.Helper()
+	s.Spawn("recordsd", s.Bins.Recordsd, "serve")
+	url := "http://" + s.Getenv("RECORDSD_LISTEN") + "/healthz"
+	WaitFor(s.t, 30*time.Second, "recordsd /healthz", func() error {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// Remove deletes the built binaries.
+func (b *Binaries) Remove() {
+	if b.Dir != "" {
+		_ = os.RemoveAll(b.Dir)
+	}
+}
+
+// StartGateway starts civicgate with the given Caddyfile (relative to the
+// repository) and waits until it answers over TLS with its local CA.
+func (s *Stack) StartGateway(caddyfile string) {
+	s.t.Helper()
+	s.Spawn("civicgate", s.Bins.Civicgate, "run", "--config", caddyfile, "--adapter", "caddyfile")
+	WaitFor(s.t, 60*time.Second, "gateway TLS with the local CA root", func() error {
+		pem, err := os.ReadFile(s.CARoot)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("no certificate in %s", s.CARoot)
+		}
+		s.Client = &http.Client{
+			Timeout: 30 * time.Second,
+			Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		resp, err := s.Client.Get(s.HTTPSURL + "/v1/graphql")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+}
+
+// WaitFor polls cond until it returns nil or the deadline passes.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var err error
+	for {
+		if err = cond(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

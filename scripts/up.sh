@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# `make up`: the whole stack in the foreground on https://localhost:8443.
+# Makefile has already built bin/ and made sure PostgreSQL and Redis run.
+# Writes the environment it used to .env.local (git-ignored) and reuses it on
+# the next run, so data, secrets and Caddy's local CA survive restarts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+log() { echo "up: $*" >&2; }
+
+rand_secret() { head -c 32 /dev/urandom | base64 | tr -d '=+/\n' | head -c 43; }
+
+if [ ! -f .env.local ]; then
+	log "writing .env.local (first run)"
+	umask 077
+	cat > .env.local <<ENV
+# Written by make up. Load it in another terminal with: set -a; . ./.env.local
+DATABASE_URL=postgres://postgres@127.0.0.1:5432/civicgate?sslmode=disable
+REDIS_URL=redis://127.0.0.1:6379/0
+RECORDSD_LISTEN=127.0.0.1:8081
+RECORDSD_CURSOR_SECRET=$(rand_secret)
+CIVIC_IDENTITY_SECRET=$(rand_secret)
+CIVICGATE_ENV=live
+CIVICGATE_UPSTREAM=127.0.0.1:8081
+XDG_DATA_HOME=$root/.civicgate/data
+XDG_CONFIG_HOME=$root/.civicgate/config
+ENV
+fi
+set -a
+# shellcheck disable=SC1091
+. ./.env.local
+set +a
+mkdir -p "$XDG_DATA_HOME" "$XDG_CONFIG_HOME"
+
+dbname=$(sed -E 's#.*/([^/?]+)(\?.*)?$#\1#' <<<"$DATABASE_URL")
+admin_url=$(sed -E "s#/${dbname}(\\?|\$)#/postgres\\1#" <<<"$DATABASE_URL")
+if ! psql "$admin_url" -Atqc "SELECT 1 FROM pg_database WHERE datname='${dbname}'" | grep -q 1; then
+	log "creating database ${dbname}"
+	psql "$admin_url" -qc "CREATE DATABASE \"${dbname}\"" >/dev/null
+fi
+
+bin/recordsd migrate
+bin/recordsd seed --scale small
+bin/civicgate keys migrate
+
+log "issuing a demo key (organization demo, tier enterprise)"
+if bin/civicgate keys list --org demo 2>/dev/null | grep -q active; then
+	keyout=$(bin/civicgate keys rotate --org demo --env live)
+else
+	keyout=$(bin/civicgate keys issue --org demo --tier enterprise --env live)
+fi
+api_key=$(grep -oE 'cg_live_[0-9A-Za-z]+' <<<"$keyout" | head -1)
+if [ -z "$api_key" ]; then
+	log "could not read the issued key"; exit 1
+fi
+
+pids=()
+cleanup() {
+	trap - INT TERM EXIT
+	log "stopping"
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+bin/recordsd serve &
+pids+=($!)
+bin/civicgate run --config caddyfile/Caddyfile.local --adapter caddyfile &
+pids+=($!)
+
+ca="$XDG_DATA_HOME/caddy/pki/authorities/local/root.crt"
+for _ in $(seq 1 100); do
+	if [ -f "$ca" ] && curl -s --cacert "$ca" -o /dev/null https://localhost:8443/bills 2>/dev/null; then break; fi
+	sleep 0.2
+done
+
+cat <<MSG
+
+civicgate is up.
+  Base URL: https://localhost:8443
+  API key: ${api_key}
+  CA root:  ${ca}
+
+Try:
+  curl --cacert '${ca}' -H 'Authorization: Bearer ${api_key}' -H 'Content-Type: application/json' \\
+    -d '{"query":"{ bills(input:{limit:3}) { items { id officialTitle } nextCursor } }"}' https://localhost:8443/v1/graphql
+
+In another terminal: set -a; . ./.env.local   (then bin/civicgate keys … and bin/recordsd … reach this stack)
+Ctrl-C stops everything make up started.
+MSG
+wait -n "${pids[@]}"
