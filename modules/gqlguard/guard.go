@@ -60,8 +60,11 @@ type Guard struct {
 	// MeasureOnly logs and counts limit violations instead of refusing them.
 	MeasureOnly bool `json:"measure_only,omitempty"`
 	// Entitlements is the placeholder expression for the comma-separated
-	// families the caller owns (default "{civic.families}"). When it resolves
-	// to an empty string, or no families are configured, nothing is checked.
+	// families the caller owns (default "{civic.families}"). When the
+	// expression is a single placeholder that is not set (no civic_auth in
+	// front), or no families are configured, nothing is checked; a
+	// placeholder set to the empty string owns no family and every
+	// family-bound root field is refused.
 	Entitlements string `json:"entitlements,omitempty"`
 	// Families maps a family name to the root fields it owns.
 	Families map[string][]string `json:"families,omitempty"`
@@ -73,9 +76,12 @@ type Guard struct {
 	compiler    *compiler
 	cache       *docCache
 	fieldFamily map[string]string
-	metrics     *guardMetrics
-	logger      *zap.Logger
-	parses      *atomic.Int64 // documents parsed (tests: a cache hit parses nothing)
+	// entKey is the placeholder name when Entitlements is exactly one
+	// placeholder, so that "unset" and "set to empty" can be told apart.
+	entKey  string
+	metrics *guardMetrics
+	logger  *zap.Logger
+	parses  *atomic.Int64 // documents parsed (tests: a cache hit parses nothing)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -146,6 +152,9 @@ func (g *Guard) setDefaults() {
 	setDefault(&g.DefaultListSize, DefaultListSize)
 	setDefault(&g.LimitArgument, DefaultLimitArgument)
 	setDefault(&g.Entitlements, DefaultEntitlements)
+	if e := g.Entitlements; len(e) > 2 && e[0] == '{' && e[len(e)-1] == '}' && !strings.ContainsAny(e[1:len(e)-1], "{}") {
+		g.entKey = e[1 : len(e)-1]
+	}
 	setDefault(&g.CacheSize, DefaultCacheSize)
 	if g.Introspection == nil {
 		v := introspectionByDefault

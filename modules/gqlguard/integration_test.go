@@ -322,15 +322,17 @@ func TestGuardOutcomes(t *testing.T) {
 			`{"error":"Tier not entitled to this endpoint family"}`, nil},
 		{"introspection belongs to no family", call{path: "/g", headers: map[string]string{"X-Test-Families": "bills"}, body: q("{ __type(name: \"Bill\") { name } __typename }")}, 200,
 			forwarded("", "", 1, q("{ __type(name: \"Bill\") { name } __typename }")), nil},
-		{"no entitlements means no check", call{path: "/g", body: q("{ federalBudgets(input: {dataset: OUTLAYS}) { nextCursor } }")}, 200,
+		{"no entitlements means no check", call{path: "/civic", body: q("{ federalBudgets(input: {dataset: OUTLAYS}) { nextCursor } }")}, 200,
 			forwarded("", "federal_budgets", 1, q("{ federalBudgets(input: {dataset: OUTLAYS}) { nextCursor } }")), nil},
+		{"empty entitlements own nothing", call{path: "/g", body: q("{ bills(input: {limit: 1}) { nextCursor } }")}, 403,
+			`{"error":"Tier not entitled to this endpoint family"}`, nil},
 		{"civic.families placeholder refuses", call{path: "/civic", headers: map[string]string{"X-Test-Families": "bills"}, body: q("{ members { nextCursor } }")}, 403,
 			`{"error":"Tier not entitled to this endpoint family"}`, nil},
 		{"civic.families placeholder admits", call{path: "/civic", headers: map[string]string{"X-Test-Families": "members,bills"}, body: q("{ members { nextCursor } }")}, 200,
 			forwarded("", "members", 1, q("{ members { nextCursor } }")), nil},
 
 		// forwarding
-		{"original body bytes forwarded untouched", call{path: "/g", body: "{ \"operationName\" : \"Bills\",\n \"query\":\"query Bills($n: Int) { bills(input: {limit: $n}) { nextCursor } }\", \"variables\": {\"n\": 3}, \"extensions\": {\"x\": 1} }"}, 200,
+		{"original body bytes forwarded untouched", call{path: "/g", headers: map[string]string{"X-Test-Families": "bills"}, body: "{ \"operationName\" : \"Bills\",\n \"query\":\"query Bills($n: Int) { bills(input: {limit: $n}) { nextCursor } }\", \"variables\": {\"n\": 3}, \"extensions\": {\"x\": 1} }"}, 200,
 			forwarded("Bills", "bills", 1, "{ \"operationName\" : \"Bills\",\n \"query\":\"query Bills($n: Int) { bills(input: {limit: $n}) { nextCursor } }\", \"variables\": {\"n\": 3}, \"extensions\": {\"x\": 1} }"), nil},
 	}
 	for _, tc := range tests {

@@ -43,3 +43,41 @@ func TestRecordsSchemaBillsQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestEntitlementStates: an unset placeholder checks nothing (no civic_auth
+// in front), a placeholder set to "" owns no family, and a set list is
+// enforced.
+func TestEntitlementStates(t *testing.T) {
+	g := provisioned(t, &Guard{
+		Schema:   "../../backend/schema/records.graphqls",
+		Families: map[string][]string{"bills": {"bills", "bill"}, "members": {"members"}},
+	})
+	body := `{"query":"{ bills(input: {limit: 1}) { nextCursor } }"}`
+	for _, tc := range []struct {
+		name     string
+		families *string
+		want     int
+	}{
+		{"unset checks nothing", nil, http.StatusNoContent},
+		{"empty owns nothing", new(""), http.StatusForbidden},
+		{"other family refused", new("members"), http.StatusForbidden},
+		{"owned family admitted", new("members,bills"), http.StatusNoContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			repl := caddy.NewReplacer()
+			if tc.families != nil {
+				repl.Set("civic.families", *tc.families)
+			}
+			r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+			w := httptest.NewRecorder()
+			if err := g.ServeHTTP(w, r, &recordNext{}); err != nil {
+				t.Fatal(err)
+			}
+			if w.Code != tc.want {
+				t.Fatalf("status %d, want %d: %s", w.Code, tc.want, w.Body.String())
+			}
+		})
+	}
+}

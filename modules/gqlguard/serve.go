@@ -179,8 +179,10 @@ func (g *Guard) families(rootNames []string) string {
 }
 
 // entitled reports whether the caller owns every family the operation
-// touches. With no families configured, or an entitlement expression that
-// resolves to empty (e.g. no civic_auth in front), nothing is checked. A
+// touches. With no families configured, an entitlement placeholder that is
+// not set or nil (e.g. no civic_auth in front), or a multi-placeholder expression
+// that resolves to empty, nothing is checked. A placeholder set to the
+// empty string (a tier entitled to no family) owns nothing. A
 // root field in no family is refused while checking: a field forgotten in
 // the configuration must not bypass entitlements. Introspection fields
 // belong to no family and are never refused here.
@@ -188,8 +190,18 @@ func (g *Guard) entitled(repl *caddy.Replacer, rootNames []string) bool {
 	if len(g.fieldFamily) == 0 || repl == nil {
 		return true
 	}
-	owned := strings.TrimSpace(repl.ReplaceAll(g.Entitlements, ""))
-	if owned == "" {
+	var owned string
+	if g.entKey != "" {
+		v, ok := repl.Get(g.entKey)
+		if !ok || v == nil {
+			return true
+		}
+		if s, isString := v.(string); isString {
+			owned = s
+		} else {
+			owned = fmt.Sprint(v)
+		}
+	} else if owned = strings.TrimSpace(repl.ReplaceAll(g.Entitlements, "")); owned == "" {
 		return true
 	}
 	for _, n := range rootNames {
