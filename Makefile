@@ -6,7 +6,7 @@ GOTESTFLAGS ?=
 # Every package's caddytest servers use their own admin port, so packages may run in parallel.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build up test lint vet fmt-check staticcheck services bench bench-backend bench-modules fuzz clean
+.PHONY: import-real all build up test lint vet fmt-check staticcheck services bench bench-backend bench-modules fuzz clean
 
 all: build
 
@@ -47,6 +47,10 @@ bench-modules: services
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./modules/...
 
 bench: bench-modules
+
+## import-real: import the real upstream files in ../shared/data into a throwaway database.
+import-real: build services
+	@scripts/import-real.sh
 
 clean:
 	rm -rf $(BIN)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -103,33 +101,6 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
-}
-
-// The real Congress.gov samples (../shared/data beside the repository) import without a single error.
-func TestRealSamples(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "..", "shared", "data", "congress-gov-api-samples")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("real data missing (CI has shared/ beside the repo): %v", err)
-	}
-	items, err := congressgov.ParseFiles(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, it := range items {
-		if it.Err != nil {
-			t.Errorf("%s: %v", it.Pos, it.Err)
-		}
-	}
-	pool := newDB(t)
-	st := importDir(t, pool, dir)
-	var committees, title string
-	if err := pool.QueryRow(context.Background(), `SELECT committee_names, official_title FROM bills WHERE id = 'hr21-117'`).Scan(&committees, &title); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("congress-gov-api-samples: %d bills (%+v)", st.Created, st)
-	if committees != "Homeland Security and Governmental Affairs Committee; Oversight and Reform Committee" || !strings.HasPrefix(title, "To enhance the innovation") || st.Created < 2 {
-		t.Fatalf("hr21-117: %q %q", committees, title)
-	}
 }
 
 // fakeAPI serves n synthetic bills (hr1..hrN of the 118th) as Congress.gov list pages and details.

@@ -284,28 +284,3 @@ func asMalformed(err error, target **sync.MalformedError) bool {
 	return ok
 }
 
-// The real upstream file (../shared/data beside the repository) imports without a single error.
-func TestRealLegislatorsCurrent(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "..", "shared", "data", "congress-legislators", "legislators-current.yaml")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("real data missing (CI has shared/ beside the repo): %v", err)
-	}
-	pool := newDB(t)
-	st, err := importFile(t, pool, path, sync.Options{OnError: sync.OnErrorStop})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Malformed != 0 || st.Created < 500 {
-		t.Fatalf("stats %+v", st)
-	}
-	var members, terms, house, senate int
-	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM members), (SELECT count(*) FROM member_terms),
-		(SELECT count(DISTINCT member_id) FROM member_terms WHERE congress = 119 AND chamber = 'house'),
-		(SELECT count(DISTINCT member_id) FROM member_terms WHERE congress = 119 AND chamber = 'senate')`).Scan(&members, &terms, &house, &senate); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("legislators-current.yaml: %d members, %d member_terms, 119th Congress: %d house, %d senate", members, terms, house, senate)
-	if members != st.Created || senate < 95 || senate > 105 || house < 420 {
-		t.Fatalf("members %d terms %d house %d senate %d", members, terms, house, senate)
-	}
-}
