@@ -1,0 +1,169 @@
+// Command loadgen runs the same GraphQL request mix against several HTTP
+// targets (recordsd directly, a bare Caddy reverse_proxy, the full gateway),
+// interleaved A B C A B C for a number of rounds at each connection count, and
+// prints a Markdown report: ratios of one target to another first, then the
+// medians over rounds of requests per second, p50/p99 latency, errors, CPU
+// microseconds per request of each named process (from /proc/<pid>/stat) and
+// Redis commands per request (INFO commandstats). Used by scripts/bench.sh.
+//
+//	loadgen --target direct=http://127.0.0.1:18081/graphql --target bare=http://127.0.0.1:18082/v1/graphql \
+//	        --target gateway=http://127.0.0.1:18083/v1/graphql --auth gateway --proc recordsd=PID ... \
+//	        --redis 127.0.0.1:18086 --conns 1,16 --rounds 5 --duration 4s --warmup 1s
+//
+// The bearer key for --auth targets is read from the environment variable
+// LOADGEN_BEARER and is never printed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is everything one run needs.
+type config struct {
+	targets  []target
+	procs    []proc
+	redis    string
+	conns    []int
+	rounds   int
+	duration time.Duration
+	warmup   time.Duration
+	mix      []request
+	mixName  string
+	baseline string // ratios: candidate / baseline
+	compare  string
+	bearer   string
+}
+
+type target struct {
+	name string
+	url  string
+	auth bool
+}
+
+type proc struct {
+	name string
+	pid  int
+}
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (config, error) {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var targets, auths, procs listFlag
+	fs.Var(&targets, "target", "name=URL of a target (repeat; order = interleaving order)")
+	fs.Var(&auths, "auth", "name of a target that gets Authorization: Bearer $LOADGEN_BEARER (repeat)")
+	fs.Var(&procs, "proc", "name=PID of a process whose CPU time is measured (repeat)")
+	redisAddr := fs.String("redis", "", "host:port of the Redis whose INFO commandstats is measured (optional)")
+	conns := fs.String("conns", "1,16", "comma-separated connection counts")
+	rounds := fs.Int("rounds", 5, "rounds (each round runs every target at every connection count)")
+	duration := fs.Duration("duration", 4*time.Second, "measured time per target, connection count and round")
+	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each measurement")
+	mix := fs.String("mix", "records", "request mix: records (one page of each family) or light ({ __typename })")
+	baseline := fs.String("baseline", "bare", "ratio denominator target")
+	compare := fs.String("compare", "gateway", "ratio numerator target")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() != 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg := config{redis: *redisAddr, rounds: *rounds, duration: *duration, warmup: *warmup, mixName: *mix,
+		baseline: *baseline, compare: *compare}
+	authSet := map[string]bool{}
+	for _, a := range auths {
+		authSet[a] = true
+	}
+	seen := map[string]bool{}
+	for _, t := range targets {
+		name, url, ok := strings.Cut(t, "=")
+		if !ok || name == "" || !strings.HasPrefix(url, "http") {
+			return config{}, fmt.Errorf("--target %q: want name=http://…", t)
+		}
+		if seen[name] {
+			return config{}, fmt.Errorf("--target %q given twice", name)
+		}
+		seen[name] = true
+		cfg.targets = append(cfg.targets, target{name: name, url: url, auth: authSet[name]})
+	}
+	if len(cfg.targets) == 0 {
+		return config{}, errors.New("at least one --target is required")
+	}
+	for a := range authSet {
+		if !seen[a] {
+			return config{}, fmt.Errorf("--auth %q names no target", a)
+		}
+	}
+	if len(authSet) > 0 {
+		cfg.bearer = getenv("LOADGEN_BEARER")
+		if cfg.bearer == "" {
+			return config{}, errors.New("--auth needs the key in LOADGEN_BEARER")
+		}
+	}
+	for _, p := range procs {
+		name, pidText, ok := strings.Cut(p, "=")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || name == "" || err != nil || pid <= 0 {
+			return config{}, fmt.Errorf("--proc %q: want name=PID", p)
+		}
+		cfg.procs = append(cfg.procs, proc{name: name, pid: pid})
+	}
+	for _, c := range strings.Split(*conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 || n > 1024 {
+			return config{}, fmt.Errorf("--conns %q: want positive integers", *conns)
+		}
+		cfg.conns = append(cfg.conns, n)
+	}
+	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
+		return config{}, errors.New("--rounds ≥ 1 and --duration > 0 are required")
+	}
+	switch *mix {
+	case "records":
+		m, err := recordsMix()
+		if err != nil {
+			return config{}, err
+		}
+		cfg.mix = m
+	case "light":
+		cfg.mix = lightMix()
+	default:
+		return config{}, fmt.Errorf("--mix %q: want records or light", *mix)
+	}
+	return cfg, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	cfg, err := parseFlags(args, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	res, err := bench(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	return writeReport(stdout, cfg, res)
+}

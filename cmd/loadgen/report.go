@@ -1,0 +1,209 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// median of xs (mean of the middle two for an even count); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// find returns the cell of target at conns in round.
+func (r results) find(target string, conns, round int) (cell, bool) {
+	for _, c := range r.cells {
+		if c.target == target && c.conns == conns && c.round == round {
+			return c, true
+		}
+	}
+	return cell{}, false
+}
+
+// paired is the median over rounds of f(candidate cell, baseline cell):
+// each round's two cells ran back to back, so the pair shares the
+// machine's load of that moment.
+func (r results) paired(cfg config, conns int, f func(cand, base cell) float64) (float64, bool) {
+	var xs []float64
+	for round := 1; round <= cfg.rounds; round++ {
+		c, ok1 := r.find(cfg.compare, conns, round)
+		b, ok2 := r.find(cfg.baseline, conns, round)
+		if ok1 && ok2 {
+			xs = append(xs, f(c, b))
+		}
+	}
+	return median(xs), len(xs) > 0
+}
+
+// summary is the medians of one target at one connection count.
+type summary struct {
+	rps, p50, p99 float64 // req/s, µs, µs
+	errors        int     // sum over rounds
+	requests      int     // sum over rounds
+	cpu           map[string]float64
+	redis         float64 // commands per request; -1 not measured
+}
+
+func (r results) summarize(cfg config, target string, conns int) summary {
+	var rps, p50, p99, redis []float64
+	cpu := map[string][]float64{}
+	s := summary{cpu: map[string]float64{}, redis: -1}
+	for _, c := range r.cells {
+		if c.target != target || c.conns != conns {
+			continue
+		}
+		rps = append(rps, c.rps())
+		p50 = append(p50, us(c.p50))
+		p99 = append(p99, us(c.p99))
+		s.errors += c.errors
+		s.requests += c.requests
+		for name := range c.cpu {
+			if v, ok := c.cpuPerReq(name); ok {
+				cpu[name] = append(cpu[name], v)
+			}
+		}
+		if c.redisCmd >= 0 && c.requests > 0 {
+			redis = append(redis, float64(c.redisCmd)/float64(c.requests))
+		}
+	}
+	s.rps, s.p50, s.p99 = median(rps), median(p50), median(p99)
+	for name, xs := range cpu {
+		s.cpu[name] = median(xs)
+	}
+	if len(redis) > 0 {
+		s.redis = median(redis)
+	}
+	return s
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**missed**"
+}
+
+// writeReport prints the Markdown report: ratios first, then medians, then
+// every round's throughput.
+func writeReport(w io.Writer, cfg config, r results) error {
+	var b strings.Builder
+	lo, hi := slices.Min(cfg.conns), slices.Max(cfg.conns)
+	hasPair := false
+	for _, t := range cfg.targets {
+		if t.name == cfg.compare {
+			for _, u := range cfg.targets {
+				hasPair = hasPair || u.name == cfg.baseline
+			}
+		}
+	}
+	fmt.Fprintf(&b, "Mix `%s` (%d requests, round-robin per connection); %d rounds × %v measured (after %v warm-up) per target and connection count, interleaved in the order %s; %s → %s.\n\n",
+		cfg.mixName, len(cfg.mix), cfg.rounds, cfg.duration, cfg.warmup, targetNames(cfg), r.start.UTC().Format("15:04:05"), r.end.UTC().Format("15:04:05 UTC"))
+	if hasPair {
+		fmt.Fprintf(&b, "Ratios %s / %s: median over rounds of the per-round value (the two cells of a round ran back to back).\n\n", cfg.compare, cfg.baseline)
+		b.WriteString("| measure | conns | value | target | verdict |\n|---|---:|---:|---|---|\n")
+		thr, _ := r.paired(cfg, hi, func(c, base cell) float64 { return c.rps() / base.rps() })
+		fmt.Fprintf(&b, "| throughput %s / %s | %d | %.3f | ≥ 0.90 | %s |\n", cfg.compare, cfg.baseline, hi, thr, verdict(thr >= 0.90))
+		d50, _ := r.paired(cfg, lo, func(c, base cell) float64 { return us(c.p50 - base.p50) })
+		fmt.Fprintf(&b, "| added p50 latency | %d | %.0f µs | ≤ 50 µs | %s |\n", lo, d50, verdict(d50 <= 50))
+		d99, _ := r.paired(cfg, lo, func(c, base cell) float64 { return us(c.p99 - base.p99) })
+		fmt.Fprintf(&b, "| added p99 latency | %d | %.0f µs | ≤ 250 µs | %s |\n", lo, d99, verdict(d99 <= 250))
+		p99r, _ := r.paired(cfg, hi, func(c, base cell) float64 { return float64(c.p99) / float64(base.p99) })
+		errs := r.summarize(cfg, cfg.compare, hi).errors
+		fmt.Fprintf(&b, "| p99 %s / %s | %d | %.3f | ≤ 1.2 | %s |\n", cfg.compare, cfg.baseline, hi, p99r, verdict(p99r <= 1.2))
+		fmt.Fprintf(&b, "| %s errors (all rounds) | %d | %d | 0 | %s |\n", cfg.compare, hi, errs, verdict(errs == 0))
+		if lo != hi {
+			thr1, _ := r.paired(cfg, lo, func(c, base cell) float64 { return c.rps() / base.rps() })
+			fmt.Fprintf(&b, "| throughput %s / %s (for information) | %d | %.3f | — | — |\n", cfg.compare, cfg.baseline, lo, thr1)
+			d50h, _ := r.paired(cfg, hi, func(c, base cell) float64 { return us(c.p50 - base.p50) })
+			fmt.Fprintf(&b, "| added p50 latency (for information) | %d | %.0f µs | — | — |\n", hi, d50h)
+		}
+		cpuC, okC := r.paired(cfg, hi, func(c, base cell) float64 { v, _ := c.cpuPerReq(cfg.compare); return v })
+		cpuB, okB := r.paired(cfg, hi, func(c, base cell) float64 { v, _ := base.cpuPerReq(cfg.baseline); return v })
+		if okC && okB && cpuB > 0 {
+			fmt.Fprintf(&b, "| proxy CPU µs/request %s − %s (for information) | %d | %.0f µs | — | — |\n", cfg.compare, cfg.baseline, hi, cpuC-cpuB)
+		}
+		b.WriteString("\n")
+	}
+
+	names := procNames(cfg)
+	b.WriteString("Medians over rounds (errors: sum over rounds):\n\n| target | conns | req/s | p50 µs | p99 µs | errors / requests |")
+	for _, n := range names {
+		fmt.Fprintf(&b, " CPU µs/req %s |", n)
+	}
+	b.WriteString(" Redis cmds/req |\n|---|---:|---:|---:|---:|---:|")
+	for range names {
+		b.WriteString("---:|")
+	}
+	b.WriteString("---:|\n")
+	for _, n := range cfg.conns {
+		for _, t := range cfg.targets {
+			s := r.summarize(cfg, t.name, n)
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f | %d / %d |", t.name, n, s.rps, s.p50, s.p99, s.errors, s.requests)
+			for _, pn := range names {
+				fmt.Fprintf(&b, " %.1f |", s.cpu[pn])
+			}
+			if s.redis < 0 {
+				b.WriteString(" — |\n")
+			} else {
+				fmt.Fprintf(&b, " %.4f |\n", s.redis)
+			}
+		}
+	}
+	b.WriteString("\nEvery round's req/s (spread = machine noise):\n\n| target | conns |")
+	for round := 1; round <= cfg.rounds; round++ {
+		fmt.Fprintf(&b, " r%d |", round)
+	}
+	b.WriteString("\n|---|---:|")
+	for range cfg.rounds {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, n := range cfg.conns {
+		for _, t := range cfg.targets {
+			fmt.Fprintf(&b, "| %s | %d |", t.name, n)
+			for round := 1; round <= cfg.rounds; round++ {
+				if c, ok := r.find(t.name, n, round); ok {
+					fmt.Fprintf(&b, " %.0f |", c.rps())
+				} else {
+					b.WriteString(" — |")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+func targetNames(cfg config) string {
+	var s []string
+	for _, t := range cfg.targets {
+		s = append(s, t.name)
+	}
+	return strings.Join(s, " → ")
+}
+
+// procNames is the measured processes in flag order, then loadgen.
+func procNames(cfg config) []string {
+	var s []string
+	for _, p := range cfg.procs {
+		s = append(s, p.name)
+	}
+	return append(s, "loadgen")
+}
