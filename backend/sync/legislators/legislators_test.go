@@ -283,4 +283,3 @@ func asMalformed(err error, target **sync.MalformedError) bool {
 	}
 	return ok
 }
-
