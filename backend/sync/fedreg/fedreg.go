@@ -63,22 +63,7 @@ func Decode(body []byte, page int) (pager.Page, error) {
 		return pager.Page{}, fmt.Errorf("fedreg: not a documents page: %w", err)
 	}
 	p := pager.Page{More: env.NextPageURL != nil && *env.NextPageURL != ""}
-	for i, raw := range env.Results {
-		pos := fmt.Sprintf("results[%d] of page %d", i, page)
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.UseNumber()
-		var d document
-		if err := dec.Decode(&d); err != nil {
-			p.Items = append(p.Items, sync.Item{Pos: pos, Err: err})
-			continue
-		}
-		f, err := normalize(&d)
-		if err != nil {
-			p.Items = append(p.Items, sync.Item{Pos: pos, Err: err})
-			continue
-		}
-		p.Items = append(p.Items, sync.Item{Pos: pos, Rec: f})
-	}
+	p.Items = pager.DecodeItems(env.Results, page, normalize)
 	return p, nil
 }
 

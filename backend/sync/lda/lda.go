@@ -78,22 +78,7 @@ func Decode(body []byte, page int) (pager.Page, error) {
 		return pager.Page{}, fmt.Errorf("lda: not a filings page: %w", err)
 	}
 	p := pager.Page{More: env.Next != nil && *env.Next != ""}
-	for i, raw := range env.Results {
-		pos := fmt.Sprintf("results[%d] of page %d", i, page)
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.UseNumber()
-		var f filing
-		if err := dec.Decode(&f); err != nil {
-			p.Items = append(p.Items, sync.Item{Pos: pos, Err: err})
-			continue
-		}
-		d, err := normalize(&f)
-		if err != nil {
-			p.Items = append(p.Items, sync.Item{Pos: pos, Err: err})
-			continue
-		}
-		p.Items = append(p.Items, sync.Item{Pos: pos, Rec: d})
-	}
+	p.Items = pager.DecodeItems(env.Results, page, normalize)
 	return p, nil
 }
 

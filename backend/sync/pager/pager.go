@@ -4,7 +4,9 @@
 package pager
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -84,4 +86,29 @@ func (s *Source) Next(ctx context.Context) (sync.Chunk, error) {
 		s.done = true
 	}
 	return sync.Chunk{Items: p.Items, Cursor: strconv.Itoa(s.page)}, nil
+}
+
+// DecodeItems turns each raw result of page into an item: decoded into T
+// (numbers kept as json.Number) and normalized. A result that fails either
+// step becomes an item with its position ("results[i] of page p") and error,
+// so one malformed record never hides the rest of the page.
+func DecodeItems[T any, R sync.Record](results []json.RawMessage, page int, normalize func(*T) (R, error)) []sync.Item {
+	items := make([]sync.Item, 0, len(results))
+	for i, raw := range results {
+		pos := fmt.Sprintf("results[%d] of page %d", i, page)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			items = append(items, sync.Item{Pos: pos, Err: err})
+			continue
+		}
+		rec, err := normalize(&v)
+		if err != nil {
+			items = append(items, sync.Item{Pos: pos, Err: err})
+			continue
+		}
+		items = append(items, sync.Item{Pos: pos, Rec: rec})
+	}
+	return items
 }
