@@ -14,26 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/sync"
 	"github.com/civicgate/civicgate/backend/sync/command"
 	"github.com/civicgate/civicgate/backend/sync/fetch"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-func newDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Apply(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
 
 func TestParse(t *testing.T) {
 	bad := [][]string{
@@ -55,7 +40,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestFileImportReportsPositionsAndProgress(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	var out bytes.Buffer
 	c, err := command.Parse([]string{"members", "--file", "../legislators/testdata/malformed.yaml", "--on-error", "skip"})
 	if err != nil {
@@ -87,7 +72,7 @@ func TestFileImportReportsPositionsAndProgress(t *testing.T) {
 
 // lobbying_disclosures --url pages with page/page_size, dies mid-way, and a rerun resumes from the saved page.
 func TestLDAResumesThroughCommand(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	var fail atomic.Bool
 	var pagesServed atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -157,7 +142,7 @@ func (l *lockedBuffer) String() string {
 
 // --every repeats the import until the context ends; later rounds find nothing changed.
 func TestEveryRepeatsUntilCancelled(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	c, err := command.Parse([]string{"members", "--file", "../legislators/testdata/legislators.yaml", "--every", "20ms"})
 	if err != nil {
 		t.Fatal(err)

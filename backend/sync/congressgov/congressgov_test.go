@@ -12,27 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/sync"
 	"github.com/civicgate/civicgate/backend/sync/congressgov"
 	"github.com/civicgate/civicgate/backend/sync/fetch"
-	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-func newDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
 
 func importDir(t *testing.T, pool *pgxpool.Pool, path string) sync.Stats {
 	t.Helper()
@@ -48,7 +33,7 @@ func importDir(t *testing.T, pool *pgxpool.Pool, path string) sync.Stats {
 }
 
 func TestFilesMapEveryField(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	st := importDir(t, pool, "testdata")
 	if st.Created != 2 || st.Malformed != 0 {
 		t.Fatalf("stats %+v", st)
@@ -160,7 +145,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestAPIPagesResumesAfterInterruption(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	api := &fakeAPI{n: 23}
 	api.failAfter.Store(12) // dies in the middle of the third page (pages of 5)
@@ -229,7 +214,7 @@ func TestAPIPagesResumesAfterInterruption(t *testing.T) {
 // A --full-snapshot run that is interrupted and resumed deletes exactly the bills upstream no longer lists
 // (not the ones the interrupted part listed).
 func TestFullSnapshotAcrossResume(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	api := &fakeAPI{n: 12}
 	api.throttled.Store(true)

@@ -11,27 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/sync"
 	"github.com/civicgate/civicgate/backend/sync/fedreg"
 	"github.com/civicgate/civicgate/backend/sync/fetch"
 	"github.com/civicgate/civicgate/backend/sync/pager"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-func newDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Apply(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
 
 func load(t *testing.T, path string) []sync.Item {
 	t.Helper()
@@ -47,7 +32,7 @@ func load(t *testing.T, path string) []sync.Item {
 }
 
 func TestMapsEveryField(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	items := load(t, "testdata/documents.json")
 	st, err := sync.New(pool).Run(ctx, &sync.ItemsSource{Fam: sync.RegulatoryFilings, Src: fedreg.SourceName, Items: items}, sync.Options{})
@@ -101,7 +86,7 @@ func TestMalformedPositions(t *testing.T) {
 
 // Pages through per_page/page and stops at next_page_url = null; a changed title is one updated event.
 func TestAPIPaging(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	title := "Notice %d"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

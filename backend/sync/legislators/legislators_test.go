@@ -8,26 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/sync"
 	"github.com/civicgate/civicgate/backend/sync/legislators"
-	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-func newDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
 
 func importFile(t *testing.T, pool *pgxpool.Pool, path string, opt sync.Options) (sync.Stats, error) {
 	t.Helper()
@@ -79,7 +64,7 @@ func TestCongressOn(t *testing.T) {
 }
 
 func TestMapsEveryField(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	st, err := importFile(t, pool, "testdata/legislators.yaml", sync.Options{})
 	if err != nil {
@@ -150,7 +135,7 @@ func itoa(n int) string {
 }
 
 func TestReimportIdempotentThenOneUpdate(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	if _, err := importFile(t, pool, "testdata/legislators.yaml", sync.Options{}); err != nil {
 		t.Fatal(err)
@@ -202,7 +187,7 @@ func TestReimportIdempotentThenOneUpdate(t *testing.T) {
 }
 
 func TestFullSnapshotMarksVanishedDeleted(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	if _, err := importFile(t, pool, "testdata/legislators.yaml", sync.Options{}); err != nil {
 		t.Fatal(err)
@@ -245,7 +230,7 @@ func TestFullSnapshotMarksVanishedDeleted(t *testing.T) {
 }
 
 func TestMalformedStopAndSkip(t *testing.T) {
-	pool := newDB(t)
+	pool := migratedtest.Pool(t)
 	ctx := context.Background()
 	var reported []string
 	opt := sync.Options{OnError: sync.OnErrorStop, Report: func(pos string, err error) { reported = append(reported, pos+": "+err.Error()) }}

@@ -6,23 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/sync"
 	"github.com/civicgate/civicgate/backend/sync/mts"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMapsEveryField(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedtest.Pool(t)
 	body, err := os.ReadFile("testdata/mts_table_5.json")
 	if err != nil {
 		t.Fatal(err)

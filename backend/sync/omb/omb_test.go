@@ -6,11 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/sync"
 	"github.com/civicgate/civicgate/backend/sync/omb"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func parse(t *testing.T, path string, opt omb.Options) []sync.Item {
@@ -29,14 +27,7 @@ func parse(t *testing.T, path string, opt omb.Options) []sync.Item {
 
 func TestMapsEveryField(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedtest.Pool(t)
 	items := parse(t, "testdata/budauth.csv", omb.Options{})
 	st, err := sync.New(pool).Run(ctx, &sync.ItemsSource{Fam: sync.FederalBudgets, Src: omb.SourceName, Items: items}, sync.Options{})
 	// Row 1: 2024, 2025 ("." = no value); row 2: 2024, 2025, 2026 (0 is a value).

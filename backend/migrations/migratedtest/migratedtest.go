@@ -1,0 +1,28 @@
+// Package migratedtest gives tests a pool on a throwaway PostgreSQL database
+// (internal/testenv) with recordsd's migrations applied.
+package migratedtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// Pool opens a pool on a new migrated database; both go away when the test ends.
+func Pool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
