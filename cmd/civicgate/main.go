@@ -1,6 +1,7 @@
 // Command civicgate is the civicgate gateway: a Caddy v2 build with Caddy's
-// standard modules and the civicgate modules (auth, rate limit, GraphQL guard),
-// plus the `civicgate keys` key-management commands.
+// standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
+// webhooks), plus the `civicgate keys` key-management and `civicgate webhooks`
+// migration commands.
 package main
 
 import (
@@ -12,6 +13,8 @@ import (
 	_ "github.com/civicgate/civicgate/modules/auth/keycmd"
 	_ "github.com/civicgate/civicgate/modules/gqlguard"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
+	_ "github.com/civicgate/civicgate/modules/webhooks"
+	_ "github.com/civicgate/civicgate/modules/webhooks/webhookcmd"
 )
 
 func main() {

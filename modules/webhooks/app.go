@@ -1,0 +1,213 @@
+// Package webhooks is civicgate's diff-webhook module (DESIGN.md §3.8): the
+// Caddy app civic_webhooks (the delivery sidecar: fan-out, signed delivery,
+// retries, leases shared by every instance) and the HTTP handler
+// http.handlers.civic_webhooks (the change feed and webhook-endpoint API,
+// placed behind civic_auth and civic_rate_limit). It works with any backend
+// that writes the documented change_events table (see package store). See
+// README.md.
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/webhooks/delivery"
+	"github.com/civicgate/civicgate/modules/webhooks/egress"
+	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
+	"github.com/civicgate/civicgate/modules/webhooks/store"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// Defaults of the civic_webhooks app.
+const (
+	DefaultTimeout         = 15 * time.Second
+	DefaultWorkers         = 16
+	DefaultMaxInFlight     = 4
+	DefaultPoll            = time.Second
+	DefaultBatch           = 500
+	DefaultRotationOverlap = 24 * time.Hour
+	DefaultMaxConns        = 8
+)
+
+// App is the civic_webhooks Caddy app: the database, the secret sealing key,
+// the SSRF policy and (unless deliver is off) the delivery sidecar. The
+// civic_webhooks handler uses it for the API.
+type App struct {
+	// Database is the PostgreSQL DSN holding change_events and the
+	// civicgate.webhook_* tables (use {env.DATABASE_URL}).
+	Database string `json:"database"`
+	// SecretKeys is the key material sealing endpoint secrets at rest (≥ 32
+	// bytes each, from {env.*}); the first seals, all open (rotation).
+	SecretKeys []string `json:"secret_keys"`
+	// Deliver runs the sidecar in this process (default true). Set false on
+	// gateways that only serve the API when separate sidecars deliver.
+	Deliver *bool `json:"deliver,omitempty"`
+	// Workers bounds this instance's concurrent attempts (default 16).
+	Workers int `json:"workers,omitempty"`
+	// MaxInFlight bounds the attempts in flight per endpoint across every
+	// instance (default 4).
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// Timeout bounds one attempt (default 15s).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Poll is the idle wait between polls of the outbox (default 1s).
+	Poll caddy.Duration `json:"poll_interval,omitempty"`
+	// Batch is the number of events per fan-out transaction (default 500).
+	Batch int `json:"batch,omitempty"`
+	// RotationOverlap is how long a rotated-out secret still signs (default 24h).
+	RotationOverlap caddy.Duration `json:"rotation_overlap,omitempty"`
+	// InsecureAllowLoopback (development only) lets endpoints target loopback
+	// addresses, over plain http too. Never in production.
+	InsecureAllowLoopback bool `json:"insecure_allow_loopback,omitempty"`
+
+	// clock replaces the real clock in tests.
+	clock delivery.Clock
+
+	policy     egress.Policy
+	overlap    time.Duration
+	pool       *pgxpool.Pool
+	store      *store.Store
+	dispatcher *delivery.Dispatcher
+	metrics    *metrics
+	logger     *zap.Logger
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "civic_webhooks", New: func() caddy.Module { return new(App) }}
+}
+
+// Provision validates the configuration, resolves {env.*} placeholders and
+// builds the (lazily connecting) pool, the store and the dispatcher.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	repl := caddy.NewReplacer()
+	dsn := repl.ReplaceAll(a.Database, "")
+	if dsn == "" {
+		return errors.New("civic_webhooks: database is empty (set it from an {env.*} placeholder)")
+	}
+	if len(a.SecretKeys) == 0 {
+		return errors.New("civic_webhooks: secret_key is required (≥ 32 bytes, from an {env.*} placeholder)")
+	}
+	materials := make([][]byte, 0, len(a.SecretKeys))
+	for _, k := range a.SecretKeys {
+		materials = append(materials, []byte(repl.ReplaceAll(k, "")))
+	}
+	box, err := secretbox.New(materials...)
+	if err != nil {
+		return fmt.Errorf("civic_webhooks: secret_key: %w", err)
+	}
+	if a.Workers < 0 || a.MaxInFlight < 0 || a.Batch < 0 || a.Timeout < 0 || a.Poll < 0 || a.RotationOverlap < 0 {
+		return errors.New("civic_webhooks: negative setting")
+	}
+	timeout := durationOr(a.Timeout, DefaultTimeout)
+	a.overlap = durationOr(a.RotationOverlap, DefaultRotationOverlap)
+	a.policy = egress.Policy{AllowLoopback: a.InsecureAllowLoopback}
+	if a.InsecureAllowLoopback {
+		a.logger.Warn("insecure_allow_loopback is on: webhook endpoints may target loopback addresses over plain http (development only)")
+	}
+
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return errors.New("civic_webhooks: cannot parse the database DSN") // it may hold a password: not echoed
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	cfg.MaxConns = DefaultMaxConns
+	if a.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil { // connects lazily
+		return fmt.Errorf("civic_webhooks: database: %w", err)
+	}
+	a.store = store.New(a.pool, box)
+	if a.metrics, err = newMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
+	a.dispatcher, err = delivery.New(delivery.Config{
+		Store:       a.store,
+		Client:      a.policy.Client(timeout),
+		Clock:       a.clock,
+		Timeout:     timeout,
+		MaxInFlight: intOr(a.MaxInFlight, DefaultMaxInFlight),
+		Workers:     intOr(a.Workers, DefaultWorkers),
+		Batch:       intOr(a.Batch, DefaultBatch),
+		Poll:        durationOr(a.Poll, DefaultPoll),
+		Logger:      a.logger,
+		Metrics:     a.metrics,
+	})
+	if err != nil {
+		return fmt.Errorf("civic_webhooks: %w", err)
+	}
+	return nil
+}
+
+func durationOr(d caddy.Duration, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return time.Duration(d)
+}
+
+func intOr(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+func (a *App) now() time.Time {
+	if a.clock != nil {
+		return a.clock.Now()
+	}
+	return time.Now()
+}
+
+// Start starts the delivery sidecar (unless deliver is off).
+func (a *App) Start() error {
+	if a.Deliver != nil && !*a.Deliver {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.done = make(chan struct{})
+	go func() {
+		defer close(a.done)
+		a.dispatcher.Run(ctx)
+	}()
+	return nil
+}
+
+// Stop stops the sidecar after the attempts in flight are recorded.
+func (a *App) Stop() error {
+	if a.cancel != nil {
+		a.cancel()
+		<-a.done
+		a.cancel = nil
+	}
+	return nil
+}
+
+// Cleanup closes the pool.
+func (a *App) Cleanup() error {
+	if a.pool != nil {
+		a.pool.Close()
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

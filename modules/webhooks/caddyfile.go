@@ -1,0 +1,205 @@
+package webhooks
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterGlobalOption("civic_webhooks", parseGlobalOption)
+	httpcaddyfile.RegisterHandlerDirective("civic_webhooks", parseDirective)
+	httpcaddyfile.RegisterDirectiveOrder("civic_webhooks", httpcaddyfile.Before, "respond")
+}
+
+// parseGlobalOption parses the civic_webhooks global option into the app:
+//
+//	civic_webhooks {
+//	    database <dsn>
+//	    secret_key <material> [<older material>...]
+//	    deliver on|off
+//	    workers <n>
+//	    max_in_flight <n>
+//	    timeout <duration>
+//	    poll_interval <duration>
+//	    batch <n>
+//	    rotation_overlap <duration>
+//	    insecure_allow_loopback [on|off]
+//	}
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("civic_webhooks global option given more than once")
+	}
+	app := new(App)
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "civic_webhooks", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+func parseSwitch(d *caddyfile.Dispenser, v string) (bool, error) {
+	switch v {
+	case "on", "true":
+		return true, nil
+	case "off", "false":
+		return false, nil
+	}
+	return false, d.Errf("%s: %q must be on or off", d.Val(), v)
+}
+
+// UnmarshalCaddyfile sets up the app from Caddyfile tokens.
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("duplicate %s", opt)
+		}
+		seen[opt] = true
+		switch opt {
+		case "database":
+			if !d.Args(&a.Database) || d.NextArg() {
+				return d.ArgErr()
+			}
+		case "secret_key":
+			a.SecretKeys = d.RemainingArgs()
+			if len(a.SecretKeys) == 0 {
+				return d.ArgErr()
+			}
+		case "deliver":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			on, err := parseSwitch(d, v)
+			if err != nil {
+				return err
+			}
+			a.Deliver = &on
+		case "insecure_allow_loopback":
+			on := true
+			if d.NextArg() {
+				var err error
+				if on, err = parseSwitch(d, d.Val()); err != nil {
+					return err
+				}
+				if d.NextArg() {
+					return d.ArgErr()
+				}
+			}
+			a.InsecureAllowLoopback = on
+		case "workers", "max_in_flight", "batch":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return d.Errf("%s: bad number %q", opt, v)
+			}
+			switch opt {
+			case "workers":
+				a.Workers = n
+			case "max_in_flight":
+				a.MaxInFlight = n
+			default:
+				a.Batch = n
+			}
+		case "timeout", "poll_interval", "rotation_overlap":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("%s: bad duration %q", opt, v)
+			}
+			switch opt {
+			case "timeout":
+				a.Timeout = caddy.Duration(dur)
+			case "poll_interval":
+				a.Poll = caddy.Duration(dur)
+			default:
+				a.RotationOverlap = caddy.Duration(dur)
+			}
+		default:
+			return d.Errf("unknown civic_webhooks option %q", opt)
+		}
+	}
+	return nil
+}
+
+// parseDirective parses the civic_webhooks handler directive:
+//
+//	civic_webhooks [<matcher>] {
+//	    prefix /v1
+//	    org {civic.org}
+//	    families {civic.families}
+//	    max_replay 10000
+//	}
+func parseDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	var m Handler
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return &m, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("duplicate %s", opt)
+		}
+		seen[opt] = true
+		switch opt {
+		case "prefix", "org", "families":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			switch opt {
+			case "prefix":
+				if v != "" && v[0] != '/' {
+					return d.Errf("prefix %q must start with /", v)
+				}
+				h.Prefix = v
+			case "org":
+				h.Org = v
+			default:
+				h.Families = v
+			}
+		case "max_replay":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return d.Errf("max_replay: bad number %q", v)
+			}
+			h.MaxReplay = n
+		default:
+			return d.Errf("unknown civic_webhooks option %q", opt)
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddyfile.Unmarshaler = (*App)(nil)
+	_ caddyfile.Unmarshaler = (*Handler)(nil)
+)

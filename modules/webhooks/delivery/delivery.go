@@ -1,0 +1,381 @@
+// Package delivery is the webhook sidecar's engine: it fans change events out
+// into deliveries, leases due deliveries (shared safely by any number of
+// instances), POSTs them signed per Standard Webhooks v1, and records each
+// outcome with the retry schedule of DESIGN.md §3.8. Time comes from an
+// injectable Clock and jitter from an injectable source, so the schedule is
+// testable without waiting.
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/webhooks/egress"
+	"github.com/civicgate/civicgate/modules/webhooks/signature"
+	"github.com/civicgate/civicgate/modules/webhooks/store"
+)
+
+// Schedule is the delay before each attempt (DESIGN.md §3.8): attempt 1 at
+// once, attempt 10 24 h after attempt 9; after the last, the delivery is
+// dead-lettered (still replayable).
+var Schedule = []time.Duration{
+	0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
+	5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
+}
+
+// Jitter is the ± fraction applied to every scheduled delay.
+const Jitter = 0.20
+
+// MaxRetryAfter caps a receiver's Retry-After.
+const MaxRetryAfter = 24 * time.Hour
+
+// Clock tells the time.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Metrics receives the engine's observations (low-cardinality labels only).
+type Metrics interface {
+	// Delivery counts a finished attempt by outcome: delivered, retry,
+	// failed (dead-lettered) or disabled (410).
+	Delivery(outcome string)
+	// Attempt counts an attempt by result: 2xx, 3xx, 4xx, 5xx, timeout,
+	// network or refused (SSRF guard).
+	Attempt(result string, took time.Duration)
+	// Lag reports the events not yet fanned out and the age of the oldest
+	// pending delivery.
+	Lag(events int64, oldest time.Duration)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Delivery(string)              {}
+func (noMetrics) Attempt(string, time.Duration) {}
+func (noMetrics) Lag(int64, time.Duration)      {}
+
+// Config configures a Dispatcher; zero fields take the defaults.
+type Config struct {
+	Store  *store.Store
+	Client *http.Client // default: egress.Policy{}.Client(Timeout)
+	Clock  Clock        // default: the real clock
+	// Rand returns a uniform number in [0, 1) for jitter (default math/rand/v2).
+	Rand        func() float64
+	Schedule    []time.Duration // default Schedule
+	Timeout     time.Duration   // one attempt (default 15s)
+	Lease       time.Duration   // lease of a claimed attempt (default Timeout+45s)
+	MaxInFlight int             // per endpoint, across instances (default 4)
+	Workers     int             // concurrent attempts of this instance (default 16)
+	Batch       int             // events per fan-out transaction (default 500)
+	Poll        time.Duration   // idle wait between polls (default 1s)
+	Logger      *zap.Logger
+	Metrics     Metrics
+	// Render turns an event into a body (default store.RenderEnvelope).
+	Render func(store.Event) ([]byte, error)
+}
+
+// Dispatcher runs fan-out and deliveries.
+type Dispatcher struct {
+	cfg Config
+}
+
+// New fills in defaults and returns a dispatcher.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("delivery: no store")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = egress.Policy{}.Client(cfg.Timeout)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if len(cfg.Schedule) == 0 {
+		cfg.Schedule = Schedule
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = cfg.Timeout + 45*time.Second
+	}
+	if cfg.Lease <= cfg.Timeout {
+		return nil, errors.New("delivery: lease must be longer than the timeout")
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 4
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 16
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 500
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
+	if cfg.Render == nil {
+		cfg.Render = store.RenderEnvelope
+	}
+	return &Dispatcher{cfg: cfg}, nil
+}
+
+// FanOut consumes new change events into deliveries until caught up (or ctx
+// ends); it returns the number of events consumed.
+func (d *Dispatcher) FanOut(ctx context.Context) (int, error) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := d.cfg.Store.FanOut(ctx, d.cfg.Clock.Now(), d.cfg.Batch)
+		total += n
+		if err != nil || n < d.cfg.Batch {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
+}
+
+// RunOnce fans out, claims what is due (at most Workers attempts) and
+// performs the attempts, returning when all are recorded. It returns the
+// number of attempts made. Tests drive the engine with it under a fake clock.
+func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
+	if _, err := d.FanOut(ctx); err != nil {
+		return 0, err
+	}
+	jobs, err := d.claim(ctx, d.cfg.Workers)
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.attempt(ctx, j)
+		}()
+	}
+	wg.Wait()
+	return len(jobs), nil
+}
+
+func (d *Dispatcher) claim(ctx context.Context, limit int) ([]store.Job, error) {
+	return d.cfg.Store.Claim(ctx, d.cfg.Clock.Now(), d.cfg.Lease, d.cfg.MaxInFlight, limit, d.cfg.Render)
+}
+
+// Run works until ctx is cancelled: fan out, claim as many attempts as there
+// are free workers, and poll again at once while there is work, else after
+// Poll. Attempts in flight when ctx ends are finished first (each bounded by
+// the timeout).
+func (d *Dispatcher) Run(ctx context.Context) {
+	slots := make(chan struct{}, d.cfg.Workers)
+	freed := make(chan struct{}, d.cfg.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// Attempts finish with their own context so a shutdown does not turn a
+	// delivered request into a recorded failure.
+	attemptCtx := context.WithoutCancel(ctx)
+	backoff := d.cfg.Poll
+	lastLag := time.Time{}
+	for ctx.Err() == nil {
+		if time.Since(lastLag) >= 5*time.Second {
+			lastLag = time.Now()
+			if ev, oldest, err := d.cfg.Store.Lag(ctx, d.cfg.Clock.Now()); err == nil {
+				d.cfg.Metrics.Lag(ev, oldest)
+			}
+		}
+		busy := false
+		if _, err := d.FanOut(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.cfg.Logger.Warn("webhook fan-out failed", zap.Error(err))
+		}
+		if free := d.cfg.Workers - len(slots); free > 0 {
+			jobs, err := d.claim(ctx, free)
+			if err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Warn("claiming webhook deliveries failed", zap.Error(err))
+			}
+			for _, j := range jobs {
+				slots <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d.attempt(attemptCtx, j)
+					<-slots
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
+			}
+			busy = len(jobs) == free
+			if err != nil {
+				busy = false
+			}
+		}
+		wait := backoff
+		if busy {
+			wait = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-freed:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// attempt performs one claimed attempt and records its outcome.
+func (d *Dispatcher) attempt(ctx context.Context, j store.Job) {
+	start := time.Now()
+	o, result := d.send(ctx, j)
+	d.cfg.Metrics.Attempt(result, time.Since(start))
+	outcome := o.Status
+	switch {
+	case o.Disable:
+		outcome = "disabled"
+	case o.Status == "pending":
+		outcome = "retry"
+	}
+	if err := d.cfg.Store.Finish(ctx, d.cfg.Clock.Now(), j, o); err != nil {
+		d.cfg.Logger.Warn("recording a webhook attempt failed", zap.String("endpoint_id", j.EndpointID),
+			zap.Int64("delivery_id", j.DeliveryID), zap.Error(err))
+		return
+	}
+	d.cfg.Metrics.Delivery(outcome)
+	if outcome != "delivered" {
+		d.cfg.Logger.Info("webhook attempt not delivered", zap.String("endpoint_id", j.EndpointID),
+			zap.Int64("delivery_id", j.DeliveryID), zap.String("webhook_id", j.EventID), zap.Int("attempt", j.Attempt),
+			zap.String("outcome", outcome), zap.String("reason", o.Error))
+	}
+}
+
+// send POSTs the attempt and classifies the answer.
+func (d *Dispatcher) send(ctx context.Context, j store.Job) (store.Outcome, string) {
+	if j.Body == nil {
+		return store.Outcome{Status: "failed", Error: "event no longer in the change feed"}, "network"
+	}
+	now := d.cfg.Clock.Now()
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(j.Body))
+	if err != nil {
+		return d.retry(j, now, 0, "bad URL", 0), "network"
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "civicgate-webhooks/1")
+	signature.SetHeaders(req.Header, j.Keys, j.EventID, now, j.Body)
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		reason, result := classify(err)
+		return d.retry(j, d.cfg.Clock.Now(), 0, reason, 0), result
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	code := resp.StatusCode
+	result := strconv.Itoa(code/100) + "xx"
+	after := d.cfg.Clock.Now()
+	switch {
+	case code >= 200 && code < 300:
+		return store.Outcome{Status: "delivered", StatusCode: code}, result
+	case code == http.StatusGone:
+		return store.Outcome{Status: "failed", StatusCode: code, Error: "HTTP 410: endpoint disabled", Disable: true}, result
+	}
+	ra := parseRetryAfter(resp.Header.Get("Retry-After"), after)
+	return d.retry(j, after, code, "HTTP "+strconv.Itoa(code), ra), result
+}
+
+// retry schedules the next attempt after a failed one, or dead-letters.
+func (d *Dispatcher) retry(j store.Job, now time.Time, code int, reason string, retryAfter time.Duration) store.Outcome {
+	o := store.Outcome{StatusCode: code, Error: reason}
+	if j.Kind == "test" || j.Attempt >= len(d.cfg.Schedule) {
+		o.Status = "failed"
+		return o
+	}
+	delay := d.NextDelay(j.Attempt)
+	if retryAfter > delay {
+		delay = retryAfter
+	}
+	o.Status, o.NextAt = "pending", now.Add(delay)
+	return o
+}
+
+// NextDelay is the jittered delay after failed attempt number attempt
+// (1-based): Schedule[attempt] ± 20 %.
+func (d *Dispatcher) NextDelay(attempt int) time.Duration {
+	base := d.cfg.Schedule[attempt]
+	f := 1 - Jitter + 2*Jitter*d.cfg.Rand()
+	return time.Duration(float64(base) * f)
+}
+
+// parseRetryAfter reads delta-seconds or an HTTP date (RFC 9110 §10.2.3),
+// capped at MaxRetryAfter; 0 if absent or unusable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		if n > int64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
+}
+
+// classify turns a transport error into a short, secret-free reason and a
+// metrics result.
+func classify(err error) (string, string) {
+	var ne net.Error
+	switch {
+	case egress.Refused(err):
+		return "refused by the SSRF guard: " + refusalReason(err), "refused"
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return "timeout", "timeout"
+	default:
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			return fmt.Sprintf("network error (%s)", oe.Op), "network"
+		}
+		return "network error", "network"
+	}
+}
+
+func refusalReason(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if u := errors.Unwrap(e); u == egress.ErrRefused {
+			return e.Error()
+		}
+	}
+	return "target refused"
+}

@@ -1,0 +1,95 @@
+// Package feedtest gives the webhook tests a real change feed: it creates the
+// change_events table exactly as the documented contract describes it
+// (backend/migrations/sql/0100_sync.sql, copied: modules never import the
+// backend) plus the civic_webhooks tables, and writes events the way a
+// contract-abiding writer does (under the feed's advisory lock).
+package feedtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/webhooks/store"
+)
+
+// ChangeEventsDDL is the documented change_events table.
+const ChangeEventsDDL = `CREATE TABLE IF NOT EXISTS change_events (
+    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id        uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+    family          text NOT NULL CHECK (family IN ('bills', 'members', 'regulatory_filings', 'federal_budgets', 'lobbying_disclosures')),
+    record_id       text NOT NULL,
+    type            text NOT NULL CHECK (type IN ('created', 'updated', 'deleted')),
+    changed_fields  text[] NOT NULL DEFAULT '{}',
+    record          jsonb NOT NULL,
+    source          text NOT NULL DEFAULT '',
+    occurred_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS change_events_family_idx ON change_events (family, id);`
+
+// DB is a throwaway database with the feed and the webhook tables.
+type DB struct {
+	DSN  string
+	Pool *pgxpool.Pool
+}
+
+// New creates the database (dropped when t ends) and migrates it.
+func New(t testing.TB) *DB {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, ChangeEventsDDL); err != nil {
+		t.Fatalf("change_events: %v", err)
+	}
+	if err := store.Migrate(ctx, pool); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return &DB{DSN: dsn, Pool: pool}
+}
+
+// Insert writes n events of family in one transaction under the feed lock
+// and returns their ids.
+func (db *DB) Insert(t testing.TB, family string, n int) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids []int64
+	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		var err error
+		ids, err = InsertTx(ctx, tx, family, n)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// InsertTx takes the feed lock in tx and writes n events of family.
+func InsertTx(ctx context.Context, tx pgx.Tx, family string, n int) ([]int64, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, store.FeedLockKey); err != nil {
+		return nil, fmt.Errorf("feed lock: %w", err)
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO change_events (family, record_id, type, changed_fields, record)
+		SELECT $1, $1 || '-' || g, 'updated', ARRAY['title'], jsonb_build_object('id', $1 || '-' || g, 'title', 'T' || g)
+		FROM generate_series(1, $2::int) g RETURNING id`, family, n)
+	if err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	return ids, nil
+}

@@ -1,0 +1,81 @@
+package webhooks
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the sidecar's Prometheus collectors (labels: outcome and
+// result only; never an endpoint, organization or URL).
+type metrics struct {
+	deliveries *prometheus.CounterVec
+	attempts   *prometheus.CounterVec
+	duration   prometheus.Histogram
+	lagEvents  prometheus.Gauge
+	oldest     prometheus.Gauge
+}
+
+// newMetrics registers the collectors in reg (nil: unregistered), reusing the
+// ones an earlier configuration registered.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns, sub = "civicgate", "webhooks"
+	m := &metrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "deliveries_total",
+			Help: "Finished delivery attempts by outcome: delivered, retry, failed (dead-lettered), disabled (410)."}, []string{"outcome"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "attempts_total",
+			Help: "Delivery attempts by result: 2xx, 3xx, 4xx, 5xx, timeout, network, refused (SSRF guard)."}, []string{"result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "attempt_duration_seconds",
+			Help: "Duration of delivery attempts.", Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 15}}),
+		lagEvents: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "lag_events",
+			Help: "Change events newer than the fan-out position."}),
+		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "oldest_pending_seconds",
+			Help: "Age of the oldest delivery not yet delivered or dead-lettered (active endpoints)."}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.deliveries, err = register(reg, m.deliveries); err != nil {
+		return nil, err
+	}
+	if m.attempts, err = register(reg, m.attempts); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.lagEvents, err = register(reg, m.lagEvents); err != nil {
+		return nil, err
+	}
+	if m.oldest, err = register(reg, m.oldest); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+func (m *metrics) Delivery(outcome string) { m.deliveries.WithLabelValues(outcome).Inc() }
+
+func (m *metrics) Attempt(result string, took time.Duration) {
+	m.attempts.WithLabelValues(result).Inc()
+	m.duration.Observe(took.Seconds())
+}
+
+func (m *metrics) Lag(events int64, oldest time.Duration) {
+	m.lagEvents.Set(float64(events))
+	m.oldest.Set(oldest.Seconds())
+}

@@ -1,0 +1,317 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
+	"github.com/civicgate/civicgate/modules/webhooks/signature"
+)
+
+// Store is the civic_webhooks database.
+type Store struct {
+	pool *pgxpool.Pool
+	box  *secretbox.Box
+}
+
+// New returns a store over pool that seals endpoint secrets with box.
+func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
+	return &Store{pool: pool, box: box}
+}
+
+// Endpoint is a registered receiver (never with its secret).
+type Endpoint struct {
+	ID             string    `json:"id"`
+	URL            string    `json:"url"`
+	Families       []string  `json:"families"`
+	Description    string    `json:"description"`
+	Status         string    `json:"status"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	OrgID          string    `json:"-"`
+}
+
+const endpointColumns = `id, url, families, description, status, disabled_reason, created_at, org_id`
+
+func scanEndpoint(row pgx.Row) (Endpoint, error) {
+	var e Endpoint
+	err := row.Scan(&e.ID, &e.URL, &e.Families, &e.Description, &e.Status, &e.DisabledReason, &e.CreatedAt, &e.OrgID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, ErrNotFound
+	}
+	if err != nil {
+		return e, fmt.Errorf("store: endpoint: %w", err)
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	return e, nil
+}
+
+func newEndpointID() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("store: random: %w", err)
+	}
+	return "we_" + hex.EncodeToString(b), nil
+}
+
+// CreateEndpoint registers url for org and returns it with its new secret
+// (shown to the caller once; stored sealed).
+func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, org, url string, families []string, description string) (Endpoint, string, error) {
+	id, err := newEndpointID()
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	secret, err := signature.NewSecret()
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	sealed, err := s.box.Seal([]byte(secret), []byte(id))
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	e, err := scanEndpoint(s.pool.QueryRow(ctx, `INSERT INTO civicgate.webhook_endpoints
+		(id, org_id, url, families, description, secret_sealed, start_seq, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, (SELECT coalesce(max(id), 0) FROM change_events), $7, $7)
+		RETURNING `+endpointColumns, id, org, url, families, description, sealed, now))
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	return e, secret, nil
+}
+
+// ListEndpoints returns org's endpoints, oldest first.
+func (s *Store) ListEndpoints(ctx context.Context, org string) ([]Endpoint, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+endpointColumns+` FROM civicgate.webhook_endpoints
+		WHERE org_id = $1 ORDER BY created_at, id`, org)
+	if err != nil {
+		return nil, fmt.Errorf("store: list endpoints: %w", err)
+	}
+	defer rows.Close()
+	out := []Endpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list endpoints: %w", err)
+	}
+	return out, nil
+}
+
+// GetEndpoint returns org's endpoint id (ErrNotFound if absent or another's).
+func (s *Store) GetEndpoint(ctx context.Context, org, id string) (Endpoint, error) {
+	return scanEndpoint(s.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM civicgate.webhook_endpoints
+		WHERE id = $1 AND org_id = $2`, id, org))
+}
+
+// DeleteEndpoint removes org's endpoint id and its deliveries.
+func (s *Store) DeleteEndpoint(ctx context.Context, org, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM civicgate.webhook_endpoints WHERE id = $1 AND org_id = $2`, id, org)
+	if err != nil {
+		return fmt.Errorf("store: delete endpoint: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// RotateSecret gives org's endpoint id a new secret and keeps signing with
+// the current one as well until now+overlap (two signatures per delivery).
+func (s *Store) RotateSecret(ctx context.Context, now time.Time, org, id string, overlap time.Duration) (string, error) {
+	secret, err := signature.NewSecret()
+	if err != nil {
+		return "", err
+	}
+	sealed, err := s.box.Seal([]byte(secret), []byte(id))
+	if err != nil {
+		return "", err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE civicgate.webhook_endpoints
+		SET prev_secret_sealed = secret_sealed, prev_secret_until = $3, secret_sealed = $4, updated_at = $5
+		WHERE id = $1 AND org_id = $2`, id, org, now.Add(overlap), sealed, now)
+	if err != nil {
+		return "", fmt.Errorf("store: rotate secret: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return "", ErrNotFound
+	}
+	return secret, nil
+}
+
+// signingKeys opens an endpoint's secrets: the current one, and the previous
+// one while its overlap lasts.
+func (s *Store) signingKeys(id string, cur, prev []byte, prevUntil *time.Time, now time.Time) ([][]byte, error) {
+	sec, err := s.box.Open(cur, []byte(id))
+	if err != nil {
+		return nil, err
+	}
+	k, err := signature.Key(string(sec))
+	if err != nil {
+		return nil, err
+	}
+	keys := [][]byte{k}
+	if prev != nil && prevUntil != nil && now.Before(*prevUntil) {
+		psec, err := s.box.Open(prev, []byte(id))
+		if err != nil {
+			return nil, err
+		}
+		pk, err := signature.Key(string(psec))
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, pk)
+	}
+	return keys, nil
+}
+
+// Ping is the data of a test delivery.
+type Ping struct {
+	EndpointID string `json:"endpoint_id"`
+}
+
+// Test schedules a "ping" delivery to org's endpoint id (one attempt) and
+// returns its webhook-id.
+func (s *Store) Test(ctx context.Context, now time.Time, org, id string, body func(eventID string) ([]byte, error)) (string, error) {
+	eventID := uuid.NewString()
+	b, err := body(eventID)
+	if err != nil {
+		return "", err
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO civicgate.webhook_deliveries (endpoint_id, kind, event_id, payload, next_attempt_at, created_at)
+		SELECT id, 'test', $3, $4, $5, $5 FROM civicgate.webhook_endpoints WHERE id = $1 AND org_id = $2`, id, org, eventID, b, now)
+	if err != nil {
+		return "", fmt.Errorf("store: test delivery: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return "", ErrNotFound
+	}
+	return eventID, nil
+}
+
+// ReplayResult says what a replay scheduled.
+type ReplayResult struct {
+	Scheduled int   // events (re)scheduled
+	LastSeq   int64 // id of the last event considered
+	More      bool  // more events follow LastSeq (call again from it)
+}
+
+// Replay schedules every event after seq (in the endpoint's families, at most
+// max) for delivery to org's endpoint id again, with the same webhook-ids.
+// An event that still has a pending delivery is not doubled: that delivery
+// is made due now instead. A replay re-enables an endpoint disabled by 410
+// (the subscriber says the receiver is back).
+func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after int64, max int) (ReplayResult, error) {
+	var res ReplayResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var families []string
+		err := tx.QueryRow(ctx, `UPDATE civicgate.webhook_endpoints SET status = 'active', disabled_reason = '', updated_at = $3
+			WHERE id = $1 AND org_id = $2 RETURNING families`, id, org, now).Scan(&families)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("store: replay: %w", err)
+		}
+		// Shared feed lock: no writer is between drawing ids and committing, so
+		// this snapshot holds every event the fan-out will not push to the
+		// re-enabled endpoint.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, FeedLockKey); err != nil {
+			return fmt.Errorf("store: replay: feed lock: %w", err)
+		}
+		var last *int64
+		err = tx.QueryRow(ctx, `WITH ev AS (
+				SELECT id, event_id FROM change_events WHERE id > $2 AND family = ANY($3) ORDER BY id LIMIT $4),
+			hurry AS (
+				UPDATE civicgate.webhook_deliveries d SET next_attempt_at = $5
+				FROM ev WHERE d.endpoint_id = $1 AND d.event_id = ev.event_id AND d.status = 'pending'
+				RETURNING d.id),
+			ins AS (
+				INSERT INTO civicgate.webhook_deliveries (endpoint_id, kind, event_id, event_seq, next_attempt_at, created_at)
+				SELECT $1, 'replay', ev.event_id, ev.id, $5, $5 FROM ev
+				WHERE NOT EXISTS (SELECT 1 FROM civicgate.webhook_deliveries d
+					WHERE d.endpoint_id = $1 AND d.event_id = ev.event_id AND d.status IN ('pending', 'delivering'))
+				RETURNING id)
+			SELECT (SELECT count(*) FROM ev), (SELECT max(id) FROM ev)`,
+			id, after, families, max, now).Scan(&res.Scheduled, &last)
+		if err != nil {
+			return fmt.Errorf("store: replay: %w", err)
+		}
+		if last != nil {
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM change_events WHERE id > $1 AND family = ANY($2))`,
+				*last, families).Scan(&res.More); err != nil {
+				return fmt.Errorf("store: replay: %w", err)
+			}
+		}
+		if last != nil {
+			res.LastSeq = *last
+		} else {
+			res.LastSeq = after
+		}
+		return nil
+	})
+	return res, err
+}
+
+// Delivery is one row of an endpoint's deliveries list.
+type Delivery struct {
+	ID             int64      `json:"-"`
+	EventID        string     `json:"event_id"`
+	Kind           string     `json:"kind"`
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	LastStatusCode *int       `json:"last_status_code"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	CreatedAt      time.Time  `json:"created_at"`
+}
+
+// Deliveries lists org's endpoint id's deliveries, newest first, with ids
+// below before (0 = from the newest); more says whether older ones follow.
+func (s *Store) Deliveries(ctx context.Context, org, id string, before int64, limit int) ([]Delivery, bool, error) {
+	if _, err := s.GetEndpoint(ctx, org, id); err != nil {
+		return nil, false, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, event_id::text, kind, status, attempts, last_status_code,
+			CASE WHEN status IN ('pending', 'delivering') THEN next_attempt_at END, created_at
+		FROM civicgate.webhook_deliveries
+		WHERE endpoint_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, id, before, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := []Delivery{}
+	for rows.Next() {
+		var d Delivery
+		if err := rows.Scan(&d.ID, &d.EventID, &d.Kind, &d.Status, &d.Attempts, &d.LastStatusCode, &d.NextAttemptAt, &d.CreatedAt); err != nil {
+			return nil, false, fmt.Errorf("store: deliveries: %w", err)
+		}
+		if d.Status == "delivering" {
+			d.Status = "pending"
+		}
+		if d.NextAttemptAt != nil {
+			t := d.NextAttemptAt.UTC()
+			d.NextAttemptAt = &t
+		}
+		d.CreatedAt = d.CreatedAt.UTC()
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("store: deliveries: %w", err)
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}

@@ -1,0 +1,82 @@
+// Package store is the PostgreSQL side of civic_webhooks: its schema
+// (embedded migrations), the change feed reader, endpoints, the fan-out of
+// change events into deliveries, and the delivery leases that several sidecar
+// instances share through FOR UPDATE SKIP LOCKED.
+//
+// It reads the change_events table of any backend that honours this contract
+// (backend/migrations/sql/0100_sync.sql):
+//
+//	change_events(id bigint identity, event_id uuid, family text, record_id text,
+//	              type text, changed_fields text[], record jsonb, occurred_at timestamptz)
+//
+// and every writer holds pg_advisory_xact_lock(FeedLockKey) from before it
+// draws ids until it commits, so ids become visible in id order.
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// FeedLockKey is the advisory lock every change_events writer holds until
+// commit (the value of the records backend's sync.EventLockKey; copied, not
+// imported: modules never import the backend).
+const FeedLockKey int64 = 7_240_118_100
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// ErrNotFound is returned for an endpoint that does not exist or belongs to
+// another organization (the API answers 404 for both).
+var ErrNotFound = errors.New("store: not found")
+
+// Migrate creates or upgrades the civic_webhooks tables in schema civicgate.
+// It is idempotent and safe to run concurrently (advisory lock); applied
+// versions are recorded in civicgate.civic_webhooks_migrations.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	sort.Strings(names)
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('civicgate.civic_webhooks_migrations'))`); err != nil {
+			return fmt.Errorf("store: migrate lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS civicgate;
+			CREATE TABLE IF NOT EXISTS civicgate.civic_webhooks_migrations (
+				version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		var have int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM civicgate.civic_webhooks_migrations`).Scan(&have); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		for i, name := range names {
+			v := i + 1
+			if v <= have {
+				continue
+			}
+			sql, err := migrationFiles.ReadFile(name)
+			if err != nil {
+				return fmt.Errorf("store: migration %s: %w", name, err)
+			}
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return fmt.Errorf("store: migration %s: %w", name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO civicgate.civic_webhooks_migrations (version, name) VALUES ($1, $2)`,
+				v, strings.TrimPrefix(name, "migrations/")); err != nil {
+				return fmt.Errorf("store: migration %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
