@@ -71,16 +71,25 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the routed handler.
+// Handler returns the routed handler. Routing is by the exact path: no
+// cleaning, no redirects (http.ServeMux would answer "//bills" or
+// "/bills/../bills" with an HTML 307), so every answer is JSON and a path the
+// gateway let through is served only if it is exactly one of ours.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", s.healthz)
-	mux.Handle("/graphql", s.requireIdentity(http.HandlerFunc(s.graphql)))
-	mux.Handle("/bills", s.requireIdentity(http.HandlerFunc(s.bills)))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "Not Found"})
-	})
-	return s.recoverHTTP(mux)
+	graphqlH := s.requireIdentity(http.HandlerFunc(s.graphql))
+	billsH := s.requireIdentity(http.HandlerFunc(s.bills))
+	return s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			s.healthz(w, r)
+		case "/graphql":
+			graphqlH.ServeHTTP(w, r)
+		case "/bills":
+			billsH.ServeHTTP(w, r)
+		default:
+			writeJSON(w, http.StatusNotFound, errorBody{Error: "Not Found"})
+		}
+	}))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

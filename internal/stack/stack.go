@@ -6,6 +6,7 @@
 package stack
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -184,11 +185,62 @@ func (s *Stack) IssueKey(org, tier, env string) (key, id string) {
 	return key, id
 }
 
+// Proc is a long-running process started by SpawnProc.
+type Proc struct {
+	Name string
+	Cmd  *exec.Cmd
+	Log  string // file holding its output
+	done chan struct{}
+}
+
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill ends the process with SIGKILL (no shutdown of any kind, as a crash or
+// the OOM killer would) and waits until it is gone.
+func (p *Proc) Kill() {
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop asks the process to stop (SIGTERM), kills it after 10 s and waits.
+func (p *Proc) Stop() {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.Kill()
+	}
+}
+
 // Spawn starts a long-running process whose output goes to a log file; it is
 // stopped with SIGTERM when the test ends.
 func (s *Stack) Spawn(name, bin string, args ...string) *exec.Cmd {
 	s.t.Helper()
+	return s.SpawnProc(name, bin, args...).Cmd
+}
+
+// SpawnProc is Spawn returning the process handle. A name spawned again (a
+// restart) logs to a new file, name-2.log, name-3.log, …
+func (s *Stack) SpawnProc(name, bin string, args ...string) *Proc {
+	s.t.Helper()
 	logPath := filepath.Join(s.Dir, name+".log")
+	for i := 2; ; i++ {
+		if _, err := os.Stat(logPath); os.IsNotExist(err) {
+			break
+		}
+		logPath = filepath.Join(s.Dir, name+"-"+strconv.Itoa(i)+".log")
+	}
 	f, err := os.Create(logPath)
 	if err != nil {
 		s.t.Fatal(err)
@@ -202,24 +254,18 @@ func (s *Stack) Spawn(name, bin string, args ...string) *exec.Cmd {
 		s.t.Fatalf("start %s: %v", name, err)
 	}
 	s.Logs = append(s.Logs, logPath)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	p := &Proc{Name: name, Cmd: cmd, Log: logPath, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
 	s.t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		p.Stop()
 		_ = f.Close()
 		if s.t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
-				s.t.Logf("%s log (last 4 KiB):\n%s", name, tail(b, 4096))
+				s.t.Logf("%s log (last 4 KiB):\n%s", filepath.Base(logPath), tail(b, 4096))
 			}
 		}
 	})
-	return cmd
+	return p
 }
 
 func tail(b []byte, n int) []byte {
@@ -238,11 +284,14 @@ func (s *Stack) Prepare() {
 }
 
 // StartRecordsd starts the backend and waits for its health endpoint.
-func (s *Stack) StartRecordsd() {
+func (s *Stack) StartRecordsd() *Proc {
 	s.t.Helper()
-	s.Spawn("recordsd", s.Bins.Recordsd, "serve")
+	p := s.SpawnProc("recordsd", s.Bins.Recordsd, "serve")
 	url := "http://" + s.Getenv("RECORDSD_LISTEN") + "/healthz"
 	WaitFor(s.t, 30*time.Second, "recordsd /healthz", func() error {
+		if p.Exited() {
+			s.t.Fatalf("recordsd exited while starting; log %s", p.Log)
+		}
 		resp, err := http.Get(url)
 		if err != nil {
 			return err
@@ -253,6 +302,7 @@ func (s *Stack) StartRecordsd() {
 		}
 		return nil
 	})
+	return p
 }
 
 // Remove deletes the built binaries.
@@ -264,10 +314,13 @@ func (b *Binaries) Remove() {
 
 // StartGateway starts civicgate with the given Caddyfile (relative to the
 // repository) and waits until it answers over TLS with its local CA.
-func (s *Stack) StartGateway(caddyfile string) {
+func (s *Stack) StartGateway(caddyfile string) *Proc {
 	s.t.Helper()
-	s.Spawn("civicgate", s.Bins.Civicgate, "run", "--config", caddyfile, "--adapter", "caddyfile")
+	p := s.SpawnProc("civicgate", s.Bins.Civicgate, "run", "--config", caddyfile, "--adapter", "caddyfile")
 	WaitFor(s.t, 60*time.Second, "gateway TLS with the local CA root", func() error {
+		if p.Exited() {
+			s.t.Fatalf("civicgate exited while starting; log %s", p.Log)
+		}
 		pem, err := os.ReadFile(s.CARoot)
 		if err != nil {
 			return err
@@ -290,6 +343,7 @@ func (s *Stack) StartGateway(caddyfile string) {
 		resp.Body.Close()
 		return nil
 	})
+	return p
 }
 
 // WaitFor polls cond until it returns nil or the deadline passes.
@@ -305,5 +359,72 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() error)
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// GatewayMetric reads one sample of an unlabelled metric (e.g. go_goroutines,
+// process_resident_memory_bytes) from the gateway's admin /metrics endpoint.
+func (s *Stack) GatewayMetric(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Getenv("CIVICGATE_ADMIN")+"/metrics", nil)
+	if err != nil {
+		return 0, fmt.Errorf("metrics request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("metrics: status %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), name+" ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric %s: %w", name, err)
+		}
+		return f, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	return 0, fmt.Errorf("metric %s not exposed", name)
+}
+
+// leakPatterns are things that must never appear in any process's log: a
+// panic or a goroutine dump, and SQL text.
+var leakPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`panic:|runtime error|goroutine \d+ \[`),
+	regexp.MustCompile(`(?i)\b(select\s.+\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b`),
+}
+
+// CheckLogs fails the test when any log of the stack contains one of the
+// secrets (or its last 20 characters), a panic or stack trace, or SQL text.
+func (s *Stack) CheckLogs(t testing.TB, secrets ...string) {
+	t.Helper()
+	for _, path := range s.Logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("read log: %v", err)
+		}
+		for _, secret := range secrets {
+			if secret == "" {
+				continue
+			}
+			if bytes.Contains(b, []byte(secret)) || (len(secret) > 20 && bytes.Contains(b, []byte(secret[len(secret)-20:]))) {
+				t.Errorf("%s contains a secret (…%s)", filepath.Base(path), secret[:min(len(secret), 8)])
+			}
+		}
+		for _, re := range leakPatterns {
+			if loc := re.FindIndex(b); loc != nil {
+				from, to := max(0, loc[0]-200), min(len(b), loc[1]+200)
+				t.Errorf("%s matches %s: …%s…", filepath.Base(path), re, b[from:to])
+			}
+		}
 	}
 }

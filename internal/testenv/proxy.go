@@ -1,24 +1,28 @@
 package testenv
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy is a TCP forwarder in front of a real service, so a test can take the
-// service away from the code under test (every connection dropped, new ones
-// refused) and give it back, without stopping a server other test packages
-// share.
+// service away from the code under test without stopping a server other test
+// packages share: Cut drops every connection and refuses new ones (the service
+// is down), Stall keeps connections open but stops every byte (the service
+// hangs), Delay adds latency to every chunk forwarded (the service is slow).
 type Proxy struct {
 	target string
 	ln     net.Listener
 
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	down    bool
+	stalled bool
+	delay   time.Duration
+	changed chan struct{} // closed and replaced on every state change
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
 }
 
 // NewProxy listens on a free loopback port and forwards to target
@@ -29,7 +33,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("testenv: proxy listen: %v", err)
 	}
-	p := &Proxy{target: target, ln: ln, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{target: target, ln: ln, conns: make(map[net.Conn]struct{}), changed: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -39,6 +43,12 @@ func NewProxy(t testing.TB, target string) *Proxy {
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
+// notify wakes every pipe waiting on a state change; p.mu must be held.
+func (p *Proxy) notify() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
 // Cut drops every open connection and refuses new ones until Restore.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
@@ -47,13 +57,34 @@ func (p *Proxy) Cut() {
 	for c := range p.conns {
 		_ = c.Close()
 	}
+	p.notify()
 }
 
-// Restore accepts and forwards connections again.
+// Stall stops forwarding bytes in both directions on every connection, open
+// or new, while keeping the connections open, until Restore: to the client
+// the service has hung.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = true
+	p.notify()
+}
+
+// Delay holds every chunk of bytes for d before forwarding it (0: none).
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+	p.notify()
+}
+
+// Restore ends a Cut or a Stall (a Delay stays until Delay(0)).
 func (p *Proxy) Restore() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.down = false
-	p.mu.Unlock()
+	p.stalled = false
+	p.notify()
 }
 
 func (p *Proxy) accept() {
@@ -98,10 +129,51 @@ func (p *Proxy) track(a, b net.Conn) bool {
 	return true
 }
 
+// gate blocks while the proxy is stalled, then waits out the delay; it
+// reports false when the proxy was cut meanwhile (the chunk is dropped).
+func (p *Proxy) gate() bool {
+	for {
+		p.mu.Lock()
+		down, stalled, delay, changed := p.down, p.stalled, p.delay, p.changed
+		p.mu.Unlock()
+		switch {
+		case down:
+			return false
+		case stalled:
+			<-changed
+		case delay > 0:
+			timer := time.NewTimer(delay)
+			select {
+			case <-timer.C:
+				return true
+			case <-changed:
+				timer.Stop()
+				// State changed mid-delay (e.g. cut): look again.
+			}
+		default:
+			return true
+		}
+	}
+}
+
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	// io.Copy ends on EOF or a closed connection: either way the pair is done.
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.gate() {
+				break
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			// EOF or a closed connection: either way the pair is done.
+			break
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()

@@ -37,3 +37,56 @@ func TestPostgresGivesEmptyDatabase(t *testing.T) {
 		t.Fatal("Postgres returned the admin DSN")
 	}
 }
+
+func TestProxyStallAndDelay(t *testing.T) {
+	_, _ = Redis(t)
+	p := NewProxy(t, RedisAddr())
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("ping through proxy: %v", err)
+	}
+	p.Stall()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("ping succeeded while the proxy was stalled")
+	}
+	p.Restore()
+	p.Delay(100 * time.Millisecond)
+	start := time.Now()
+	deadline := start.Add(5 * time.Second)
+	for c.Ping(ctx).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("ping did not recover after Restore")
+		}
+		start = time.Now()
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Fatalf("delayed ping took %s, want ≥ 200ms (two delayed chunks)", d)
+	}
+}
+
+func TestRedisServerRestart(t *testing.T) {
+	r := StartRedisServer(t)
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.Kill()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("ping succeeded while redis-server was killed")
+	}
+	r.Start()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Ping(ctx).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("ping did not recover after restart")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := c.Exists(ctx, "k").Val(); n != 0 {
+		t.Fatal("a restarted server without persistence still had the key")
+	}
+}
