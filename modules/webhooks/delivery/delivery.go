@@ -62,7 +62,7 @@ type Metrics interface {
 
 type noMetrics struct{}
 
-func (noMetrics) Delivery(string)              {}
+func (noMetrics) Delivery(string)               {}
 func (noMetrics) Attempt(string, time.Duration) {}
 func (noMetrics) Lag(int64, time.Duration)      {}
 

@@ -80,8 +80,8 @@ func SetHeaders(h http.Header, keys [][]byte, msgID string, ts time.Time, body [
 		sigs = append(sigs, Sign(k, msgID, ts, body))
 	}
 	v := strings.Join(sigs, " ")
-	h[HeaderID] = []string{msgID}
-	h[HeaderTimestamp] = []string{strconv.FormatInt(ts.Unix(), 10)}
-	h[HeaderSignature] = []string{v}
-	h[HeaderService] = []string{v}
+	h.Set(HeaderID, msgID)
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(HeaderSignature, v)
+	h.Set(HeaderService, v)
 }
