@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -222,8 +223,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 }
 
 // parseLimit reads limit (1..100, default 25): never clamped.
-func parseLimit(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
+func parseLimit(q url.Values) (int, error) {
+	v := q.Get("limit")
 	if v == "" {
 		return DefaultLimit, nil
 	}
@@ -273,13 +274,16 @@ type page struct {
 }
 
 func (h *Handler) changes(ctx context.Context, w http.ResponseWriter, r *http.Request, c caller) error {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest(w, "malformed query string")
+	}
 	for k := range q {
 		if k != "after" && k != "limit" && k != "families" {
 			return badRequest(w, fmt.Sprintf("unknown parameter %q", k))
 		}
 	}
-	limit, err := parseLimit(r)
+	limit, err := parseLimit(q)
 	if err != nil {
 		return badRequest(w, err.Error())
 	}
@@ -409,7 +413,7 @@ func (h *Handler) create(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 func (h *Handler) list(ctx context.Context, w http.ResponseWriter, r *http.Request, c caller) error {
-	if len(r.URL.Query()) > 0 {
+	if r.URL.RawQuery != "" {
 		return badRequest(w, "this list takes no parameters")
 	}
 	eps, err := h.app.store.ListEndpoints(ctx, c.org)
@@ -534,13 +538,16 @@ func decodeDeliveryCursor(c string) (int64, error) {
 }
 
 func (h *Handler) deliveries(ctx context.Context, w http.ResponseWriter, r *http.Request, c caller, id string) error {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest(w, "malformed query string")
+	}
 	for k := range q {
 		if k != "cursor" && k != "limit" {
 			return badRequest(w, fmt.Sprintf("unknown parameter %q", k))
 		}
 	}
-	limit, err := parseLimit(r)
+	limit, err := parseLimit(q)
 	if err != nil {
 		return badRequest(w, err.Error())
 	}
