@@ -305,3 +305,10 @@ func isGraphQLData(body string) bool {
 	_, hasErr := m["errors"]
 	return len(m["data"]) > 0 && !bytes.Equal(m["data"], []byte("null")) && !hasErr
 }
+
+// snapshot copies the results so far.
+func (l *load) snapshot() []result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]result(nil), l.results...)
+}

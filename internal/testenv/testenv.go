@@ -16,9 +16,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math/big"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,15 +121,28 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	return client, prefix
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It is
+// drawn at random below the kernel's ephemeral range (20000–32767), so a
+// listener or dialer that asks the kernel for any port (":0", every outgoing
+// connection) cannot be handed the same port between this call and the
+// moment the test's process binds it.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testenv: free port: %v", err)
+	for range 200 {
+		n, err := rand.Int(rand.Reader, big.NewInt(32768-20000))
+		if err != nil {
+			t.Fatalf("testenv: free port: %v", err)
+		}
+		port := 20000 + int(n.Int64())
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // taken: draw again
+		}
+		_ = l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("testenv: no free port in 20000–32767 after 200 draws")
+	return 0
 }
 
 func sanitize(s string) string {
