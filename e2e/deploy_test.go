@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testenv"
 
 	"gopkg.in/yaml.v3"
 )
@@ -19,6 +20,7 @@ func TestShippedCaddyfilesValidateAndAreFormatted(t *testing.T) {
 	s := stack.New(t, &bins)
 	s.Setenv("CIVICGATE_DOMAIN", "api.example.org")
 	s.Setenv("CIVICGATE_ACME_EMAIL", "ops@example.org")
+	s.Setenv("CIVIC_WEBHOOK_SECRET_KEY", testenv.RandomSuffix(32))
 	files, err := filepath.Glob(filepath.Join(s.Root, "caddyfile", "*"))
 	if err != nil || len(files) < 4 {
 		t.Fatalf("shipped Caddyfiles: %v %v", files, err)
@@ -75,7 +77,7 @@ func TestComposeFile(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &c); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	for _, name := range []string{"postgres", "redis", "migrate", "keys-migrate", "recordsd", "gateway-1", "gateway-2", "edge"} {
+	for _, name := range []string{"postgres", "redis", "migrate", "keys-migrate", "webhooks-migrate", "recordsd", "gateway-1", "gateway-2", "edge"} {
 		if _, ok := c.Services[name]; !ok {
 			t.Fatalf("service %s missing", name)
 		}
@@ -108,7 +110,7 @@ func TestComposeFile(t *testing.T) {
 		if svc.Build == nil {
 			continue
 		}
-		if svc.Healthcheck == nil && name != "migrate" && name != "keys-migrate" {
+		if svc.Healthcheck == nil && name != "migrate" && !strings.HasSuffix(name, "-migrate") {
 			t.Errorf("%s has no health check", name)
 		}
 		target := svc.Build.(map[string]any)["target"]
@@ -121,7 +123,7 @@ func TestComposeFile(t *testing.T) {
 			t.Fatalf("%s has no command", name)
 		}
 		args := append([]string{}, svc.Command[:1]...)
-		if svc.Command[0] == "keys" {
+		if svc.Command[0] == "keys" || svc.Command[0] == "webhooks" {
 			args = append(args, svc.Command[1])
 		}
 		if out, err := s.RunErr(bin, append(args, "--help")...); err != nil && !strings.Contains(strings.ToLower(out), "usage") {

@@ -21,11 +21,18 @@ REDIS_URL=redis://127.0.0.1:6379/0
 RECORDSD_LISTEN=127.0.0.1:8081
 RECORDSD_CURSOR_SECRET=$(rand_secret)
 CIVIC_IDENTITY_SECRET=$(rand_secret)
+CIVIC_WEBHOOK_SECRET_KEY=$(rand_secret)
+CIVICGATE_WEBHOOKS_DEV_LOOPBACK=on
 CIVICGATE_ENV=live
 CIVICGATE_UPSTREAM=127.0.0.1:8081
 XDG_DATA_HOME=$root/.civicgate/data
 XDG_CONFIG_HOME=$root/.civicgate/config
 ENV
+fi
+# .env.local written before webhooks existed: add their variables once.
+if ! grep -q '^CIVIC_WEBHOOK_SECRET_KEY=' .env.local; then
+	log "adding the webhook variables to .env.local"
+	printf 'CIVIC_WEBHOOK_SECRET_KEY=%s\nCIVICGATE_WEBHOOKS_DEV_LOOPBACK=on\n' "$(rand_secret)" >> .env.local
 fi
 set -a
 # shellcheck disable=SC1091
@@ -43,6 +50,7 @@ fi
 bin/recordsd migrate
 bin/recordsd seed --scale small
 bin/civicgate keys migrate
+bin/civicgate webhooks migrate
 
 log "issuing a demo key (organization demo, tier enterprise)"
 if bin/civicgate keys list --org demo 2>/dev/null | grep -q active; then
@@ -85,6 +93,11 @@ civicgate is up.
 Try:
   curl --cacert '${ca}' -H 'Authorization: Bearer ${api_key}' -H 'Content-Type: application/json' \\
     -d '{"query":"{ bills(input:{limit:3}) { items { id officialTitle } nextCursor } }"}' https://localhost:8443/v1/graphql
+
+Webhooks (loopback receivers allowed in make up only; see modules/webhooks/README.md):
+  curl --cacert '${ca}' -H 'Authorization: Bearer ${api_key}' -H 'Content-Type: application/json' \\
+    -d '{"url":"http://127.0.0.1:9999/hook"}' https://localhost:8443/v1/webhook-endpoints
+  curl --cacert '${ca}' -H 'Authorization: Bearer ${api_key}' 'https://localhost:8443/v1/changes?limit=5'
 
 In another terminal: set -a; . ./.env.local   (then bin/civicgate keys … and bin/recordsd … reach this stack)
 Ctrl-C stops everything make up started.

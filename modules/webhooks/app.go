@@ -46,7 +46,8 @@ type App struct {
 	// civicgate.webhook_* tables (use {env.DATABASE_URL}).
 	Database string `json:"database"`
 	// SecretKeys is the key material sealing endpoint secrets at rest (≥ 32
-	// bytes each, from {env.*}); the first seals, all open (rotation).
+	// bytes each, from {env.*}); the first non-empty one seals, all open
+	// (rotation); ones that resolve to "" are skipped.
 	SecretKeys []string `json:"secret_keys"`
 	// Deliver runs the sidecar in this process (default true). Set false on
 	// gateways that only serve the API when separate sidecars deliver.
@@ -100,9 +101,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if len(a.SecretKeys) == 0 {
 		return errors.New("civic_webhooks: secret_key is required (≥ 32 bytes, from an {env.*} placeholder)")
 	}
+	// Placeholders that resolve to nothing are skipped: the first non-empty
+	// material seals, every non-empty one opens (so a fallback can be listed
+	// after an optional variable, as Caddyfile.local does).
 	materials := make([][]byte, 0, len(a.SecretKeys))
 	for _, k := range a.SecretKeys {
-		materials = append(materials, []byte(repl.ReplaceAll(k, "")))
+		if m := repl.ReplaceAll(k, ""); m != "" {
+			materials = append(materials, []byte(m))
+		}
+	}
+	if len(materials) == 0 {
+		return errors.New("civic_webhooks: secret_key resolves to nothing (set it from an {env.*} placeholder, ≥ 32 bytes)")
 	}
 	box, err := secretbox.New(materials...)
 	if err != nil {

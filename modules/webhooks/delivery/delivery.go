@@ -196,6 +196,15 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	attemptCtx := context.WithoutCancel(ctx)
 	backoff := d.cfg.Poll
 	lastLag := time.Time{}
+	// A database that is down or not migrated fails every poll: warn once a
+	// minute, not once a poll.
+	var lastWarn time.Time
+	warn := func(msg string, err error) {
+		if time.Since(lastWarn) >= time.Minute {
+			lastWarn = time.Now()
+			d.cfg.Logger.Warn(msg, zap.Error(err))
+		}
+	}
 	for ctx.Err() == nil {
 		if time.Since(lastLag) >= 5*time.Second {
 			lastLag = time.Now()
@@ -208,12 +217,12 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			d.cfg.Logger.Warn("webhook fan-out failed", zap.Error(err))
+			warn("webhook fan-out failed (is `civicgate webhooks migrate` done?)", err)
 		}
 		if free := d.cfg.Workers - len(slots); free > 0 {
 			jobs, err := d.claim(ctx, free)
 			if err != nil && ctx.Err() == nil {
-				d.cfg.Logger.Warn("claiming webhook deliveries failed", zap.Error(err))
+				warn("claiming webhook deliveries failed", err)
 			}
 			for _, j := range jobs {
 				slots <- struct{}{}
