@@ -111,8 +111,12 @@ func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration, m
 			WHERE EXISTS (SELECT 1 FROM civicgate.webhook_deliveries d
 				WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'delivering') AND d.next_attempt_at <= $1
 				  AND (d.status = 'pending' OR d.lease_until <= $1) AND (e.status = 'active' OR d.kind = 'test'))
+			  AND (SELECT count(*) FROM civicgate.webhook_deliveries d
+				WHERE d.endpoint_id = e.id AND d.status = 'delivering' AND d.lease_until > $1) < $3
+			ORDER BY (SELECT min(d.next_attempt_at) FROM civicgate.webhook_deliveries d
+				WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'delivering')), e.id
 			LIMIT $2
-			FOR NO KEY UPDATE OF e SKIP LOCKED`, now, limit)
+			FOR NO KEY UPDATE OF e SKIP LOCKED`, now, limit, maxInFlight)
 		if err != nil {
 			return fmt.Errorf("store: claim: %w", err)
 		}

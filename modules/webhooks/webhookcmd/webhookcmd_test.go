@@ -1,0 +1,67 @@
+package webhookcmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+func TestMigrateCommand(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	env := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dsn
+		}
+		return ""
+	}
+	for range 2 { // idempotent
+		var out, errOut bytes.Buffer
+		if code := Run(context.Background(), []string{"migrate"}, &out, &errOut, env); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		if !strings.Contains(out.String(), "up to date") {
+			t.Fatalf("output %q", out.String())
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'civicgate' AND tablename LIKE 'webhook_%'`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d webhook tables: %v", n, err)
+	}
+}
+
+func TestUsageAndErrors(t *testing.T) {
+	none := func(string) string { return "" }
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{nil, 2, "usage"},
+		{[]string{"--help"}, 0, "usage"},
+		{[]string{"migrate", "--help"}, 0, "usage"},
+		{[]string{"frobnicate"}, 2, "unknown"},
+		{[]string{"migrate", "extra"}, 2, "unknown"},
+		{[]string{"migrate"}, 1, "DATABASE_URL is not set"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Run(context.Background(), tc.args, &out, &errOut, none); code != tc.code || !strings.Contains(errOut.String(), tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	secretDSN := "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=1"
+	Run(context.Background(), []string{"migrate"}, &out, &errOut, func(string) string { return secretDSN })
+	if strings.Contains(errOut.String(), "hunter2") {
+		t.Fatal("the password reached the output")
+	}
+}
