@@ -70,6 +70,8 @@ type call struct {
 	// allowed statuses (with the exact body when not "") in normal operation;
 	// a 429 with its exact body is always allowed on rate-limited routes.
 	want map[int]string
+	// valid, when set, checks a 200 body whose want is "".
+	valid func(body string) bool
 }
 
 var (
@@ -81,9 +83,9 @@ var (
 func validCalls(key string) []call {
 	ok := map[int]string{200: ""}
 	return []call{
-		{name: "graphql bills", method: "POST", path: "/v1/graphql", key: key, ctype: "application/json", body: billsQuery, want: ok},
-		{name: "graphql members", method: "POST", path: "/v1/graphql", key: key, ctype: "application/json", body: membersQ, want: ok},
-		{name: "GET /bills", method: "GET", path: "/bills?limit=2", key: key, want: ok},
+		{name: "graphql bills", method: "POST", path: "/v1/graphql", key: key, ctype: "application/json", body: billsQuery, want: ok, valid: isGraphQLData},
+		{name: "graphql members", method: "POST", path: "/v1/graphql", key: key, ctype: "application/json", body: membersQ, want: ok, valid: isGraphQLData},
+		{name: "GET /bills", method: "GET", path: "/bills?limit=2", key: key, want: ok, valid: isBillsPage},
 	}
 }
 
@@ -95,6 +97,7 @@ type result struct {
 	status int // 0: transport error
 	body   string
 	err    error
+	ok     bool // one of the call's expected outcomes (set by hammer)
 }
 
 // send sends c once.
@@ -149,7 +152,7 @@ func hammer(ctx context.Context, client *http.Client, base string, workers int, 
 				if ctx.Err() != nil && r.err != nil {
 					return // cancelled by the end of the loop, not a fault
 				}
-				if r.status == 200 {
+				if r.ok = expected(r); r.ok {
 					r.body = "" // keep memory flat over a long soak
 				}
 				l.mu.Lock()
@@ -184,20 +187,11 @@ func (l *load) count() int {
 	return len(l.results)
 }
 
-// waitResults blocks until n more results than now arrived (or fails).
-func (l *load) waitMore(t *testing.T, n int, within time.Duration) {
-	t.Helper()
-	target := l.count() + n
-	stack.WaitFor(t, within, fmt.Sprintf("%d more responses", n), func() error {
-		if c := l.count(); c < target {
-			return fmt.Errorf("%d of %d", c, target)
-		}
-		return nil
-	})
-}
-
 // expected reports whether r is one of its call's allowed outcomes.
 func expected(r result) bool {
+	if r.ok {
+		return true // checked when received
+	}
 	if r.status == 0 {
 		return false
 	}
@@ -205,7 +199,13 @@ func expected(r result) bool {
 		return r.body == bodyRateLimit
 	}
 	want, ok := r.call.want[r.status]
-	return ok && (want == "" || want == r.body)
+	if !ok {
+		return false
+	}
+	if want == "" {
+		return r.status != 200 || r.call.valid == nil || r.call.valid(r.body)
+	}
+	return want == r.body
 }
 
 // summary counts results by status (0 for transport errors).
@@ -311,4 +311,18 @@ func (l *load) snapshot() []result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]result(nil), l.results...)
+}
+
+// contextWithTimeout is a context for a long loop, cancelled when the test ends.
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.Context(), d)
+}
+
+// isBillsPage reports whether body is a GET /bills page with items.
+func isBillsPage(body string) bool {
+	var p struct {
+		Items      []json.RawMessage `json:"items"`
+		NextCursor *string           `json:"nextCursor"`
+	}
+	return json.Unmarshal([]byte(body), &p) == nil && len(p.Items) > 0
 }
