@@ -144,6 +144,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	    org {civic.org}
 //	    families {civic.families}
 //	    max_replay 10000
+//	    max_endpoints 20
 //	}
 func parseDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	var m Handler
@@ -181,16 +182,20 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				h.Families = v
 			}
-		case "max_replay":
+		case "max_replay", "max_endpoints":
 			var v string
 			if !d.Args(&v) || d.NextArg() {
 				return d.ArgErr()
 			}
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return d.Errf("max_replay: bad number %q", v)
+				return d.Errf("%s: bad number %q", opt, v)
 			}
-			h.MaxReplay = n
+			if opt == "max_replay" {
+				h.MaxReplay = n
+			} else {
+				h.MaxEndpoints = n
+			}
 		default:
 			return d.Errf("unknown civic_webhooks option %q", opt)
 		}

@@ -28,14 +28,15 @@ func init() {
 
 // Defaults of the civic_webhooks handler.
 const (
-	DefaultPrefix    = "/v1"
-	DefaultOrg       = "{civic.org}"
-	DefaultFamilies  = "{civic.families}"
-	DefaultMaxReplay = 10_000
-	DefaultLimit     = 25
-	MaxLimit         = 100
-	maxBody          = 64 << 10
-	dbTimeout        = 10 * time.Second
+	DefaultPrefix       = "/v1"
+	DefaultOrg          = "{civic.org}"
+	DefaultFamilies     = "{civic.families}"
+	DefaultMaxReplay    = 10_000
+	DefaultMaxEndpoints = 20
+	DefaultLimit        = 25
+	MaxLimit            = 100
+	maxBody             = 64 << 10
+	dbTimeout           = 10 * time.Second
 )
 
 // Handler serves the change feed and the webhook-endpoint API (DESIGN.md
@@ -52,6 +53,8 @@ type Handler struct {
 	Families string `json:"families,omitempty"`
 	// MaxReplay bounds the events one replay request schedules (default 10000).
 	MaxReplay int `json:"max_replay,omitempty"`
+	// MaxEndpoints bounds the endpoints of one organization (default 20).
+	MaxEndpoints int `json:"max_endpoints,omitempty"`
 
 	app    *App
 	logger *zap.Logger
@@ -80,6 +83,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.MaxReplay <= 0 {
 		h.MaxReplay = DefaultMaxReplay
+	}
+	if h.MaxEndpoints <= 0 {
+		h.MaxEndpoints = DefaultMaxEndpoints
 	}
 	app, err := ctx.AppIfConfigured("civic_webhooks")
 	if err != nil {
@@ -404,7 +410,10 @@ func (h *Handler) create(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !ok {
 		return nil
 	}
-	e, secret, err := h.app.store.CreateEndpoint(ctx, h.app.now(), c.org, req.URL, fams, req.Description)
+	e, secret, err := h.app.store.CreateEndpoint(ctx, h.app.now(), c.org, req.URL, fams, req.Description, h.MaxEndpoints)
+	if errors.Is(err, store.ErrTooMany) {
+		return badRequest(w, fmt.Sprintf("an organization may register at most %d webhook endpoints; delete one first", h.MaxEndpoints))
+	}
 	if err != nil {
 		return h.internal(w, r, err)
 	}

@@ -72,7 +72,9 @@ http://localhost:%[2]d {
 			require_family changes
 		}
 		civic_rate_limit
-		civic_webhooks
+		civic_webhooks {
+			max_endpoints 3
+		}
 	}
 }
 `, adminPort, port, httpsPort, logPath, lb)
@@ -363,6 +365,20 @@ func TestAPIThroughCaddy(t *testing.T) {
 	want(t, g.do(t, "PUT", "/v1/webhook-endpoints/"+id, keyA, "{}"), 405, "")
 	want(t, g.do(t, "GET", "/v1/webhook-endpoints/"+id+"/nope", keyA, ""), 404, notFound)
 
+	// Metrics through Caddy's registry on the admin endpoint.
+	resp, err := http.Get(fmt.Sprintf("http://localhost:%d/metrics", adminPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`civicgate_webhooks_deliveries_total{outcome="delivered"}`, `civicgate_webhooks_attempts_total{result="2xx"}`,
+		"civicgate_webhooks_lag_events", "civicgate_webhooks_oldest_pending_seconds", "civicgate_webhooks_attempt_duration_seconds_bucket"} {
+		if !strings.Contains(string(mb), m) {
+			t.Fatalf("metric %s missing", m)
+		}
+	}
+
 	// Nothing secret reached the log.
 	logs, err := os.ReadFile(g.logPath)
 	if err != nil {
@@ -395,5 +411,12 @@ func TestLoopbackRefusedWithoutDevOption(t *testing.T) {
 			t.Fatalf("%s: %d %s", u, r.status, r.body)
 		}
 	}
-	want(t, g.do(t, "POST", "/v1/webhook-endpoints", iss.Key, `{"url":"https://example.org/hook"}`), 201, "")
+	// At most max_endpoints (3 here) per organization.
+	for range 3 {
+		want(t, g.do(t, "POST", "/v1/webhook-endpoints", iss.Key, `{"url":"https://example.org/hook"}`), 201, "")
+	}
+	r := g.do(t, "POST", "/v1/webhook-endpoints", iss.Key, `{"url":"https://example.org/hook"}`)
+	if r.status != 400 || !strings.Contains(r.body, "at most 3 webhook endpoints") {
+		t.Fatalf("fourth endpoint: %d %s", r.status, r.body)
+	}
 }

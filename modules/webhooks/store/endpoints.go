@@ -62,9 +62,13 @@ func newEndpointID() (string, error) {
 	return "we_" + hex.EncodeToString(b), nil
 }
 
-// CreateEndpoint registers url for org and returns it with its new secret
-// (shown to the caller once; stored sealed).
-func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, org, url string, families []string, description string) (Endpoint, string, error) {
+// ErrTooMany is returned by CreateEndpoint when org already has max endpoints.
+var ErrTooMany = errors.New("store: too many webhook endpoints")
+
+// CreateEndpoint registers url for org (at most max endpoints per
+// organization; 0 = no bound) and returns it with its new secret (shown to
+// the caller once; stored sealed).
+func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, org, url string, families []string, description string, max int) (Endpoint, string, error) {
 	id, err := newEndpointID()
 	if err != nil {
 		return Endpoint{}, "", err
@@ -77,10 +81,28 @@ func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, org, url stri
 	if err != nil {
 		return Endpoint{}, "", err
 	}
-	e, err := scanEndpoint(s.pool.QueryRow(ctx, `INSERT INTO civicgate.webhook_endpoints
-		(id, org_id, url, families, description, secret_sealed, start_seq, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, (SELECT coalesce(max(id), 0) FROM change_events), $7, $7)
-		RETURNING `+endpointColumns, id, org, url, families, description, sealed, now))
+	var e Endpoint
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if max > 0 {
+			// Serialize creations per organization so the bound holds.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('civicgate.webhook_endpoints'), hashtext($1))`, org); err != nil {
+				return fmt.Errorf("store: create endpoint: %w", err)
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM civicgate.webhook_endpoints WHERE org_id = $1`, org).Scan(&n); err != nil {
+				return fmt.Errorf("store: create endpoint: %w", err)
+			}
+			if n >= max {
+				return ErrTooMany
+			}
+		}
+		var err error
+		e, err = scanEndpoint(tx.QueryRow(ctx, `INSERT INTO civicgate.webhook_endpoints
+			(id, org_id, url, families, description, secret_sealed, start_seq, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, (SELECT coalesce(max(id), 0) FROM change_events), $7, $7)
+			RETURNING `+endpointColumns, id, org, url, families, description, sealed, now))
+		return err
+	})
 	if err != nil {
 		return Endpoint{}, "", err
 	}

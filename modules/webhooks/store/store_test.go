@@ -101,7 +101,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 	db, s := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", store.Families, "")
+	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", store.Families, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestClaimLeasesEachAttemptOnceAndBoundsInFlight(t *testing.T) {
 	db, s := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", []string{"bills"}, "")
+	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", []string{"bills"}, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
