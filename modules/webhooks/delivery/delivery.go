@@ -53,7 +53,7 @@ type Metrics interface {
 	// failed (dead-lettered) or disabled (410).
 	Delivery(outcome string)
 	// Attempt counts an attempt by result: 2xx, 3xx, 4xx, 5xx, timeout,
-	// network or refused (SSRF guard).
+	// network, refused (SSRF guard) or pruned (event gone from the feed).
 	Attempt(result string, took time.Duration)
 	// Lag reports the events not yet fanned out and the age of the oldest
 	// pending delivery.
@@ -182,43 +182,29 @@ func (d *Dispatcher) claim(ctx context.Context, limit int) ([]store.Job, error) 
 	return d.cfg.Store.Claim(ctx, d.cfg.Clock.Now(), d.cfg.Lease, d.cfg.MaxInFlight, limit, d.cfg.Render)
 }
 
-// Run works until ctx is cancelled: fan out, claim as many attempts as there
-// are free workers, and poll again at once while there is work, else after
-// Poll. Attempts in flight when ctx ends are finished first (each bounded by
-// the timeout).
+// Run works until ctx is cancelled. Two loops: the fan-out (which may wait
+// for a writer holding the feed lock, so it never delays deliveries) and the
+// claimer, which claims as many attempts as there are free workers and polls
+// again at once while there is work, when a worker frees up or new events were
+// fanned out, and otherwise after Poll. Attempts in flight when ctx ends are
+// finished first (each bounded by the timeout) so an answered request is
+// recorded as such.
 func (d *Dispatcher) Run(ctx context.Context) {
-	slots := make(chan struct{}, d.cfg.Workers)
-	freed := make(chan struct{}, d.cfg.Workers)
+	fanned := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// Attempts finish with their own context so a shutdown does not turn a
-	// delivered request into a recorded failure.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.fanOutLoop(ctx, fanned)
+	}()
+
+	slots := make(chan struct{}, d.cfg.Workers)
+	freed := make(chan struct{}, d.cfg.Workers)
 	attemptCtx := context.WithoutCancel(ctx)
-	backoff := d.cfg.Poll
-	lastLag := time.Time{}
-	// A database that is down or not migrated fails every poll: warn once a
-	// minute, not once a poll.
-	var lastWarn time.Time
-	warn := func(msg string, err error) {
-		if time.Since(lastWarn) >= time.Minute {
-			lastWarn = time.Now()
-			d.cfg.Logger.Warn(msg, zap.Error(err))
-		}
-	}
+	warn := warnEvery(d.cfg.Logger, time.Minute)
 	for ctx.Err() == nil {
-		if time.Since(lastLag) >= 5*time.Second {
-			lastLag = time.Now()
-			if ev, oldest, err := d.cfg.Store.Lag(ctx, d.cfg.Clock.Now()); err == nil {
-				d.cfg.Metrics.Lag(ev, oldest)
-			}
-		}
 		busy := false
-		if _, err := d.FanOut(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			warn("webhook fan-out failed (is `civicgate webhooks migrate` done?)", err)
-		}
 		if free := d.cfg.Workers - len(slots); free > 0 {
 			jobs, err := d.claim(ctx, free)
 			if err != nil && ctx.Err() == nil {
@@ -237,23 +223,62 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					}
 				}()
 			}
-			busy = len(jobs) == free
-			if err != nil {
-				busy = false
-			}
+			busy = err == nil && len(jobs) == free
 		}
-		wait := backoff
+		wait := d.cfg.Poll
 		if busy {
 			wait = 0
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return
 		case <-freed:
-			t.Stop()
+		case <-fanned:
 		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// fanOutLoop fans out every Poll (and reports lag every 5 s), signalling
+// fanned when it created work.
+func (d *Dispatcher) fanOutLoop(ctx context.Context, fanned chan<- struct{}) {
+	warn := warnEvery(d.cfg.Logger, time.Minute)
+	var lastLag time.Time
+	for ctx.Err() == nil {
+		n, err := d.FanOut(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			warn("webhook fan-out failed (has `civicgate webhooks migrate` run?)", err)
+		case n > 0:
+			select {
+			case fanned <- struct{}{}:
+			default:
+			}
+		}
+		if time.Since(lastLag) >= 5*time.Second {
+			lastLag = time.Now()
+			if ev, oldest, err := d.cfg.Store.Lag(ctx, d.cfg.Clock.Now()); err == nil {
+				d.cfg.Metrics.Lag(ev, oldest)
+			}
+		}
+		t := time.NewTimer(d.cfg.Poll)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// warnEvery returns a logger of warnings that logs at most once per period: a
+// database that is down or not migrated fails every poll.
+func warnEvery(l *zap.Logger, period time.Duration) func(string, error) {
+	var last time.Time
+	return func(msg string, err error) {
+		if time.Since(last) >= period {
+			last = time.Now()
+			l.Warn(msg, zap.Error(err))
 		}
 	}
 }
@@ -286,7 +311,7 @@ func (d *Dispatcher) attempt(ctx context.Context, j store.Job) {
 // send POSTs the attempt and classifies the answer.
 func (d *Dispatcher) send(ctx context.Context, j store.Job) (store.Outcome, string) {
 	if j.Body == nil {
-		return store.Outcome{Status: "failed", Error: "event no longer in the change feed"}, "network"
+		return store.Outcome{Status: "failed", Error: "event no longer in the change feed"}, "pruned"
 	}
 	now := d.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)

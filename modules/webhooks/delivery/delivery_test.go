@@ -13,6 +13,7 @@ import (
 
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 	"github.com/civicgate/civicgate/modules/webhooks/egress"
+	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -516,4 +517,41 @@ func TestPingIsTriedOnce(t *testing.T) {
 	if rows := e.deliveryRows(ep.ID); rows[0].Status != "failed" || rows[0].Attempts != 1 {
 		t.Fatalf("%+v", rows)
 	}
+}
+
+// TestDeliveriesContinueWhileAWriterHoldsTheFeed: a writer in the middle of a
+// long transaction (holding the feed lock) delays only the fan-out of its own
+// events, never the delivery of work already fanned out.
+func TestDeliveriesContinueWhileAWriterHoldsTheFeed(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	e.endpoint(rc.URL())
+	e.db.Insert(t, "bills", 1)
+	if _, err := e.store.FanOut(e.ctx, e.clock.Now(), 100); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.db.Pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(e.ctx)
+	if _, err := feedtest.InsertTx(e.ctx, tx, "members", 1); err != nil {
+		t.Fatal(err)
+	}
+	d, err := delivery.New(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	ctx, cancel := contextUntil(e, stop)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	waitFor(t, func() bool { return len(rc.succeeded()) == 1 }) // delivered while the writer holds the lock
+	if err := tx.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(rc.succeeded()) == 2 }) // and the writer's event once it commits
+	close(stop)
+	<-done
 }
