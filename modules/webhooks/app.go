@@ -36,6 +36,7 @@ const (
 	DefaultBatch           = 500
 	DefaultRotationOverlap = 24 * time.Hour
 	DefaultMaxConns        = 8
+	DefaultRetention       = 30 * 24 * time.Hour
 )
 
 // App is the civic_webhooks Caddy app: the database, the secret sealing key,
@@ -65,6 +66,9 @@ type App struct {
 	Batch int `json:"batch,omitempty"`
 	// RotationOverlap is how long a rotated-out secret still signs (default 24h).
 	RotationOverlap caddy.Duration `json:"rotation_overlap,omitempty"`
+	// Retention is how long finished (delivered or dead-lettered) deliveries
+	// are kept for the deliveries list (default 720h = 30 days).
+	Retention caddy.Duration `json:"retention,omitempty"`
 	// InsecureAllowLoopback (development only) lets endpoints target loopback
 	// addresses, over plain http too. Never in production.
 	InsecureAllowLoopback bool `json:"insecure_allow_loopback,omitempty"`
@@ -117,7 +121,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("civic_webhooks: secret_key: %w", err)
 	}
-	if a.Workers < 0 || a.MaxInFlight < 0 || a.Batch < 0 || a.Timeout < 0 || a.Poll < 0 || a.RotationOverlap < 0 {
+	if a.Workers < 0 || a.MaxInFlight < 0 || a.Batch < 0 || a.Timeout < 0 || a.Poll < 0 || a.RotationOverlap < 0 || a.Retention < 0 {
 		return errors.New("civic_webhooks: negative setting")
 	}
 	timeout := durationOr(a.Timeout, DefaultTimeout)
@@ -151,6 +155,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Workers:     intOr(a.Workers, DefaultWorkers),
 		Batch:       intOr(a.Batch, DefaultBatch),
 		Poll:        durationOr(a.Poll, DefaultPoll),
+		Retention:   durationOr(a.Retention, DefaultRetention),
 		Logger:      a.logger,
 		Metrics:     a.metrics,
 	})

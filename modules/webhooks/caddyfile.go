@@ -28,6 +28,7 @@ func init() {
 //	    poll_interval <duration>
 //	    batch <n>
 //	    rotation_overlap <duration>
+//	    retention <duration>
 //	    insecure_allow_loopback [on|off]
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
@@ -113,7 +114,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.Batch = n
 			}
-		case "timeout", "poll_interval", "rotation_overlap":
+		case "timeout", "poll_interval", "rotation_overlap", "retention":
 			var v string
 			if !d.Args(&v) || d.NextArg() {
 				return d.ArgErr()
@@ -127,6 +128,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.Timeout = caddy.Duration(dur)
 			case "poll_interval":
 				a.Poll = caddy.Duration(dur)
+			case "retention":
+				a.Retention = caddy.Duration(dur)
 			default:
 				a.RotationOverlap = caddy.Duration(dur)
 			}

@@ -80,8 +80,10 @@ type Config struct {
 	Workers     int             // concurrent attempts of this instance (default 16)
 	Batch       int             // events per fan-out transaction (default 500)
 	Poll        time.Duration   // idle wait between polls (default 1s)
-	Logger      *zap.Logger
-	Metrics     Metrics
+	// Retention: finished deliveries older than this are pruned (0 = keep).
+	Retention time.Duration
+	Logger    *zap.Logger
+	Metrics   Metrics
 	// Render turns an event into a body (default store.RenderEnvelope).
 	Render func(store.Event) ([]byte, error)
 }
@@ -240,12 +242,30 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
+// Prune deletes finished deliveries older than Retention, in batches.
+func (d *Dispatcher) Prune(ctx context.Context) error {
+	before := d.cfg.Clock.Now().Add(-d.cfg.Retention)
+	for ctx.Err() == nil {
+		n, err := d.cfg.Store.Prune(ctx, before, 1000)
+		if err != nil || n < 1000 {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 // fanOutLoop fans out every Poll (and reports lag every 5 s), signalling
 // fanned when it created work.
 func (d *Dispatcher) fanOutLoop(ctx context.Context, fanned chan<- struct{}) {
 	warn := warnEvery(d.cfg.Logger, time.Minute)
-	var lastLag time.Time
+	var lastLag, lastPrune time.Time
 	for ctx.Err() == nil {
+		if d.cfg.Retention > 0 && time.Since(lastPrune) >= time.Hour {
+			lastPrune = time.Now()
+			if err := d.Prune(ctx); err != nil && ctx.Err() == nil {
+				warn("pruning finished webhook deliveries failed", err)
+			}
+		}
 		n, err := d.FanOut(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -40,9 +41,13 @@ func TestMigrateIsIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	files, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n int
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM civicgate.civic_webhooks_migrations`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("migrations recorded: %d %v", n, err)
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM civicgate.civic_webhooks_migrations`).Scan(&n); err != nil || n != len(files) || n < 2 {
+		t.Fatalf("migrations recorded: %d of %d files %v", n, len(files), err)
 	}
 }
 
@@ -348,5 +353,38 @@ func TestClaimLeasesEachAttemptOnceAndBoundsInFlight(t *testing.T) {
 	}
 	if err := s.Finish(ctx, later, all[1], store.Outcome{Status: "delivered"}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("finish with an expired lease: %v", err)
+	}
+}
+
+// TestPruneDeletesOnlyOldFinishedDeliveries: retention removes delivered and
+// dead-lettered rows finished before the cut-off, never pending ones.
+func TestPruneDeletesOnlyOldFinishedDeliveries(t *testing.T) {
+	db, s := newStore(t)
+	ctx := ctxT(t)
+	now := time.Now()
+	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", []string{"bills"}, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Insert(t, "bills", 4)
+	if _, err := s.FanOut(ctx, now, 100); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Claim(ctx, now, time.Minute, 10, 10, store.RenderEnvelope)
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("claim %d %v", len(jobs), err)
+	}
+	old := now.Add(-48 * time.Hour)
+	_ = s.Finish(ctx, old, jobs[0], store.Outcome{Status: "delivered"})
+	_ = s.Finish(ctx, old, jobs[1], store.Outcome{Status: "failed"})
+	_ = s.Finish(ctx, now, jobs[2], store.Outcome{Status: "delivered"})
+	_ = s.Finish(ctx, old, jobs[3], store.Outcome{Status: "pending", NextAt: now})
+	n, err := s.Prune(ctx, now.Add(-24*time.Hour), 1000)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d %v, want 2", n, err)
+	}
+	ds, _, err := s.Deliveries(ctx, "org_a", ep.ID, 0, 10)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("left %d %v", len(ds), err)
 	}
 }

@@ -296,3 +296,15 @@ func (s *Store) Lag(ctx context.Context, now time.Time) (events int64, oldest ti
 	}
 	return events, oldest, nil
 }
+
+// Prune deletes up to limit finished (delivered or dead-lettered)
+// deliveries that finished before before, and returns how many it deleted.
+func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM civicgate.webhook_deliveries WHERE id IN (
+		SELECT id FROM civicgate.webhook_deliveries
+		WHERE status IN ('delivered', 'failed') AND finished_at < $1 LIMIT $2)`, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
