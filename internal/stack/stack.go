@@ -275,12 +275,14 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// Prepare migrates and seeds the database and the key tables.
+// Prepare migrates and seeds the database, and creates the key and webhook
+// tables (both migrations are idempotent).
 func (s *Stack) Prepare() {
 	s.t.Helper()
 	s.Run(s.Bins.Recordsd, "migrate")
 	s.Run(s.Bins.Recordsd, "seed", "--scale", "small")
 	s.Run(s.Bins.Civicgate, "keys", "migrate")
+	s.Run(s.Bins.Civicgate, "webhooks", "migrate")
 }
 
 // StartRecordsd starts the backend and waits for its health endpoint.
