@@ -17,15 +17,34 @@ import (
 
 type ctxKey struct{}
 
+// bearerCtx is context.WithValue(parent, ctxKey{}, token) in one allocation
+// (WithValue would also box the token string).
+type bearerCtx struct {
+	context.Context
+	token string
+}
+
+func (c *bearerCtx) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func (c *bearerCtx) String() string { return "credential.WithBearer" } // never the token
+
 // WithBearer returns a copy of ctx that carries the bearer token.
 func WithBearer(ctx context.Context, token string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, token)
+	return &bearerCtx{Context: ctx, token: token}
 }
 
 // Bearer returns the token stored by WithBearer.
 func Bearer(ctx context.Context) (string, bool) {
-	tok, ok := ctx.Value(ctxKey{}).(string)
-	return tok, ok && tok != ""
+	c, ok := ctx.Value(ctxKey{}).(*bearerCtx)
+	if !ok {
+		return "", false
+	}
+	return c.token, c.token != ""
 }
 
 // BearerFromRequest returns the token stored in r's context, or else the

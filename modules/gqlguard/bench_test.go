@@ -58,7 +58,7 @@ func BenchmarkCompileBillsQueryUncached(b *testing.B) {
 func BenchmarkCacheHit(b *testing.B) {
 	c := benchCompiler(b)
 	cache := newDocCache(DefaultCacheSize)
-	cache.put(cache.key(42, benchBillsQuery), c.compile(benchBillsQuery))
+	cache.put(cache.key(42, benchBillsQuery), benchBillsQuery, c.compile(benchBillsQuery))
 	b.ReportAllocs()
 	for b.Loop() {
 		if cache.get(cache.key(42, benchBillsQuery), benchBillsQuery) == nil {

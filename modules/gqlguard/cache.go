@@ -17,10 +17,17 @@ type docCache struct {
 	head cacheNode // sentinel: head.next is the most recent, head.prev the least
 }
 
-type cacheKey struct{ schema, doc uint64 }
+// cacheKey: raw is set when doc hashes the still JSON-escaped text of the
+// query (a separate key space: an escaped text is not the document it
+// decodes to).
+type cacheKey struct {
+	schema, doc uint64
+	raw         bool
+}
 
 type cacheNode struct {
 	key        cacheKey
+	text       string // the text hashed into key.doc
 	doc        *compiledDoc
 	prev, next *cacheNode
 }
@@ -39,6 +46,11 @@ func (c *docCache) key(schema uint64, query string) cacheKey {
 	return cacheKey{schema: schema, doc: maphash.String(c.seed, query)}
 }
 
+// keyBytes is key for a text held in bytes; raw: the text is JSON-escaped.
+func (c *docCache) keyBytes(schema uint64, text []byte, raw bool) cacheKey {
+	return cacheKey{schema: schema, doc: maphash.Bytes(c.seed, text), raw: raw}
+}
+
 // get returns the compiled document for query, or nil.
 func (c *docCache) get(k cacheKey, query string) *compiledDoc {
 	if c.max <= 0 {
@@ -47,7 +59,7 @@ func (c *docCache) get(k cacheKey, query string) *compiledDoc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.m[k]
-	if n == nil || n.doc.query != query {
+	if n == nil || n.text != query {
 		return nil
 	}
 	c.unlink(n)
@@ -55,15 +67,32 @@ func (c *docCache) get(k cacheKey, query string) *compiledDoc {
 	return n.doc
 }
 
-// put stores doc under k, evicting the least recently used entry when full.
-func (c *docCache) put(k cacheKey, doc *compiledDoc) {
-	if c.max <= 0 || len(doc.query) > maxCachedQuery {
+// getBytes returns the compiled document stored under k for text, or nil.
+func (c *docCache) getBytes(k cacheKey, text []byte) *compiledDoc {
+	if c.max <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.m[k]
+	if n == nil || n.text != string(text) {
+		return nil
+	}
+	c.unlink(n)
+	c.pushFront(n)
+	return n.doc
+}
+
+// put stores doc under k (for text), evicting the least recently used
+// entry when full.
+func (c *docCache) put(k cacheKey, text string, doc *compiledDoc) {
+	if c.max <= 0 || len(doc.query) > maxCachedQuery || len(text) > maxCachedQuery {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := c.m[k]; n != nil {
-		n.doc = doc
+		n.doc, n.text = doc, text
 		c.unlink(n)
 		c.pushFront(n)
 		return
@@ -73,7 +102,7 @@ func (c *docCache) put(k cacheKey, doc *compiledDoc) {
 		c.unlink(last)
 		delete(c.m, last.key)
 	}
-	n := &cacheNode{key: k, doc: doc}
+	n := &cacheNode{key: k, text: text, doc: doc}
 	c.m[k] = n
 	c.pushFront(n)
 }

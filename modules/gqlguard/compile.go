@@ -2,6 +2,7 @@ package gqlguard
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -33,6 +34,55 @@ type compiledOp struct {
 	// validator.VariableValues without pinning the whole document.
 	vars     *ast.OperationDefinition
 	measures opMeasures
+
+	// Per-request values computed once: the boxed name for
+	// {graphql.operation_name}, the families for {graphql.families} (set by
+	// the guard that compiled the document), and the costs of the variable
+	// sets seen (coercion is a pure function of the definitions and the raw
+	// variables).
+	nameVal     any
+	familiesVal any
+	memo        varMemo
+}
+
+// coerced is what variable coercion yields that a request needs: the cost.
+type coerced struct {
+	cost    int64
+	costVal any // strconv.FormatInt(cost), boxed for the replacer
+}
+
+// varMemo remembers the coercion result of raw variables texts (successes
+// only), bounded in entries and text length.
+type varMemo struct {
+	mu sync.Mutex
+	m  map[string]coerced
+}
+
+const (
+	memoEntries = 64
+	memoMaxText = 2 << 10
+)
+
+func (v *varMemo) get(raw []byte) (coerced, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c, ok := v.m[string(raw)]
+	return c, ok
+}
+
+func (v *varMemo) put(raw []byte, c coerced) {
+	if len(raw) > memoMaxText {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = make(map[string]coerced)
+	}
+	if len(v.m) >= memoEntries {
+		clear(v.m)
+	}
+	v.m[string(raw)] = c
 }
 
 // compiler turns documents into compiledDocs for one guard configuration.
@@ -92,6 +142,7 @@ func (c *compiler) compile(query string) *compiledDoc {
 			pos:      op.Position,
 			vars:     &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
 			measures: w.measure(op),
+			nameVal:  op.Name,
 		})
 	}
 	return doc
@@ -123,4 +174,17 @@ func (d *compiledDoc) operation(name string) (*compiledOp, error) {
 		}
 	}
 	return nil, badRequest("Unknown operation named %q", name)
+}
+
+// operationBytes is operation for a name held in bytes.
+func (d *compiledDoc) operationBytes(name []byte) (*compiledOp, error) {
+	if len(name) == 0 {
+		return d.operation("")
+	}
+	for _, op := range d.ops {
+		if op.name == string(name) {
+			return op, nil
+		}
+	}
+	return d.operation(string(name))
 }

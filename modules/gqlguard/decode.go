@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -120,4 +121,188 @@ func invalidJSON(err error) error {
 		return badRequest("Request body is not valid JSON: unexpected end of input")
 	}
 	return badRequest("Request body is not valid JSON")
+}
+
+// rawRequest is a request body located without decoding: byte ranges of the
+// body (no copies). Strings are the raw contents between the quotes, still
+// JSON-escaped; the *Esc flags say whether a backslash occurs in them.
+type rawRequest struct {
+	query, queryQuoted []byte
+	queryEsc           bool
+	op, opQuoted       []byte // nil when absent or null
+	opEsc              bool
+	vars               []byte // the raw object; nil when absent or null
+	varsEsc            bool
+}
+
+// scanRequest is the allocation-free path of decodeRequest for the common
+// case: a valid UTF-8, valid JSON object whose keys (without escapes, no
+// repeats) are among query, variables, operationName and extensions, with a
+// string query, an object-or-null variables and extensions and a
+// string-or-null operationName. Anything else reports false, and the caller
+// uses decodeRequest, which gives the exact refusal (or accepts the rare
+// valid body this path does not handle, such as escaped key names).
+func scanRequest(body []byte) (rawRequest, bool) {
+	var rq rawRequest
+	if !utf8.Valid(body) || !json.Valid(body) {
+		return rq, false
+	}
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return rq, false
+	}
+	i++
+	var seen uint8
+	for {
+		i = skipWS(body, i)
+		if body[i] == '}' {
+			break
+		}
+		if body[i] == ',' {
+			i = skipWS(body, i+1)
+		}
+		ks, ke, kesc := scanString(body, i)
+		if kesc {
+			return rq, false
+		}
+		var bit uint8
+		switch string(body[ks:ke]) {
+		case "query":
+			bit = 1
+		case "variables":
+			bit = 2
+		case "operationName":
+			bit = 4
+		case "extensions":
+			bit = 8
+		default:
+			return rq, false
+		}
+		if seen&bit != 0 {
+			return rq, false
+		}
+		seen |= bit
+		i = skipWS(body, ke+1)
+		i = skipWS(body, i+1) // ':'
+		vs := i
+		ve, kind, esc := skipValue(body, i)
+		i = ve
+		switch bit {
+		case 1:
+			if kind != '"' {
+				return rq, false
+			}
+			rq.query, rq.queryQuoted, rq.queryEsc = body[vs+1:ve-1], body[vs:ve], esc
+		case 2:
+			switch kind {
+			case 'n':
+			case '{':
+				rq.vars, rq.varsEsc = body[vs:ve], esc
+			default:
+				return rq, false
+			}
+		case 4:
+			switch kind {
+			case 'n':
+			case '"':
+				rq.op, rq.opQuoted, rq.opEsc = body[vs+1:ve-1], body[vs:ve], esc
+			default:
+				return rq, false
+			}
+		case 8:
+			if kind != 'n' && kind != '{' {
+				return rq, false
+			}
+		}
+	}
+	return rq, seen&1 != 0
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the bounds of the contents of the (valid) JSON string
+// starting at b[i] == '"': b[start:end] are the contents, b[end] the closing
+// quote; esc reports a backslash inside.
+func scanString(b []byte, i int) (start, end int, esc bool) {
+	start = i + 1
+	for j := start; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			esc = true
+			j++
+		case '"':
+			return start, j, esc
+		}
+	}
+	return start, len(b), esc
+}
+
+// skipValue skips the (valid) JSON value at b[i] and returns the index after
+// it, its kind (the first byte: '"', '{', '[', 'n', 't', 'f', or '0' for a
+// number) and whether a string inside it holds a backslash.
+func skipValue(b []byte, i int) (end int, kind byte, esc bool) {
+	switch c := b[i]; c {
+	case '"':
+		_, e, esc := scanString(b, i)
+		return e + 1, '"', esc
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				_, e, sesc := scanString(b, j)
+				esc = esc || sesc
+				j = e
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, c, esc
+				}
+			}
+		}
+		return len(b), c, esc
+	case 'n':
+		return i + 4, 'n', false
+	case 't':
+		return i + 4, 't', false
+	case 'f':
+		return i + 5, 'f', false
+	default:
+		j := i
+		for j < len(b) && strings.IndexByte("+-.0123456789eE", b[j]) >= 0 {
+			j++
+		}
+		return j, '0', false
+	}
+}
+
+// unquote decodes a raw JSON string literal (with its quotes).
+func unquote(quoted []byte) (string, error) {
+	var s string
+	if err := json.Unmarshal(quoted, &s); err != nil {
+		return "", fmt.Errorf("graphql_guard: unquote: %w", err)
+	}
+	return s, nil
+}
+
+// decodeVariables decodes a raw variables object as decodeRequest does
+// (numbers stay json.Number); nil for none.
+func decodeVariables(raw []byte) (map[string]any, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("graphql_guard: variables: %w", err)
+	}
+	return m, nil
 }

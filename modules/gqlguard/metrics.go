@@ -25,6 +25,7 @@ const (
 
 type guardMetrics struct {
 	requests  *prometheus.CounterVec // outcome
+	allowed   prometheus.Counter     // requests{outcome="allowed"}, resolved once
 	measured  *prometheus.CounterVec // limit
 	cacheHits prometheus.Counter
 	cacheMiss prometheus.Counter
@@ -53,6 +54,7 @@ func newGuardMetrics(reg prometheus.Registerer) (*guardMetrics, error) {
 		}),
 	}
 	if reg == nil {
+		m.allowed = m.requests.WithLabelValues(outcomeAllowed)
 		return m, nil
 	}
 	var err error
@@ -68,6 +70,7 @@ func newGuardMetrics(reg prometheus.Registerer) (*guardMetrics, error) {
 	if m.cacheMiss, err = register(reg, m.cacheMiss); err != nil {
 		return nil, err
 	}
+	m.allowed = m.requests.WithLabelValues(outcomeAllowed)
 	return m, nil
 }
 

@@ -25,15 +25,80 @@ import (
 // its original body bytes, a refused one is answered here (DESIGN §3.6).
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	body, outcome := g.check(w, r)
-	g.metrics.requests.WithLabelValues(outcome).Inc()
 	if outcome != outcomeAllowed {
+		g.metrics.requests.WithLabelValues(outcome).Inc()
 		return nil
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	g.metrics.allowed.Inc()
+	rb := &replayBody{body: body}
+	rb.Reset(body)
+	r.Body = rb
 	r.ContentLength = int64(len(body))
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	setContentLength(r.Header, len(body))
+	r.GetBody = rb.fresh
 	return next.ServeHTTP(w, r)
+}
+
+// replayBody is the checked body handed on; fresh gives reverse_proxy a new
+// reader for a retry.
+type replayBody struct {
+	bytes.Reader
+	body []byte
+}
+
+func (b *replayBody) Close() error { return nil }
+
+func (b *replayBody) fresh() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(b.body)), nil
+}
+
+// setContentLength sets the header to n unless it already says so.
+func setContentLength(h http.Header, n int) {
+	var buf [20]byte
+	v := strconv.AppendInt(buf[:0], int64(n), 10)
+	if cur := h["Content-Length"]; len(cur) == 1 && cur[0] == string(v) {
+		return
+	}
+	h["Content-Length"] = []string{string(v)}
+}
+
+// readBody reads at most max+1 bytes of r's body into one buffer sized by
+// Content-Length when it is known (io.ReadAll would grow it several times).
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	size := int64(512)
+	if r.ContentLength >= 0 && r.ContentLength <= max {
+		size = r.ContentLength + 1 // room to see EOF without growing
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		limit := min(int64(cap(buf)), max+1)
+		n, err := r.Body.Read(buf[len(buf):limit])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max || err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// containsToken reports whether b holds token (without converting either).
+func containsToken(b []byte, token string) bool {
+	var stack [96]byte
+	needle := stack[:0]
+	if len(token) <= len(stack) {
+		needle = append(needle, token...)
+	} else {
+		needle = []byte(token)
+	}
+	return bytes.Contains(b, needle)
 }
 
 // check returns the body and outcomeAllowed, or writes the refusal and
@@ -61,7 +126,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 		writeJSON(w, http.StatusRequestEntityTooLarge, messageBody(msgBodyTooLarge))
 		return nil, outcomeTooLarge
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.MaxBody+1))
+	body, err := readBody(r, g.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -75,19 +140,68 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 		writeJSON(w, http.StatusRequestEntityTooLarge, messageBody(msgBodyTooLarge))
 		return nil, outcomeTooLarge
 	}
-	req, err := decodeRequest(body)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
-		return nil, outcomeBadRequest
-	}
 	token, hasToken := credential.BearerFromRequest(r)
-	if hasToken && (bytes.Contains(body, []byte(token)) || strings.Contains(req.Query, token) ||
-		strings.Contains(req.OperationName, token) || containsInValue(req.Variables, token)) {
-		writeJSON(w, http.StatusBadRequest, messageBody(msgBearerInDocument))
-		return nil, outcomeBearer
-	}
 
-	doc := g.lookup(req.Query)
+	// The usual body is located in place (scanRequest) and decoded only as
+	// far as needed; anything unusual goes through decodeRequest.
+	rq, fast := scanRequest(body)
+	var (
+		doc      *compiledDoc
+		opName   string
+		rawOp    []byte
+		vars     map[string]any // decoded variables, when they had to be decoded
+		haveVars bool
+	)
+	if fast {
+		var query string // decoded, when the raw query holds escapes and is decoded
+		if hasToken {
+			bearer := containsToken(body, token)
+			if !bearer && rq.queryEsc {
+				if query, err = unquote(rq.queryQuoted); err != nil {
+					panic(err) // json.Valid said it decodes
+				}
+				bearer = strings.Contains(query, token)
+			}
+			if !bearer && rq.opEsc {
+				if opName, err = unquote(rq.opQuoted); err != nil {
+					panic(err)
+				}
+				bearer = strings.Contains(opName, token)
+			}
+			if !bearer && rq.varsEsc {
+				if vars, err = decodeVariables(rq.vars); err != nil {
+					panic(err)
+				}
+				haveVars = true
+				bearer = containsInValue(vars, token)
+			}
+			if bearer {
+				writeJSON(w, http.StatusBadRequest, messageBody(msgBearerInDocument))
+				return nil, outcomeBearer
+			}
+		}
+		doc = g.lookupRaw(rq, query)
+		if rq.opEsc && opName == "" {
+			if opName, err = unquote(rq.opQuoted); err != nil {
+				panic(err)
+			}
+		} else if !rq.opEsc {
+			rawOp = rq.op
+		}
+	} else {
+		req, err := decodeRequest(body)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
+			return nil, outcomeBadRequest
+		}
+		if hasToken && (containsToken(body, token) || strings.Contains(req.Query, token) ||
+			strings.Contains(req.OperationName, token) || containsInValue(req.Variables, token)) {
+			writeJSON(w, http.StatusBadRequest, messageBody(msgBearerInDocument))
+			return nil, outcomeBearer
+		}
+		doc = g.lookup(req.Query)
+		opName, vars, haveVars = req.OperationName, req.Variables, true
+	}
 	if hasToken {
 		for _, s := range doc.strings {
 			if strings.Contains(s, token) {
@@ -100,7 +214,12 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 		writeJSON(w, http.StatusOK, doc.refusal)
 		return nil, doc.refusalOutcome
 	}
-	op, err := doc.operation(req.OperationName)
+	var op *compiledOp
+	if rawOp != nil {
+		op, err = doc.operationBytes(rawOp)
+	} else {
+		op, err = doc.operation(opName)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
 		return nil, outcomeBadRequest
@@ -117,21 +236,20 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 		}}))
 		return nil, outcomeIntrospection
 	}
-	vars, err := validator.VariableValues(g.schema.schema, op.vars, req.Variables)
+	co, err := g.coerce(op, fast, rq.vars, vars, haveVars)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, messageBody(variableMessage(err)))
 		return nil, outcomeBadRequest
 	}
 
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	families := g.families(op.measures.rootNames)
 	if !g.entitled(repl, op.measures.rootNames) {
 		writeJSON(w, http.StatusForbidden, errorBody(msgNotEntitled))
 		return nil, outcomeNotEntitled
 	}
 
-	cost := op.measures.cost.evaluate(vars)
-	if errs := g.violations(doc, op, cost); len(errs) > 0 {
+	if g.overAny(doc, op, co.cost) {
+		errs := g.violations(doc, op, co.cost)
 		if !g.MeasureOnly {
 			writeJSON(w, http.StatusOK, graphqlErrorBody(errs))
 			return nil, outcomeLimit
@@ -144,11 +262,38 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 	}
 
 	if repl != nil {
-		repl.Set("graphql.operation_name", op.name)
-		repl.Set("graphql.families", families)
-		repl.Set("graphql.cost", strconv.FormatInt(cost, 10))
+		repl.Set("graphql.operation_name", op.nameVal)
+		repl.Set("graphql.families", op.familiesVal)
+		repl.Set("graphql.cost", co.costVal)
 	}
 	return body, outcomeAllowed
+}
+
+// coerce coerces the request's variables for op and evaluates its cost. On
+// the fast path the result is remembered per raw variables text (coercion
+// and cost are pure functions of the operation and that text).
+func (g *Guard) coerce(op *compiledOp, fast bool, raw []byte, vars map[string]any, haveVars bool) (coerced, error) {
+	if fast {
+		if c, ok := op.memo.get(raw); ok {
+			return c, nil
+		}
+	}
+	if !haveVars {
+		var err error
+		if vars, err = decodeVariables(raw); err != nil {
+			return coerced{}, err
+		}
+	}
+	coercedVars, err := validator.VariableValues(g.schema.schema, op.vars, vars)
+	if err != nil {
+		return coerced{}, err
+	}
+	cost := op.measures.cost.evaluate(coercedVars)
+	c := coerced{cost: cost, costVal: strconv.FormatInt(cost, 10)}
+	if fast {
+		op.memo.put(raw, c)
+	}
+	return c, nil
 }
 
 // lookup returns the compiled document from the cache, compiling (and
@@ -159,10 +304,45 @@ func (g *Guard) lookup(query string) *compiledDoc {
 		g.metrics.cacheHits.Inc()
 		return doc
 	}
+	return g.compileAndCache(key, query, query)
+}
+
+// lookupRaw is lookup for a located request: the cache key is the raw
+// (JSON-escaped) query text, so a hit decodes nothing. decoded is the
+// decoded query if the caller has it already.
+func (g *Guard) lookupRaw(rq rawRequest, decoded string) *compiledDoc {
+	key := g.cache.keyBytes(g.schema.hash, rq.query, rq.queryEsc)
+	if doc := g.cache.getBytes(key, rq.query); doc != nil {
+		g.metrics.cacheHits.Inc()
+		return doc
+	}
+	text := string(rq.query)
+	if !rq.queryEsc {
+		decoded = text
+	} else if decoded == "" {
+		var err error
+		if decoded, err = unquote(rq.queryQuoted); err != nil {
+			panic(err) // json.Valid said it decodes
+		}
+	}
+	return g.compileAndCache(key, text, decoded)
+}
+
+func (g *Guard) compileAndCache(key cacheKey, text, query string) *compiledDoc {
 	g.metrics.cacheMiss.Inc()
 	doc := g.compiler.compile(query)
-	g.cache.put(key, doc)
+	for _, op := range doc.ops {
+		op.familiesVal = g.families(op.measures.rootNames)
+	}
+	g.cache.put(key, text, doc)
 	return doc
+}
+
+// overAny reports whether violations would list anything.
+func (g *Guard) overAny(doc *compiledDoc, op *compiledOp, cost int64) bool {
+	m := op.measures
+	return doc.tokenOver != nil || m.depth > g.MaxDepth || m.aliases > g.MaxAliases ||
+		m.rootFields > g.MaxRootFields || m.directives > g.MaxDirectives || cost > g.MaxCost
 }
 
 // families returns the comma-separated, sorted, distinct families of the
@@ -259,6 +439,9 @@ func formatCount(v int64) string {
 func isJSONContentType(ct string) bool {
 	if ct == "" {
 		return false
+	}
+	if ct == "application/json" { // the usual value, without parsing
+		return true
 	}
 	media, params, err := mime.ParseMediaType(ct)
 	if err != nil {

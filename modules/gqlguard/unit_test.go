@@ -90,7 +90,7 @@ func TestCostPlan(t *testing.T) {
 
 func TestCacheLRU(t *testing.T) {
 	c := newDocCache(2)
-	put := func(q string) { c.put(c.key(1, q), &compiledDoc{query: q}) }
+	put := func(q string) { c.put(c.key(1, q), q, &compiledDoc{query: q}) }
 	get := func(q string) bool { return c.get(c.key(1, q), q) != nil }
 	put("a")
 	put("b")

@@ -137,7 +137,8 @@ func BenchmarkRedisRoundTrips(b *testing.B) {
 func BenchmarkHandlerLocal(b *testing.B) {
 	_, prefix := testenv.Redis(b)
 	h := &Handler{Key: "{http.request.header.X-Key}", Rate: "1000000000/h", Policy: "bench",
-		limiter: testLimiter(b, testenv.RedisAddr(), prefix, 0.02), logger: zap.NewNop()}
+		limiter: testLimiter(b, testenv.RedisAddr(), prefix, 0.02), logger: zap.NewNop(), policies: new(policyCache)}
+	h.keyName = placeholderName(h.Key)
 	r, _ := parseRate(h.Rate)
 	h.fixed = &r
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -24,6 +25,10 @@ type Handler struct {
 	limiter *limiter
 	fixed   *rate // Rate without placeholders, parsed once
 	logger  *zap.Logger
+	// keyName, rateName, policyName: the placeholder when Key, Rate, Policy
+	// are exactly one placeholder (read without ReplaceAll's allocation).
+	keyName, rateName, policyName string
+	policies                      *policyCache
 }
 
 // CaddyModule returns the Caddy module information.
@@ -43,6 +48,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Policy == "" {
 		h.Policy = "{civic.tier}"
 	}
+	h.keyName, h.rateName, h.policyName = placeholderName(h.Key), placeholderName(h.Rate), placeholderName(h.Policy)
+	h.policies = new(policyCache)
 	if !strings.Contains(h.Rate, "{") {
 		r, err := parseRate(h.Rate)
 		if err != nil {
@@ -63,41 +70,113 @@ const (
 	bodyInternal = `{"error":"Internal Server Error"}`
 )
 
+// placeholderName returns x when tmpl is exactly one placeholder "{x}".
+func placeholderName(tmpl string) string {
+	if len(tmpl) > 2 && tmpl[0] == '{' && tmpl[len(tmpl)-1] == '}' && !strings.ContainsAny(tmpl[1:len(tmpl)-1], "{}\\") {
+		return tmpl[1 : len(tmpl)-1]
+	}
+	return ""
+}
+
+// expand is repl.ReplaceAll(tmpl, "") without allocating when tmpl is one
+// placeholder whose value is a string (the {civic.*} values are).
+func expand(repl *caddy.Replacer, tmpl, name string) string {
+	if name != "" {
+		v, ok := repl.Get(name)
+		if !ok || v == nil {
+			return ""
+		}
+		if s, isString := v.(string); isString {
+			return s
+		}
+	}
+	return repl.ReplaceAll(tmpl, "")
+}
+
+// policyKey and policyStrings: per (policy name, rate), the header value and
+// store-key prefix, built once instead of on every request.
+type policyKey struct {
+	name string
+	r    rate
+}
+
+type policyStrings struct {
+	sf     string // the name as a structured-field string
+	header string // RateLimit-Policy value
+	prefix string // store key prefix: name:quota/window_ms:
+}
+
+// policyCache is bounded: it is emptied when it reaches maxPolicies (a
+// placeholder policy or rate could take many values).
+type policyCache struct {
+	mu sync.RWMutex
+	m  map[policyKey]*policyStrings
+}
+
+const maxPolicies = 1024
+
+func (c *policyCache) get(name string, r rate) *policyStrings {
+	k := policyKey{name: name, r: r}
+	c.mu.RLock()
+	p := c.m[k]
+	c.mu.RUnlock()
+	if p != nil {
+		return p
+	}
+	sf := sfString(name)
+	p = &policyStrings{
+		sf:     sf,
+		header: sf + ";q=" + strconv.FormatInt(r.quota, 10) + ";w=" + strconv.FormatInt(ceilDiv(r.window.Microseconds(), 1e6), 10),
+		// the rate is part of the store key: a rate changed by reload starts from
+		// a full quota instead of reinterpreting the old state; policies are isolated
+		prefix: name + ":" + strconv.FormatInt(r.quota, 10) + "/" + strconv.FormatInt(r.window.Milliseconds(), 10) + ":",
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxPolicies {
+		c.m = make(map[policyKey]*policyStrings)
+	}
+	c.m[k] = p
+	c.mu.Unlock()
+	return p
+}
+
 // ServeHTTP admits or refuses the request (DESIGN.md §3.6).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	key := repl.ReplaceAll(h.Key, "")
+	key := expand(repl, h.Key, h.keyName)
 	if key == "" {
 		h.logger.Error("rate limit key is empty; check the key placeholder and handler order", zap.String("key", h.Key))
 		writeJSON(w, http.StatusInternalServerError, bodyInternal)
 		return nil
 	}
-	rt := h.fixed
-	if rt == nil {
-		raw := repl.ReplaceAll(h.Rate, "")
-		parsed, err := parseRate(raw)
+	var rt rate
+	if h.fixed != nil {
+		rt = *h.fixed
+	} else {
+		parsed, err := parseRate(expand(repl, h.Rate, h.rateName))
 		if err != nil {
 			h.logger.Error("rate limit rate does not parse", zap.String("rate", h.Rate), zap.Error(err))
 			writeJSON(w, http.StatusInternalServerError, bodyInternal)
 			return nil
 		}
-		rt = &parsed
+		rt = parsed
 	}
-	name := repl.ReplaceAll(h.Policy, "")
+	name := expand(repl, h.Policy, h.policyName)
 	if name == "" {
 		name = "default"
 	}
-	policy := sfString(name)
+	ps := h.policies.get(name, rt)
+	// One allocation for both header value slices; each is capped at one
+	// element so that an Add elsewhere copies instead of overwriting.
+	vals := make([]string, 2)
+	vals[0] = ps.header
 	hdr := w.Header()
-	hdr.Set("RateLimit-Policy", policy+";q="+strconv.FormatInt(rt.quota, 10)+";w="+strconv.FormatInt(ceilDiv(rt.window.Microseconds(), 1e6), 10))
+	hdr["Ratelimit-Policy"] = vals[0:1:1]
 
-	// the rate is part of the store key: a rate changed by reload starts from
-	// a full quota instead of reinterpreting the old state; policies are isolated
-	storeKey := name + ":" + strconv.FormatInt(rt.quota, 10) + "/" + strconv.FormatInt(rt.window.Milliseconds(), 10) + ":" + key
-	d, err := h.limiter.take(r.Context(), storeKey, *rt)
+	d, err := h.limiter.take(r.Context(), ps.prefix+key, rt)
 	m := h.limiter.metrics.Load()
 	if err != nil {
 		if errors.Is(err, errStoreDown) && h.limiter.mode == modeOpen {
@@ -107,16 +186,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		writeJSON(w, http.StatusInternalServerError, bodyInternal)
 		return nil
 	}
+	var buf [96]byte
+	b := append(buf[:0], ps.sf...)
 	if d.granted == 0 {
 		m.refused.Inc()
 		retry := max(1, ceilDiv(d.retryAfter, 1e6))
-		hdr.Set("RateLimit", policy+";r=0;t="+strconv.FormatInt(retry, 10))
+		b = append(b, ";r=0;t="...)
+		b = strconv.AppendInt(b, retry, 10)
+		vals[1] = string(b)
+		hdr["Ratelimit"] = vals[1:2:2]
 		hdr.Set("Retry-After", strconv.FormatInt(retry, 10))
 		writeJSON(w, http.StatusTooManyRequests, bodyRefused)
 		return nil
 	}
 	m.allowed.Inc()
-	hdr.Set("RateLimit", policy+";r="+strconv.FormatInt(d.remaining, 10)+";t="+strconv.FormatInt(ceilDiv(d.resetAfter, 1e6), 10))
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, d.remaining, 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, ceilDiv(d.resetAfter, 1e6), 10)
+	vals[1] = string(b)
+	hdr["Ratelimit"] = vals[1:2:2]
 	return next.ServeHTTP(w, r)
 }
 
