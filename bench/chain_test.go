@@ -1,0 +1,205 @@
+// Package bench holds the in-process half of the side-by-side benchmark
+// (issue 9): the allocations and CPU the civic handlers add to one request
+// inside a provisioned Caddy server. The load-generator half is
+// scripts/bench.sh and cmd/loadgen.
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/civicgate/civicgate/modules/auth"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+	_ "github.com/civicgate/civicgate/modules/gqlguard"
+	_ "github.com/civicgate/civicgate/modules/ratelimit"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// chainBody is a typical client request: variables, an operation name and
+// two families, so decode, coercion, cost and entitlements all run.
+var chainBody = []byte(`{"query":"query Q($in: BillsInput) { bills(input: $in) { items { id officialTitle introducedDate } nextCursor } members(input: {limit: 5}) { items { member_id name } } }","variables":{"in":{"limit":10,"congress":118}},"operationName":"Q"}`)
+
+var chainLength = []string{strconv.Itoa(len(chainBody))}
+
+// chain is a provisioned Caddy server (admin off, no listener used) with
+// two routes: /bare answers directly; /v1/graphql runs civic_auth →
+// civic_rate_limit (Redis, quota never reached) → graphql_guard → the same
+// answer. The difference between the two is what the gateway adds.
+type chain struct {
+	srv *caddyhttp.Server
+	key string
+}
+
+func startChain(tb testing.TB) *chain {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	keysFile := filepath.Join(tb.TempDir(), "keys.json")
+	iss, err := keystore.IssueToFile(keysFile, "bench", "bench", "live")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, prefix := testenv.Redis(tb)
+	caddyfile := fmt.Sprintf(`{
+	admin off
+	auto_https off
+	persist_config off
+	storage file_system %q
+	civic_auth {
+		keys file %q
+		environment live
+		identity_secret %q
+		tier bench 1000000000/h bills members regulatory_filings federal_budgets lobbying_disclosures changes
+	}
+	civic_rate_limit {
+		redis redis://%s/0
+		key_prefix %q
+		on_store_error closed
+	}
+}
+
+http://:%d {
+	handle /bare {
+		respond `+"`"+`{"data":{}}`+"`"+` 200
+	}
+	handle /v1/graphql {
+		civic_auth
+		civic_rate_limit
+		graphql_guard {
+			schema %q
+			family bills bills bill
+			family members members
+			family regulatory_filings regulatoryFilings
+			family federal_budgets federalBudgets
+			family lobbying_disclosures lobbyingDisclosures
+		}
+		respond `+"`"+`{"data":{}}`+"`"+` 200
+	}
+}
+`, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), testenv.RedisAddr(), prefix, testenv.FreePort(tb),
+		filepath.Join(root, "backend", "schema", "records.graphqls"))
+	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		tb.Fatalf("adapt: %v (%v)", err, warnings)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		tb.Fatalf("load: %v", err)
+	}
+	tb.Cleanup(func() { _ = caddy.Stop() })
+	app, err := caddy.ActiveContext().App("http")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, s := range app.(*caddyhttp.App).Servers {
+		return &chain{srv: s, key: iss.Key}
+	}
+	tb.Fatal("no server")
+	return nil
+}
+
+// discard is a ResponseWriter that keeps the status and reuses its header map.
+type discard struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (d *discard) Header() http.Header { return d.h }
+func (d *discard) Write(p []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	d.n += len(p)
+	return len(p), nil
+}
+func (d *discard) WriteHeader(s int) {
+	if d.status == 0 {
+		d.status = s
+	}
+}
+
+// serve sends one request to path (with the bearer key on the gateway
+// route) and returns the status.
+func (c *chain) serve(w *discard, path string) int {
+	r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(chainBody))
+	r.Header["Content-Type"] = []string{"application/json"}
+	r.Header["Content-Length"] = chainLength // as net/http's server leaves it
+	r.Header["Authorization"] = []string{"Bearer " + c.key}
+	clear(w.h)
+	w.status, w.n = 0, 0
+	c.srv.ServeHTTP(w, r)
+	return w.status
+}
+
+func (c *chain) warm(tb testing.TB) {
+	tb.Helper()
+	w := &discard{h: http.Header{}}
+	for _, p := range []string{"/bare", "/v1/graphql"} {
+		for range 3 { // key cached, lease taken, document compiled
+			if s := c.serve(w, p); s != http.StatusOK {
+				tb.Fatalf("%s: status %d, headers %v", p, s, w.h)
+			}
+		}
+	}
+	if w.h.Get("RateLimit") == "" {
+		tb.Fatalf("the gateway route did not rate limit: %v", w.h)
+	}
+}
+
+// BenchmarkChain: one request through the provisioned server, bare route vs
+// gateway route; gateway − bare is the civic handlers' cost (allocs/op and
+// B/op are exact, ns/op is as noisy as the machine).
+//
+//	go test -run '^$' -bench Chain -benchmem -count 5 ./bench/
+func BenchmarkChain(b *testing.B) {
+	c := startChain(b)
+	c.warm(b)
+	for _, p := range []string{"/bare", "/v1/graphql"} {
+		name := "bare"
+		if p != "/bare" {
+			name = "gateway"
+		}
+		b.Run(name, func(b *testing.B) {
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if s := c.serve(w, p); s != http.StatusOK {
+					b.Fatalf("status %d", s)
+				}
+			}
+		})
+	}
+}
+
+// TestGatewayAddedAllocations pins the allocation budget of issue 9: the
+// civic handlers add at most 15 allocations to a cached, admitted request.
+// Allocation counts do not depend on the machine's load.
+func TestGatewayAddedAllocations(t *testing.T) {
+	c := startChain(t)
+	c.warm(t)
+	w := &discard{h: http.Header{}}
+	allocs := func(p string) float64 {
+		return testing.AllocsPerRun(200, func() {
+			if s := c.serve(w, p); s != http.StatusOK {
+				t.Fatalf("%s: status %d", p, s)
+			}
+		})
+	}
+	bare, gw := allocs("/bare"), allocs("/v1/graphql")
+	t.Logf("allocations per request: bare route %.0f, gateway route %.0f, added %.0f", bare, gw, gw-bare)
+	if added := gw - bare; added > 15 {
+		t.Errorf("the gateway adds %s allocations per request, want ≤ 15", strconv.FormatFloat(added, 'f', 0, 64))
+	}
+}
