@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 // legislatorsYAML is a two-member legislators-current.yaml for a real
@@ -57,16 +59,43 @@ const legislatorsYAML = `- id:
 // events, the in-gateway sidecar delivers them signed (verified with the
 // Standard Webhooks library), the feed and the deliveries list show them, a
 // replay resends the same webhook-ids, and another organization sees nothing.
+//
+// It runs twice: with the sidecar inside the gateway (the default), and with
+// the gateway's delivery off and a separate civicgate process running
+// caddyfile/Caddyfile.webhooks.
 func TestWebhooksRoundTrip(t *testing.T) {
+	t.Run("sidecar in the gateway", func(t *testing.T) { webhooksRoundTrip(t, false) })
+	t.Run("separate sidecar process", func(t *testing.T) { webhooksRoundTrip(t, true) })
+}
+
+func webhooksRoundTrip(t *testing.T, separate bool) {
 	s := stack.New(t, &bins)
 	s.Setenv("CIVICGATE_WEBHOOKS_DEV_LOOPBACK", "on")
 	s.Setenv("CIVICGATE_WEBHOOKS_POLL", "50ms")
+	s.Setenv("CIVIC_WEBHOOK_SECRET_KEY", testenv.RandomSuffix(32))
 	s.Prepare()
 	s.Run(bins.Civicgate, "webhooks", "migrate")
 	s.Run(bins.Civicgate, "webhooks", "migrate") // idempotent
 	key, _ := s.IssueKey("hookco", "enterprise", "live")
 	other, _ := s.IssueKey("nosyco", "enterprise", "live")
+	if separate {
+		s.Setenv("CIVICGATE_WEBHOOKS_DELIVER", "off")
+	}
 	s.StartGateway("caddyfile/Caddyfile.local")
+	if separate {
+		health := testenv.FreePort(t)
+		s.Setenv("CIVICGATE_SIDECAR_ADMIN", "localhost:"+strconv.Itoa(testenv.FreePort(t)))
+		s.Setenv("CIVICGATE_SIDECAR_HEALTH_PORT", strconv.Itoa(health))
+		s.Spawn("sidecar", bins.Civicgate, "run", "--config", "caddyfile/Caddyfile.webhooks", "--adapter", "caddyfile")
+		stack.WaitFor(t, 30*time.Second, "sidecar /healthz", func() error {
+			resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(health) + "/healthz")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return nil
+		})
+	}
 
 	var mu sync.Mutex
 	type got struct {
@@ -200,6 +229,25 @@ func TestWebhooksRoundTrip(t *testing.T) {
 	}
 	if code, m, _ := call("POST", "/v1/webhook-endpoints/"+id+"/replay", other, `{}`); code != 404 {
 		t.Fatalf("another organization's replay: %d %v", code, m)
+	}
+
+	// Who delivered: the gateway's sidecar, or only the separate process.
+	metrics := func(admin string) string {
+		resp, err := http.Get("http://" + admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	const delivered = `civicgate_webhooks_deliveries_total{outcome="delivered"}`
+	gw := strings.Contains(metrics(s.Getenv("CIVICGATE_ADMIN")), delivered)
+	if gw == separate {
+		t.Fatalf("gateway delivered: %v, separate sidecar configured: %v", gw, separate)
+	}
+	if separate && !strings.Contains(metrics(s.Getenv("CIVICGATE_SIDECAR_ADMIN")), delivered) {
+		t.Fatal("the separate sidecar reports no deliveries")
 	}
 
 	// Nothing secret in any process log.
