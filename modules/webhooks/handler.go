@@ -160,7 +160,7 @@ func (h *Handler) caller(r *http.Request) (caller, bool) {
 			c.all[f] = true
 		}
 	}
-	for _, f := range store.Families {
+	for _, f := range store.Families() {
 		if c.all[f] {
 			c.families = append(c.families, f)
 		}
@@ -255,7 +255,7 @@ func familiesFor(w http.ResponseWriter, c caller, requested []string) ([]string,
 	out := []string{}
 	for _, f := range requested {
 		if !store.IsFamily(f) {
-			_ = badRequest(w, fmt.Sprintf("unknown family %q (families: %s)", f, strings.Join(store.Families, ", ")))
+			_ = badRequest(w, fmt.Sprintf("unknown family %q (families: %s)", f, strings.Join(store.Families(), ", ")))
 			return nil, false
 		}
 		if !c.all[f] {

@@ -29,7 +29,7 @@ func BenchmarkFanOut(b *testing.B) {
 	db, s := benchStore(b)
 	ctx := context.Background()
 	for range 10 {
-		if _, _, err := s.CreateEndpoint(ctx, time.Now(), "org", "https://example.org/h", store.Families, "", 0); err != nil {
+		if _, _, err := s.CreateEndpoint(ctx, time.Now(), "org", "https://example.org/h", store.Families(), "", 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func BenchmarkDeliver(b *testing.B) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer rcv.Close()
-	if _, _, err := s.CreateEndpoint(ctx, time.Now(), "org", rcv.URL, store.Families, "", 0); err != nil {
+	if _, _, err := s.CreateEndpoint(ctx, time.Now(), "org", rcv.URL, store.Families(), "", 0); err != nil {
 		b.Fatal(err)
 	}
 	db.Insert(b, "bills", b.N)

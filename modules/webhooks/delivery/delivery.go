@@ -26,12 +26,14 @@ import (
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
-// Schedule is the delay before each attempt (DESIGN.md §3.8): attempt 1 at
-// once, attempt 10 24 h after attempt 9; after the last, the delivery is
+// Schedule returns the delay before each attempt (DESIGN.md §3.8): attempt 1
+// at once, attempt 10 24 h after attempt 9; after the last, the delivery is
 // dead-lettered (still replayable).
-var Schedule = []time.Duration{
-	0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
-	5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
+func Schedule() []time.Duration {
+	return []time.Duration{
+		0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
+		5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
+	}
 }
 
 // Jitter is the ± fraction applied to every scheduled delay.
@@ -73,7 +75,7 @@ type Config struct {
 	Clock  Clock        // default: the real clock
 	// Rand returns a uniform number in [0, 1) for jitter (default math/rand/v2).
 	Rand        func() float64
-	Schedule    []time.Duration // default Schedule
+	Schedule    []time.Duration // default Schedule()
 	Timeout     time.Duration   // one attempt (default 15s)
 	Lease       time.Duration   // lease of a claimed attempt (default Timeout+45s)
 	MaxInFlight int             // per endpoint, across instances (default 4)
@@ -111,7 +113,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Rand = rand.Float64
 	}
 	if len(cfg.Schedule) == 0 {
-		cfg.Schedule = Schedule
+		cfg.Schedule = Schedule()
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = cfg.Timeout + 45*time.Second

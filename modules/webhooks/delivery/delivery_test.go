@@ -86,19 +86,19 @@ func TestRetryScheduleUnderFakeClock(t *testing.T) {
 	if n := e.runOnce(d); n != 1 {
 		t.Fatalf("first attempt: %d", n)
 	}
-	for attempt := 1; attempt < len(delivery.Schedule); attempt++ {
+	for attempt := 1; attempt < len(delivery.Schedule()); attempt++ {
 		rows := e.deliveryRows(ep.ID)
 		if len(rows) != 1 || rows[0].Status != "pending" || rows[0].Attempts != attempt || *rows[0].LastCode != 500 {
 			t.Fatalf("after attempt %d: %+v", attempt, rows)
 		}
 		r := float64(attempt-1) / 8
-		want := time.Duration(float64(delivery.Schedule[attempt]) * (0.8 + 0.4*r))
+		want := time.Duration(float64(delivery.Schedule()[attempt]) * (0.8 + 0.4*r))
 		got := rows[0].NextAttemptAt.Sub(e.clock.Now())
 		if diff := got - want; diff < -time.Millisecond || diff > time.Millisecond {
-			t.Fatalf("delay after attempt %d: %s, want %s (base %s)", attempt, got, want, delivery.Schedule[attempt])
+			t.Fatalf("delay after attempt %d: %s, want %s (base %s)", attempt, got, want, delivery.Schedule()[attempt])
 		}
-		if got < time.Duration(float64(delivery.Schedule[attempt])*0.8)-time.Millisecond || got > time.Duration(float64(delivery.Schedule[attempt])*1.2)+time.Millisecond {
-			t.Fatalf("delay %s outside ±20%% of %s", got, delivery.Schedule[attempt])
+		if got < time.Duration(float64(delivery.Schedule()[attempt])*0.8)-time.Millisecond || got > time.Duration(float64(delivery.Schedule()[attempt])*1.2)+time.Millisecond {
+			t.Fatalf("delay %s outside ±20%% of %s", got, delivery.Schedule()[attempt])
 		}
 		// Not a moment early.
 		e.clock.Set(rows[0].NextAttemptAt.Add(-time.Millisecond))
@@ -111,7 +111,7 @@ func TestRetryScheduleUnderFakeClock(t *testing.T) {
 		}
 	}
 	rows := e.deliveryRows(ep.ID)
-	if rows[0].Status != "failed" || rows[0].Attempts != len(delivery.Schedule) {
+	if rows[0].Status != "failed" || rows[0].Attempts != len(delivery.Schedule()) {
 		t.Fatalf("after the last attempt: %+v, want dead-lettered", rows[0])
 	}
 	e.clock.Set(e.clock.Now().Add(72 * time.Hour))
@@ -119,8 +119,8 @@ func TestRetryScheduleUnderFakeClock(t *testing.T) {
 		t.Fatalf("a dead-lettered delivery was attempted again (%d)", n)
 	}
 	reqs := rc.requests()
-	if len(reqs) != len(delivery.Schedule) {
-		t.Fatalf("receiver saw %d attempts, want %d", len(reqs), len(delivery.Schedule))
+	if len(reqs) != len(delivery.Schedule()) {
+		t.Fatalf("receiver saw %d attempts, want %d", len(reqs), len(delivery.Schedule()))
 	}
 	for i, q := range reqs {
 		if q.header.Get("webhook-id") != reqs[0].header.Get("webhook-id") {

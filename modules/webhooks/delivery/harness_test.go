@@ -178,7 +178,7 @@ var dev = egress.Policy{AllowLoopback: true}
 
 func (e *env) endpoint(url string, families ...string) (store.Endpoint, string) {
 	if len(families) == 0 {
-		families = store.Families
+		families = store.Families()
 	}
 	ep, secret, err := e.store.CreateEndpoint(e.ctx, e.clock.Now(), "org_test", url, families, "test", 0)
 	if err != nil {

@@ -13,12 +13,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Families are the record families a change event can belong to.
-var Families = []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}
+// Families returns the record families a change event can belong to (the
+// change_events contract), in the order of DESIGN.md §3.4.
+func Families() []string {
+	return []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}
+}
 
 // IsFamily reports whether f is a change-event family.
 func IsFamily(f string) bool {
-	for _, x := range Families {
+	for _, x := range Families() {
 		if x == f {
 			return true
 		}

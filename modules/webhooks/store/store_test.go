@@ -106,7 +106,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 	db, s := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", store.Families, "", 0)
+	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", store.Families(), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 				defer wg.Done()
 				r := rand.New(rand.NewPCG(uint64(w), 7))
 				for range 25 {
-					fam := store.Families[r.IntN(len(store.Families))]
+					fam := store.Families()[r.IntN(len(store.Families()))]
 					rollback := r.IntN(5) == 0
 					var ids []int64
 					err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
@@ -233,7 +233,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 			default:
 			}
 			for {
-				evs, more, err := s.Changes(ctx, cursor, store.Families, 5)
+				evs, more, err := s.Changes(ctx, cursor, store.Families(), 5)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -278,7 +278,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 		if err := db.Pool.QueryRow(ctx, `INSERT INTO change_events (family, record_id, type, record) VALUES ('bills', 'y', 'created', '{}') RETURNING id`).Scan(&idB); err != nil {
 			t.Fatal(err)
 		}
-		evs, _, err := s.Changes(ctx, idA-1, store.Families, 10)
+		evs, _, err := s.Changes(ctx, idA-1, store.Families(), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
