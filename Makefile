@@ -25,6 +25,17 @@ up: build services
 ## test: every test, with the race detector, against real PostgreSQL and Redis (started if needed).
 test: services lint
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+	@$(MAKE) --no-print-directory fuzz
+
+## fuzz: every fuzz target for FUZZTIME (default 5s) each; a crasher lands in testdata/fuzz — commit it.
+FUZZTIME ?= 5s
+fuzz:
+	@FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
+
+## soak: mixed traffic for SOAK (default 10m) against the real stack; memory and goroutines must stay flat.
+SOAK ?= 10m
+soak: services
+	CIVICGATE_SOAK=$(SOAK) $(GO) test -race -run '^TestSoak$$' -count=1 -v -timeout 2h ./reliability
 
 lint: fmt-check vet staticcheck
 

@@ -1,9 +1,12 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/civicgate/civicgate/backend/httpapi"
@@ -55,6 +58,57 @@ func FuzzParseBillsQuery(f *testing.F) {
 		}
 		if err == nil && in.Limit != nil && (*in.Limit < 1 || *in.Limit > 100) {
 			t.Fatalf("limit %d accepted", *in.Limit)
+		}
+	})
+}
+
+// FuzzGraphQLBody posts arbitrary bodies to POST /graphql on a real database (with seeded bills, so
+// filters, text search and cursors reach PostgreSQL): the answer is always one of the §3.6 client answers
+// (200, 400, 413), JSON, and never the 500 of a server fault — whatever a client sends is either served or
+// refused as its own mistake.
+func FuzzGraphQLBody(f *testing.F) {
+	for _, s := range []string{
+		`{"query":"{ bills(input:{limit:2}) { items { id } nextCursor } }"}`,
+		`{"query":"query($in: BillsInput) { bills(input:$in) { nextCursor } }","variables":{"in":{"q":"H.R. 2882 & !x","congress":118}}}`,
+		`{"query":"{ bills(input:{q:\"'; DROP TABLE bills --\"}) { nextCursor } }"}`,
+		`{"query":"{ bills(input:{cursor:\"eyJrIjpbIngiXX0\"}) { nextCursor } }"}`,
+		`{"query":"{ members(input:{chamber:\"house\",congress:118,state:\"WA\"}) { items { name terms { party } } } }"}`,
+		`{"query":"{ federalBudgets(input:{dataset:OUTLAYS,month:\"2024-13\"}) { nextCursor } }"}`,
+		`{"query":"{ regulatoryFilings(input:{rIN:\"\\u0000\"}) { nextCursor } }"}`,
+		`{"query":"{ lobbyingDisclosures(input:{limit:2147483648}) { nextCursor } }"}`,
+		`{"query":"{ bill(id:\"hr2882-118\") { id memberByCongressKey } }"}`,
+		`{"query":"query A { __typename } query B { bills { nextCursor } }","operationName":"B"}`,
+		`{"query":"{ bills { nextCursor } }","variables":[]}`,
+		`{"query":"{ bills(input:{q:\"\\\"unterminated\"}) { nextCursor } }"}`,
+		`{}`, `[]`, `null`, `{"query":1}`,
+	} {
+		f.Add(s)
+	}
+	e := newEnv(f, envOpts{})
+	e.seedFixtures()
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/graphql", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Civic-Identity", token(t))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST /graphql: %v", err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch resp.StatusCode {
+		case 200, 400, 413:
+		default:
+			t.Fatalf("POST /graphql %q = %d %s", body, resp.StatusCode, b)
+		}
+		if !json.Valid(b) {
+			t.Fatalf("POST /graphql %q: body is not JSON: %q", body, b)
 		}
 	})
 }
