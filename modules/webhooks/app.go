@@ -73,9 +73,6 @@ type App struct {
 	// addresses, over plain http too. Never in production.
 	InsecureAllowLoopback bool `json:"insecure_allow_loopback,omitempty"`
 
-	// clock replaces the real clock in tests.
-	clock delivery.Clock
-
 	policy     egress.Policy
 	overlap    time.Duration
 	pool       *pgxpool.Pool
@@ -149,7 +146,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.dispatcher, err = delivery.New(delivery.Config{
 		Store:       a.store,
 		Client:      a.policy.Client(timeout),
-		Clock:       a.clock,
 		Timeout:     timeout,
 		MaxInFlight: intOr(a.MaxInFlight, DefaultMaxInFlight),
 		Workers:     intOr(a.Workers, DefaultWorkers),
@@ -179,12 +175,7 @@ func intOr(n, def int) int {
 	return n
 }
 
-func (a *App) now() time.Time {
-	if a.clock != nil {
-		return a.clock.Now()
-	}
-	return time.Now()
-}
+func (a *App) now() time.Time { return time.Now() }
 
 // Start starts the delivery sidecar (unless deliver is off).
 func (a *App) Start() error {
