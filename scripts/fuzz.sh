@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-5s}
+# Minimising each new interesting input may take up to 60 s by default, which
+# would spend a short run minimising instead of fuzzing.
+FUZZMINIMIZETIME=${FUZZMINIMIZETIME:-2s}
 
 # Packages whose test files declare fuzz targets (grep first: listing every
 # package's tests would compile them all).
@@ -22,7 +25,7 @@ for dir in "${dirs[@]}"; do
 	mapfile -t targets < <($GO test -list '^Fuzz' "$dir" | grep '^Fuzz' || true)
 	for target in "${targets[@]}"; do
 		echo "fuzz: $dir $target ($FUZZTIME)"
-		if ! $GO test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$dir" >"/tmp/fuzz-$$.log" 2>&1; then
+		if ! $GO test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "$FUZZMINIMIZETIME" "$dir" >"/tmp/fuzz-$$.log" 2>&1; then
 			cat "/tmp/fuzz-$$.log"
 			echo "fuzz: $dir $target FAILED; the crasher is under $dir/testdata/fuzz/$target/ — commit it as a regression seed" >&2
 			failed+=("$dir $target")
