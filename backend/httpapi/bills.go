@@ -73,7 +73,7 @@ func (s *Server) bills(w http.ResponseWriter, r *http.Request) {
 			writeErrors(w, http.StatusBadRequest, fmt.Sprintf("parameter %q: %s", ie.Field, ie.Message))
 			return
 		}
-		s.log.Error("GET /bills fault", "cause", safeCause(err))
+		s.logFault(ctx, "GET /bills fault", err)
 		writeInternalError(w)
 		return
 	}

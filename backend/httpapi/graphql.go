@@ -36,7 +36,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		return gqlErr
 	}
 	markFault(ctx)
-	s.log.Error("graphql resolver fault", "path", gqlErr.Path.String(), "cause", safeCause(err))
+	s.logFault(ctx, "graphql resolver fault", err, "path", gqlErr.Path.String())
 	return &gqlerror.Error{Message: "internal error", Path: gqlErr.Path}
 }
 

@@ -1,8 +1,15 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/auth/identity"
 )
 
 // TestExactPathRouting: paths that are not exactly ours get the JSON 404,
@@ -18,5 +25,49 @@ func TestExactPathRouting(t *testing.T) {
 	}
 	if status, _, _ := e.do(http.MethodGet, "/bills?limit=1", nil, nil); status != 200 {
 		t.Errorf("GET /bills = %d", status)
+	}
+}
+
+// TestClientGoneIsNotAnErrorLog: a request whose client disconnects while PostgreSQL is slow is abandoned
+// and logged at info ("client went away"), not as an error-level fault.
+func TestClientGoneIsNotAnErrorLog(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	u, _ := url.Parse(dsn)
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	e := newEnv(t, envOpts{dsn: u.String()})
+	e.seedFixtures()
+	proxy.Stall()
+	defer proxy.Restore()
+	for _, send := range []func(ctx context.Context) (*http.Request, error){
+		func(ctx context.Context) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/graphql", strings.NewReader(`{"query":"{ bills { nextCursor } }"}`))
+		},
+		func(ctx context.Context) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/bills", nil)
+		},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		req, err := send(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(identity.Header, token(t))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("answered %d while PostgreSQL was stalled", resp.StatusCode)
+		}
+		cancel()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(e.logs.String(), "client went away") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 'client went away' lines for both requests:\n%s", e.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling the log with a deadline
+	}
+	if strings.Contains(e.logs.String(), "level=ERROR") {
+		t.Fatalf("an abandoned request was logged as an error:\n%s", e.logs.String())
 	}
 }

@@ -163,6 +163,19 @@ func safeCause(err error) string {
 	return err.Error()
 }
 
+// logFault logs a request's server fault at error level — unless the client
+// went away (its context was cancelled, e.g. the gateway was killed or gave
+// up): the work was abandoned, nothing is wrong with the service, and an
+// error-level line per abandoned request would drown real faults.
+func (s *Server) logFault(ctx context.Context, msg string, err error, attrs ...any) {
+	attrs = append(attrs, "cause", safeCause(err))
+	if errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), context.Canceled) {
+		s.log.Info(msg+" (client went away)", attrs...)
+		return
+	}
+	s.log.Error(msg, attrs...)
+}
+
 func panicString(v any) string {
 	if err, ok := v.(error); ok {
 		return safeCause(err)
