@@ -175,7 +175,7 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.attempt(ctx, j)
+			d.attempt(ctx, ctx, j)
 		}()
 	}
 	wg.Wait()
@@ -219,7 +219,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					d.attempt(attemptCtx, j)
+					d.attempt(attemptCtx, ctx, j)
 					<-slots
 					select {
 					case freed <- struct{}{}:
@@ -306,7 +306,10 @@ func warnEvery(l *zap.Logger, period time.Duration) func(string, error) {
 }
 
 // attempt performs one claimed attempt and records its outcome.
-func (d *Dispatcher) attempt(ctx context.Context, j store.Job) {
+//
+// ctx carries the request; stop ends the retries of a failed recording (the
+// Run context: a shutdown does not wait for a database that is away).
+func (d *Dispatcher) attempt(ctx, stop context.Context, j store.Job) {
 	start := time.Now()
 	o, result := d.send(ctx, j)
 	d.cfg.Metrics.Attempt(result, time.Since(start))
@@ -317,8 +320,8 @@ func (d *Dispatcher) attempt(ctx context.Context, j store.Job) {
 	case o.Status == "pending":
 		outcome = "retry"
 	}
-	if err := d.cfg.Store.Finish(ctx, d.cfg.Clock.Now(), j, o); err != nil {
-		d.cfg.Logger.Warn("recording a webhook attempt failed", zap.String("endpoint_id", j.EndpointID),
+	if err := d.finish(ctx, stop, start, j, o); err != nil {
+		d.cfg.Logger.Warn("recording a webhook attempt failed; it will be retried when its lease ends", zap.String("endpoint_id", j.EndpointID),
 			zap.Int64("delivery_id", j.DeliveryID), zap.Error(err))
 		return
 	}
@@ -327,6 +330,28 @@ func (d *Dispatcher) attempt(ctx context.Context, j store.Job) {
 		d.cfg.Logger.Info("webhook attempt not delivered", zap.String("endpoint_id", j.EndpointID),
 			zap.Int64("delivery_id", j.DeliveryID), zap.String("webhook_id", j.EventID), zap.Int("attempt", j.Attempt),
 			zap.String("outcome", outcome), zap.String("reason", o.Error))
+	}
+}
+
+// finish records an outcome, retrying while the database is unreachable
+// for as long as the lease still has 5 s to run: an answered request that is
+// not recorded would be sent again once the lease runs out.
+func (d *Dispatcher) finish(ctx, stop context.Context, claimed time.Time, j store.Job, o store.Outcome) error {
+	until := claimed.Add(d.cfg.Lease - 5*time.Second)
+	wait := 100 * time.Millisecond
+	for {
+		err := d.cfg.Store.Finish(ctx, d.cfg.Clock.Now(), j, o)
+		if err == nil || errors.Is(err, store.ErrLeaseLost) || time.Now().Add(wait).After(until) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-stop.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
 	}
 }
 

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,11 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/civicgate/civicgate/internal/testenv"
 
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 	"github.com/civicgate/civicgate/modules/webhooks/egress"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
+	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -554,4 +559,51 @@ func TestDeliveriesContinueWhileAWriterHoldsTheFeed(t *testing.T) {
 	waitFor(t, func() bool { return len(rc.succeeded()) == 2 }) // and the writer's event once it commits
 	close(stop)
 	<-done
+}
+
+// TestOutcomeRecordedAcrossADatabaseBlip: PostgreSQL goes away while the
+// receiver is answering; the engine keeps trying to record the answer and
+// does so once the database is back, so the delivery is not sent again when
+// its lease would have run out.
+func TestOutcomeRecordedAcrossADatabaseBlip(t *testing.T) {
+	e := newEnv(t)
+	proxy := testenv.NewProxy(t, "127.0.0.1:5432")
+	u, err := url.Parse(e.db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = proxy.Addr()
+	pool, err := pgxpool.New(e.ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	box, _ := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
+	viaProxy := store.New(pool, box)
+
+	rc := newReceiver(t)
+	restored := make(chan struct{})
+	rc.setAnswer(func(*http.Request, int) (int, http.Header) {
+		proxy.Cut() // the database disappears while the receiver answers
+		go func() {
+			time.Sleep(300 * time.Millisecond) // an outage of a fixed length, not a race
+			proxy.Restore()
+			close(restored)
+		}()
+		return http.StatusOK, nil
+	})
+	ep, _ := e.endpoint(rc.URL())
+	e.db.Insert(t, "bills", 1)
+	d, err := delivery.New(delivery.Config{Store: viaProxy, Client: dev.Client(5 * time.Second), Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.RunOnce(e.ctx); err != nil || n != 1 {
+		t.Fatalf("run: %d %v", n, err)
+	}
+	<-restored
+	rows := e.deliveryRows(ep.ID)
+	if len(rows) != 1 || rows[0].Status != "delivered" || rows[0].Attempts != 1 {
+		t.Fatalf("after the blip: %+v (the answered attempt must be recorded)", rows)
+	}
 }
