@@ -1,42 +1,17 @@
 package webhooks
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2/caddyconfig"
-	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/civicgate/civicgate/internal/adapttest"
 )
 
-// TestCaddyfileAdapt runs the golden files in testdata/caddyfile_adapt: a
-// Caddyfile, a line of dashes, and the JSON it must adapt to.
-func TestCaddyfileAdapt(t *testing.T) {
-	files, err := filepath.Glob("testdata/caddyfile_adapt/*.caddyfiletest")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden files: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			caddyfile, json, ok := strings.Cut(string(data), "----------")
-			if !ok {
-				t.Fatal("missing ---------- separator")
-			}
-			if !caddytest.CompareAdapt(t, f, strings.TrimSpace(caddyfile)+"\n", "caddyfile", strings.TrimSpace(json)) {
-				t.Fail()
-			}
-		})
-	}
-}
+// TestCaddyfileAdapt runs the golden files in testdata/caddyfile_adapt.
+func TestCaddyfileAdapt(t *testing.T) { adapttest.Golden(t) }
 
 func TestCaddyfileErrors(t *testing.T) {
 	global := func(body string) string { return "{\ncivic_webhooks {\n" + body + "\n}\n}\n:8080 {\nrespond ok\n}" }
-	for name, cfg := range map[string]string{
+	adapttest.Refused(t, map[string]string{
 		"unknown option":      global("databse x"),
 		"database no arg":     global("database"),
 		"database two args":   global("database a b"),
@@ -53,20 +28,11 @@ func TestCaddyfileErrors(t *testing.T) {
 		"directive prefix":    ":8080 {\ncivic_webhooks {\nprefix v1\n}\n}",
 		"directive max bad":   ":8080 {\ncivic_webhooks {\nmax_replay -3\n}\n}",
 		"directive org noarg": ":8080 {\ncivic_webhooks {\norg\n}\n}",
-	} {
-		t.Run(name, func(t *testing.T) {
-			if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg+"\n"), nil); err == nil {
-				t.Fatal("adapted without error")
-			}
-		})
-	}
+	})
 }
 
 // TestCaddyfileValidControl guards TestCaddyfileErrors: the same shapes with
 // valid values adapt.
 func TestCaddyfileValidControl(t *testing.T) {
-	cfg := "{\ncivic_webhooks {\ndatabase x\nsecret_key k\nworkers 2\ntimeout 5s\ndeliver off\n}\n}\n:8080 {\ncivic_webhooks {\nprefix /v1\nmax_replay 3\norg o\n}\n}\n"
-	if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil); err != nil {
-		t.Fatal(err)
-	}
+	adapttest.Adapts(t, "{\ncivic_webhooks {\ndatabase x\nsecret_key k\nworkers 2\ntimeout 5s\ndeliver off\nretention 1h\n}\n}\n:8080 {\ncivic_webhooks {\nprefix /v1\nmax_replay 3\nmax_endpoints 2\norg o\n}\n}")
 }
