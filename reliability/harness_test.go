@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/modules/auth/identity"
 )
 
 // Exact bodies of DESIGN §3.6 that the fault tests expect.
@@ -325,4 +326,31 @@ func isBillsPage(body string) bool {
 		NextCursor *string           `json:"nextCursor"`
 	}
 	return json.Unmarshal([]byte(body), &p) == nil && len(p.Items) > 0
+}
+
+// recordsdRuntime reads recordsd's GET /debug/runtime (goroutines, heap…),
+// with a gateway identity signed by the stack's secret.
+func recordsdRuntime(t *testing.T, s *stack.Stack) map[string]float64 {
+	t.Helper()
+	tok, err := identity.Sign([]byte(s.Getenv("CIVIC_IDENTITY_SECRET")), "key_soak", "soak", "enterprise", "live", time.Now(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Getenv("RECORDSD_LISTEN")+"/debug/runtime", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(identity.Header, tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("recordsd runtime: %v", err)
+	}
+	defer resp.Body.Close()
+	var m map[string]float64
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("recordsd runtime: %d %v", resp.StatusCode, err)
+	}
+	return m
 }

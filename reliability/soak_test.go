@@ -76,6 +76,7 @@ type sample struct {
 	at                   time.Duration
 	gwRSS, rdRSS         int64
 	gwGoroutines         float64
+	rdGoroutines, rdConn float64
 	rdThreads, responses int64
 }
 
@@ -106,7 +107,9 @@ func TestSoak(t *testing.T) {
 		if time.Since(began) < warmup {
 			continue
 		}
-		s := sample{at: time.Since(began).Round(time.Second), gwGoroutines: goroutines(t, e.s), responses: int64(l.count())}
+		rt := recordsdRuntime(t, e.s)
+		s := sample{at: time.Since(began).Round(time.Second), gwGoroutines: goroutines(t, e.s), responses: int64(l.count()),
+			rdGoroutines: rt["goroutines"], rdConn: rt["pool_total_conn"]}
 		var err error
 		if s.gwRSS, err = rss(e.gw.Pid()); err != nil {
 			t.Fatal(err)
@@ -123,9 +126,9 @@ func TestSoak(t *testing.T) {
 	elapsed := time.Since(began)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "%8s %10s %12s %12s %10s %10s\n", "t", "responses", "gateway RSS", "recordsd RSS", "gw gorout", "rd threads")
+	fmt.Fprintf(&b, "%8s %10s %12s %12s %10s %10s %10s %8s\n", "t", "responses", "gateway RSS", "recordsd RSS", "gw gorout", "rd gorout", "rd threads", "rd conns")
 	for _, s := range samples {
-		fmt.Fprintf(&b, "%8s %10d %10.1fMiB %10.1fMiB %10.0f %10d\n", s.at, s.responses, mib(s.gwRSS), mib(s.rdRSS), s.gwGoroutines, s.rdThreads)
+		fmt.Fprintf(&b, "%8s %10d %10.1fMiB %10.1fMiB %10.0f %10.0f %10d %8.0f\n", s.at, s.responses, mib(s.gwRSS), mib(s.rdRSS), s.gwGoroutines, s.rdGoroutines, s.rdThreads, s.rdConn)
 	}
 	t.Logf("soak %s: %d responses (%.0f/s) %v\n%s", elapsed.Round(time.Second), len(rs), float64(len(rs))/elapsed.Seconds(), summary(rs), b.String())
 
@@ -139,6 +142,7 @@ func TestSoak(t *testing.T) {
 	flat(t, "gateway RSS (MiB)", samples, func(s sample) float64 { return mib(s.gwRSS) }, 1.25, 24)
 	flat(t, "recordsd RSS (MiB)", samples, func(s sample) float64 { return mib(s.rdRSS) }, 1.25, 24)
 	flat(t, "gateway goroutines", samples, func(s sample) float64 { return s.gwGoroutines }, 1.25, 25)
+	flat(t, "recordsd goroutines", samples, func(s sample) float64 { return s.rdGoroutines }, 1.25, 25)
 	flat(t, "recordsd threads", samples, func(s sample) float64 { return float64(s.rdThreads) }, 1.25, 4)
 	e.s.CheckLogs(t, append(e.keys, e.free)...)
 }

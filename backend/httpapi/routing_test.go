@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -69,5 +70,19 @@ func TestClientGoneIsNotAnErrorLog(t *testing.T) {
 	}
 	if strings.Contains(e.logs.String(), "level=ERROR") {
 		t.Fatalf("an abandoned request was logged as an error:\n%s", e.logs.String())
+	}
+}
+
+// TestRuntimeStats: GET /debug/runtime needs the gateway identity and reports the goroutine count.
+func TestRuntimeStats(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	status, body, _ := e.do(http.MethodGet, "/debug/runtime", nil, map[string]string{identity.Header: ""})
+	if status != 401 {
+		t.Fatalf("without identity: %d %s", status, body)
+	}
+	status, body, _ = e.do(http.MethodGet, "/debug/runtime", nil, nil)
+	var m map[string]uint64
+	if status != 200 || json.Unmarshal(body, &m) != nil || m["goroutines"] == 0 || m["heap_alloc"] == 0 {
+		t.Fatalf("runtime stats: %d %s", status, body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -78,6 +79,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler {
 	graphqlH := s.requireIdentity(http.HandlerFunc(s.graphql))
 	billsH := s.requireIdentity(http.HandlerFunc(s.bills))
+	runtimeH := s.requireIdentity(http.HandlerFunc(s.runtimeStats))
 	return s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
@@ -86,6 +88,8 @@ func (s *Server) Handler() http.Handler {
 			graphqlH.ServeHTTP(w, r)
 		case "/bills":
 			billsH.ServeHTTP(w, r)
+		case "/debug/runtime":
+			runtimeH.ServeHTTP(w, r)
 		default:
 			writeJSON(w, http.StatusNotFound, errorBody{Error: "Not Found"})
 		}
@@ -101,6 +105,28 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// runtimeStats answers GET /debug/runtime with the process's goroutine count
+// and Go heap figures, for soak tests and operators watching for leaks. It
+// needs a gateway identity like the data routes (the gateway never routes a
+// client here: it forwards only /graphql and /bills).
+func (s *Server) runtimeStats(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeErrors(w, http.StatusMethodNotAllowed, "Use GET")
+		return
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	writeJSON(w, http.StatusOK, map[string]uint64{
+		"goroutines":      uint64(runtime.NumGoroutine()),
+		"heap_alloc":      m.HeapAlloc,
+		"heap_objects":    m.HeapObjects,
+		"sys":             m.Sys,
+		"num_gc":          uint64(m.NumGC),
+		"pool_total_conn": uint64(s.cfg.Store.PoolTotalConns()),
+	})
 }
 
 // recoverHTTP turns a panic outside gqlgen's execution into the opaque 500.

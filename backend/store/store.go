@@ -27,6 +27,9 @@ func New(pool *pgxpool.Pool, cursors *cursor.Codec) *Store {
 }
 
 // Ping reports whether the database answers.
+// PoolTotalConns is the number of connections the pool holds (idle and in use).
+func (s *Store) PoolTotalConns() int32 { return s.pool.Stat().TotalConns() }
+
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.pool.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
