@@ -57,7 +57,12 @@ bench-backend: build services
 bench-modules: services
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./modules/...
 
-bench: bench-modules
+## bench: side by side, gateway vs bare Caddy vs recordsd direct (scripts/bench.sh, writes BENCHMARKS.md),
+## then the gateway's Go benchmarks (handler chain, auth, rate limit, guard).
+BENCH_GO_PKGS := ./bench ./modules/auth ./modules/ratelimit ./modules/gqlguard
+bench: build services
+	@scripts/bench.sh
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 $(BENCH_GO_PKGS)
 
 ## import-real: import the real upstream files in ../shared/data into a throwaway database.
 import-real: build services

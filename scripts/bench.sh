@@ -83,6 +83,11 @@ fi
 redis_addr=${REDIS_URL#redis://}
 redis_addr=${redis_addr%/*}
 
+log "building bin/civicgate, bin/recordsd, bin/loadgen"
+go build -o bin/civicgate ./cmd/civicgate
+go build -o bin/recordsd ./cmd/recordsd
+go build -o bin/loadgen ./cmd/loadgen
+
 log "database ${db}: migrate, seed small, key tables"
 psql "$admin_url" -qc "CREATE DATABASE \"${db}\"" >/dev/null
 bin/recordsd migrate >"$work/migrate.log" 2>&1
@@ -139,10 +144,11 @@ section="$work/section.md"
 	echo "Shared and noisy: other engineers' builds and tests ran on the same 2 cores, so compare only the ratios of one run."
 	echo
 	echo "Setup: one \`bin/recordsd serve --dev-insecure-no-identity\` (small seed in a throwaway database) behind both"
-	echo "proxies; \`direct\` posts to it, \`bare\` is \`bench/Caddyfile.bare\` (reverse_proxy only), \`gateway\` is"
-	echo "\`bench/Caddyfile.gateway\` (the shipped \`caddyfile/routes.caddy\`: civic_auth with a cached key → civic_rate_limit"
+	echo "proxies; \`direct\` posts to it, \`bare\` is \`bench/Caddyfile.bare\` (the same route without the three civic handlers:"
+	echo "X-Request-Id/-Server headers, rewrite, header_up, reverse_proxy), \`gateway\` is"
+	echo "\`bench/Caddyfile.gateway\` (the /v1/graphql route of the shipped \`caddyfile/routes.caddy\`: civic_auth with a cached key → civic_rate_limit"
 	echo "on ${redis_note}, tier quota 10⁹/h so never hit, leases of 1000 tokens → graphql_guard with a warm cache →"
-	echo "reverse_proxy; plus X-Request-Id). Same binary, same global options (\`metrics\` on, no access log), same upstream"
+	echo "reverse_proxy). Same binary, same global options (\`metrics\` on, no access log), same upstream"
 	echo "transport. Plain HTTP/1.1 keep-alive on loopback for all three: TLS would cost both Caddy variants the same and is"
 	echo "not what is compared. \`bin/loadgen\` (cmd/loadgen) runs closed-loop connections (one client per connection),"
 	echo "checks every answer (200, \`data\`, no \`errors\`; and before timing, that all three targets return identical bytes)."

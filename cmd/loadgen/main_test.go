@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// graphqlServer answers every POST like recordsd answers { __typename }, and
+// counts requests and the bearer tokens it saw.
+func graphqlServer(t *testing.T, status int, bearers *atomic.Int64) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Header.Get("Authorization") == "Bearer cg_live_smoke" {
+			bearers.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"data":{"__typename":"Query"}}`))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// The whole program against two tiny in-process servers: every cell ran,
+// nothing failed, the report has ratios first, and the key never appears.
+func TestLoadgenSmoke(t *testing.T) {
+	var bearers atomic.Int64
+	a, b := graphqlServer(t, 200, &bearers), graphqlServer(t, 200, &bearers)
+	var out, log bytes.Buffer
+	args := []string{"--mix", "light", "--rounds", "2", "--duration", "150ms", "--warmup", "20ms", "--conns", "1,2",
+		"--target", "bare=" + a.URL, "--target", "gateway=" + b.URL, "--auth", "gateway",
+		"--proc", "self=" + strconv.Itoa(os.Getpid())}
+	if err := run(context.Background(), args, &out, &log, getenv(map[string]string{"LOADGEN_BEARER": "cg_live_smoke"})); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	report := out.String()
+	if bearers.Load() == 0 {
+		t.Fatal("the --auth target never got the bearer key")
+	}
+	if strings.Contains(report+log.String(), "cg_live_smoke") {
+		t.Fatal("the bearer key was printed")
+	}
+	ratios := strings.Index(report, "| throughput gateway / bare | 2 |")
+	medians := strings.Index(report, "Medians over rounds")
+	if ratios < 0 || medians < 0 || ratios > medians {
+		t.Fatalf("ratios do not come first:\n%s", report)
+	}
+	for _, want := range []string{"| gateway errors (all rounds) | 2 | 0 | 0 | **met** |", "CPU µs/req self", "| bare | 1 |", "| gateway | 2 |"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if n := strings.Count(log.String(), "round "); n != 2*2*2 {
+		t.Errorf("%d cells logged, want 8:\n%s", n, log.String())
+	}
+}
+
+// A target that answers errors is reported (and refused by the pre-check).
+func TestLoadgenRefusesBrokenTarget(t *testing.T) {
+	var bearers atomic.Int64
+	ok, broken := graphqlServer(t, 200, &bearers), graphqlServer(t, 500, &bearers)
+	cfg, err := parseFlags([]string{"--mix", "light", "--target", "ok=" + ok.URL, "--target", "broken=" + broken.URL},
+		io.Discard, getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := checkTargets(ctx, cfg); err == nil || !strings.Contains(err.Error(), "HTTP 500") {
+		t.Fatalf("check of a 500 target: %v", err)
+	}
+	cfg.duration, cfg.warmup = 100*time.Millisecond, 0
+	c, err := measure(ctx, cfg, cfg.targets[1], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.errors == 0 || c.requests != 0 || !strings.Contains(c.firstErr, "HTTP 500") {
+		t.Fatalf("errors %d, requests %d, first %q", c.errors, c.requests, c.firstErr)
+	}
+}
+
+func TestParseFlagsRefusals(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--target", "x"},
+		{"--target", "a=http://x", "--target", "a=http://y"},
+		{"--target", "a=http://x", "--auth", "a"}, // no LOADGEN_BEARER
+		{"--target", "a=http://x", "--auth", "b"},
+		{"--target", "a=http://x", "--proc", "p=0"},
+		{"--target", "a=http://x", "--conns", "0"},
+		{"--target", "a=http://x", "--mix", "nope"},
+	} {
+		if _, err := parseFlags(args, io.Discard, getenv(nil)); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
+func TestCountersAndStatistics(t *testing.T) {
+	n, err := sumCommandStats("# Commandstats\r\ncmdstat_evalsha:calls=7,usec=1,usec_per_call=0.1\r\ncmdstat_info:calls=99,usec=1\r\ncmdstat_get:calls=3,usec=2\r\n")
+	if err != nil || n != 10 {
+		t.Fatalf("sumCommandStats = %d, %v; want 10 (INFO excluded)", n, err)
+	}
+	if _, err := procCPU("/proc/self/stat"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := procCPU("/proc/0/stat"); err == nil {
+		t.Fatal("no error for a missing process")
+	}
+	lat := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if p := percentile(lat, 0.5); p != 5 {
+		t.Fatalf("p50 = %v", p)
+	}
+	if p := percentile(lat, 0.99); p != 10 {
+		t.Fatalf("p99 = %v", p)
+	}
+	if m := median([]float64{3, 1, 2, 10}); m != 2.5 {
+		t.Fatalf("median = %v", m)
+	}
+	m, err := recordsMix()
+	if err != nil || len(m) != 5 {
+		t.Fatalf("records mix: %d, %v", len(m), err)
+	}
+}
