@@ -91,6 +91,10 @@ func newClient() *http.Client {
 	}
 }
 
+// errTransport marks a request that got no answer (e.g. the target is not
+// listening yet), as opposed to a wrong answer.
+var errTransport = errors.New("no answer")
+
 // doer sends requests of the mix to one target over one connection and
 // checks each answer: 200 and a "data" object without "errors".
 type doer struct {
@@ -111,7 +115,7 @@ func (d *doer) do(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("post %s: %w", d.t.name, err)
+		return nil, fmt.Errorf("post %s: %w: %w", d.t.name, errTransport, err)
 	}
 	d.buf.Reset()
 	_, err = d.buf.ReadFrom(resp.Body)
@@ -142,10 +146,10 @@ func checkTargets(ctx context.Context, cfg config) error {
 			var err error
 			for {
 				body, err = d.do(ctx, rq.body)
-				if err == nil || i > 0 || time.Now().After(deadline) || ctx.Err() != nil {
+				if err == nil || i > 0 || !errors.Is(err, errTransport) || time.Now().After(deadline) || ctx.Err() != nil {
 					break
 				}
-				select { // the target may still be starting: retry the first request only
+				select { // the target may still be starting: retry the first request while it does not answer
 				case <-ctx.Done():
 				case <-time.After(100 * time.Millisecond):
 				}
