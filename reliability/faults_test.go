@@ -94,8 +94,8 @@ func hold(t *testing.T, l *load, d time.Duration, n int) {
 func testRedisRestart(t *testing.T, f *faultEnv) {
 	l := hammer(loadCtx(t), f.s.Client, f.s.HTTPSURL, 4, 20*time.Millisecond, f.calls)
 	hold(t, l, time.Second, 50)
-	f.redis.Kill()
 	down := time.Now()
+	f.redis.Kill()
 	hold(t, l, 2*time.Second, 100)
 
 	// The limiter still limits while Redis is away (on_store_error local):
@@ -259,8 +259,8 @@ func testUpstreamSlow(t *testing.T, f *faultEnv) {
 func testUpstreamRefusing(t *testing.T, f *faultEnv) {
 	l := hammer(loadCtx(t), f.s.Client, f.s.HTTPSURL, 4, 20*time.Millisecond, f.calls)
 	hold(t, l, time.Second, 50)
-	f.rd.Kill()
 	down := time.Now()
+	f.rd.Kill()
 	hold(t, l, 2*time.Second, 50)
 	f.rd = f.s.StartRecordsd()
 	up := time.Now()
@@ -280,8 +280,8 @@ func testUpstreamRefusing(t *testing.T, f *faultEnv) {
 func testGatewayKilled(t *testing.T, f *faultEnv) {
 	l := hammer(loadCtx(t), f.s.Client, f.s.HTTPSURL, 4, 20*time.Millisecond, f.calls)
 	hold(t, l, time.Second, 50)
+	down := time.Now() // before the signal: requests failing while the process dies count as "during"
 	f.gw.Kill()
-	down := time.Now()
 	f.gw = f.s.StartGateway("caddyfile/Caddyfile.local")
 	up := time.Now()
 	hold(t, l, 2*time.Second, 100)
