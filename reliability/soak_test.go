@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/stack"
 )
 
 // soakDuration is CIVICGATE_SOAK (a Go duration; `make soak` sets it, 10m by
@@ -87,8 +89,37 @@ type sample struct {
 func TestSoak(t *testing.T) {
 	t.Parallel()
 	dur := soakDuration(t)
-	e := start(t, 10)
+	e := start(t, 10, func(t *testing.T, s *stack.Stack) {
+		s.Setenv("CIVICGATE_WEBHOOKS_DEV_LOOPBACK", "on")
+		s.Setenv("CIVICGATE_WEBHOOKS_POLL", "200ms")
+	})
 	calls := soakCalls(e.keys, e.free)
+	// Change events all along: a sync of 20 members every sixth of the run,
+	// each changing every member, delivered to a subscribed receiver.
+	hooks, from := subscribe(t, e, e.keys[1])
+	const syncs, members = 6, 20
+	files := make([]string, syncs)
+	for i := range files {
+		files[i] = legislators(t, members, i)
+	}
+	syncErr := make(chan error, 1)
+	go func() {
+		defer close(syncErr)
+		for i, file := range files {
+			if out, err := e.s.RunErr(bins.Recordsd, "sync", "members", "--file", file); err != nil {
+				syncErr <- fmt.Errorf("sync %d: %w\n%s", i, err, out)
+				return
+			}
+			if i == len(files)-1 {
+				return
+			}
+			select {
+			case <-time.After(dur / syncs):
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
 	ctx := loadCtx(t)
 	if dur > 2*time.Minute {
 		var cancel func()
@@ -124,6 +155,18 @@ func TestSoak(t *testing.T) {
 	}
 	rs := l.stop()
 	elapsed := time.Since(began)
+	if err := <-syncErr; err != nil {
+		t.Fatal(err)
+	}
+	events := memberEvents(t, e.s.DSN, from)
+	if len(events) < syncs*members {
+		t.Fatalf("%d member events from %d syncs of %d members", len(events), syncs, members)
+	}
+	dups := hooks.waitAll(t, events)
+	t.Logf("webhooks: %d events, every one delivered, %d duplicates", len(events), dups)
+	if dups > 0 {
+		t.Errorf("%d duplicate deliveries without any fault", dups)
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%8s %10s %12s %12s %10s %10s %10s %8s\n", "t", "responses", "gateway RSS", "recordsd RSS", "gw gorout", "rd gorout", "rd threads", "rd conns")

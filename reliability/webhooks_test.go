@@ -142,28 +142,7 @@ func maxEventSeq(t *testing.T, dsn string) int64 {
 // outage mid-delivery (during which sync fails cleanly, and after which it
 // resumes) and receiver errors; duplicates stay within at-least-once.
 func testWebhookFaults(t *testing.T, f *faultEnv) {
-	k := newSink(t)
-	key := f.keys[0]
-	create := call{name: "create endpoint", method: "POST", path: "/v1/webhook-endpoints", key: key, ctype: "application/json",
-		body: `{"url":"` + k.srv.URL + `/hook","families":["members"]}`}
-	r := send(t.Context(), f.s.Client, f.s.HTTPSURL, &create)
-	if r.status != 201 {
-		t.Fatalf("create endpoint: %d %v %s", r.status, r.err, r.body)
-	}
-	var ep struct {
-		Secret string `json:"secret"`
-	}
-	if err := json.Unmarshal([]byte(r.body), &ep); err != nil {
-		t.Fatal(err)
-	}
-	v, err := standardwebhooks.NewWebhook(ep.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.mu.Lock()
-	k.verifier = v
-	k.mu.Unlock()
-	from := maxEventSeq(t, f.s.DSN)
+	k, from := subscribe(t, f.env, f.keys[0])
 	const members = 30
 
 	// Round 1: the gateway (and its delivery sidecar) is SIGKILLed while
@@ -200,6 +179,46 @@ func testWebhookFaults(t *testing.T, f *faultEnv) {
 	if len(want) < 3*members {
 		t.Fatalf("only %d member events written by three syncs of %d members", len(want), members)
 	}
+	dups := k.waitAll(t, want)
+	// At least once: a delivery in flight when the gateway died may repeat;
+	// anything beyond the in-flight bound (4 per endpoint) plus the
+	// deliveries whose outcome PostgreSQL lost is a duplication bug.
+	if dups > 8 {
+		t.Errorf("%d duplicate deliveries for %d events", dups, len(want))
+	}
+	t.Logf("webhooks: %d events, all delivered; %d duplicates; %d delivered before the SIGKILL", len(want), dups, atKill)
+}
+
+// subscribe registers a sink for the members family with key's organization
+// and returns it with the change_events position it starts after.
+func subscribe(t *testing.T, e *env, key string) (*sink, int64) {
+	k := newSink(t)
+	create := call{name: "create endpoint", method: "POST", path: "/v1/webhook-endpoints", key: key, ctype: "application/json",
+		body: `{"url":"` + k.srv.URL + `/hook","families":["members"]}`}
+	r := send(t.Context(), e.s.Client, e.s.HTTPSURL, &create)
+	if r.status != 201 {
+		t.Fatalf("create endpoint: %d %v %s", r.status, r.err, r.body)
+	}
+	var ep struct {
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &ep); err != nil {
+		t.Fatal(err)
+	}
+	v, err := standardwebhooks.NewWebhook(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.mu.Lock()
+	k.verifier = v
+	k.mu.Unlock()
+	return k, maxEventSeq(t, e.s.DSN)
+}
+
+// waitAll waits until every event of want was delivered, checks nothing else
+// was and every delivery verified, and returns the number of duplicates.
+func (k *sink) waitAll(t *testing.T, want map[string]bool) int {
+	t.Helper()
 	stack.WaitFor(t, 90*time.Second, "every event delivered", func() error {
 		got := k.delivered()
 		missing := 0
@@ -227,11 +246,5 @@ func testWebhookFaults(t *testing.T, f *faultEnv) {
 	if len(bad) > 0 {
 		t.Errorf("%d bad deliveries, first: %s", len(bad), bad[0])
 	}
-	// At least once: a delivery in flight when the gateway died may repeat;
-	// anything beyond the in-flight bound (4 per endpoint) plus the
-	// deliveries whose outcome PostgreSQL lost is a duplication bug.
-	if dups > 8 {
-		t.Errorf("%d duplicate deliveries for %d events", dups, len(want))
-	}
-	t.Logf("webhooks: %d events, all delivered; %d duplicates; %d delivered before the SIGKILL", len(want), dups, atKill)
+	return dups
 }
