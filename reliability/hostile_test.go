@@ -155,6 +155,21 @@ func corpus() []hostile {
 		{name: "fragment fan-out", why: "fragments doubling at each level (2^30 fields once expanded)",
 			head: post(), body: gqlBody(fanOut(30)), status: 200,
 			want: `{"data":null,"errors":[{"message":"Root field count 1073741824 exceeds the maximum of 10","locations":[{"line":1,"column":1}],"extensions":{"code":"TOO_MANY_ROOT_FIELDS"}},{"message":"Query cost 1073741824 exceeds the maximum of 10000","locations":[{"line":1,"column":1}],"extensions":{"code":"QUERY_TOO_COMPLEX"}}]}`},
+		{name: "batched array", why: "a JSON array of operations (batching) is not accepted: one operation per request",
+			head: post(), body: `[` + okBills + `,` + okBills + `]`, status: 400,
+			want: `{"errors":[{"message":"Request body must be a JSON object"}]}`},
+		{name: "mutation", why: "only query operations are accepted (read-only service)",
+			head: post(), body: gqlBody(`mutation { bills { nextCursor } }`), status: 200,
+			want: `{"data":null,"errors":[{"message":"Schema does not support operation type \"mutation\"","locations":[{"line":1,"column":1}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`},
+		{name: "subscription", why: "only query operations are accepted",
+			head: post(), body: gqlBody(`subscription { bills { nextCursor } }`), status: 200,
+			want: `{"data":null,"errors":[{"message":"Schema does not support operation type \"subscription\"","locations":[{"line":1,"column":1}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`},
+		{name: "many operations", why: "400 named operations in one document, one selected",
+			head: post(), body: `{"query":` + strconv.Quote(manyOps(400)) + `,"operationName":"Q399"}`, status: 200,
+			want: `{"data":{"__typename":"Query"}}`},
+		{name: "operationName not in document", why: "DESIGN §3.6: 400",
+			head: post(), body: `{"query":"query A { __typename }","operationName":"B"}`, status: 400,
+			want: `{"errors":[{"message":"Unknown operation named \"B\""}]}`},
 		{name: "100 MiB with length", why: "Content-Length over 128 KiB: refused before reading",
 			head: withLength(post(), hundredMiB), stream: zeros(hundredMiB, false), status: 413,
 			want: tooLarge},
@@ -245,6 +260,14 @@ func corpus() []hostile {
 			head: withLength("POST /bills HTTP/1.1\r\nAuthorization: Bearer {{FREE}}\r\nContent-Type: application/json", 2), body: `{}`, status: 405,
 			want: `{"errors":[{"message":"Use GET"}]}`},
 	}
+}
+
+func manyOps(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "query Q%d { __typename } ", i)
+	}
+	return b.String()
 }
 
 func fanOut(n int) string {
