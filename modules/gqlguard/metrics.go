@@ -13,6 +13,7 @@ const (
 	outcomeMediaType        = "unsupported_media_type"
 	outcomeTooLarge         = "body_too_large"
 	outcomeBadRequest       = "bad_request"
+	outcomeBodyTimeout      = "body_timeout"
 	outcomeBearer           = "bearer_in_request"
 	outcomeParseFailed      = "parse_failed"
 	outcomeValidationFailed = "validation_failed"

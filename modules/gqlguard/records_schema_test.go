@@ -2,8 +2,10 @@ package gqlguard
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -79,5 +81,27 @@ func TestEntitlementStates(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", w.Code, tc.want, w.Body.String())
 			}
 		})
+	}
+}
+
+// timeoutReader fails like a connection whose read deadline passed.
+type timeoutReader struct{}
+
+func (timeoutReader) Read([]byte) (int, error) { return 0, os.ErrDeadlineExceeded }
+
+// TestBodyReadTimeout: a body the client trickles past the server's read
+// timeout is a 408 in the §3.6 errors form, not a 400 "could not be read".
+func TestBodyReadTimeout(t *testing.T) {
+	g := provisioned(t, &Guard{Schema: "../../backend/schema/records.graphqls"})
+	r := httptest.NewRequest(http.MethodPost, "/", io.NopCloser(timeoutReader{}))
+	r.Header.Set("Content-Type", "application/json")
+	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
+	next := &recordNext{}
+	w := httptest.NewRecorder()
+	if err := g.ServeHTTP(w, r, next); err != nil {
+		t.Fatal(err)
+	}
+	if w.Code != http.StatusRequestTimeout || w.Body.String() != `{"errors":[{"message":"Request body timed out"}]}` || next.body != nil {
+		t.Fatalf("%d %s", w.Code, w.Body.String())
 	}
 }

@@ -31,6 +31,7 @@ const (
 	msgNotEntitled           = "Tier not entitled to this endpoint family"
 	msgInternalServerError   = "Internal Server Error"
 	msgReadFailed            = "Request body could not be read"
+	msgBodyTimeout           = "Request body timed out"
 	msgOnlyQueriesAreAllowed = "Only query operations are allowed"
 	msgIntrospectionDisabled = "GraphQL introspection is not allowed"
 )

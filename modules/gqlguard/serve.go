@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -132,6 +133,14 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 		if errors.As(err, &tooBig) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, messageBody(msgBodyTooLarge))
 			return nil, outcomeTooLarge
+		}
+		// The server's read timeout (Caddy's servers/timeouts/read_body) ran
+		// out while the client trickled its body: 408, not a malformed body.
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestTimeout, messageBody(msgBodyTimeout))
+			return nil, outcomeBodyTimeout
 		}
 		writeJSON(w, http.StatusBadRequest, messageBody(msgReadFailed))
 		return nil, outcomeBadRequest
