@@ -7,7 +7,7 @@
 # connections. Writes the "Side by side" section of BENCHMARKS.md.
 # The Makefile has already built bin/ and started PostgreSQL and Redis.
 #
-# Env: BENCH_ROUNDS (5), BENCH_DURATION (4s), BENCH_WARMUP (1s), BENCH_CONNS (1,16),
+# Env: BENCH_ROUNDS (10), BENCH_DURATION (2s), BENCH_WARMUP (0.5s), BENCH_CONNS (1,16),
 #      BENCH_MIXES ("records light"), BENCH_PORT_BASE (18180: +1 recordsd, +2 bare,
 #      +3 gateway, +4/+5 their admin endpoints, +6 the bench's own redis-server),
 #      CIVICGATE_PG_HOST/PORT (127.0.0.1:5432), BENCH_WRITE (1: update BENCHMARKS.md).
@@ -19,9 +19,9 @@ root=$PWD
 
 log() { echo "bench: $*" >&2; }
 
-rounds=${BENCH_ROUNDS:-5}
-duration=${BENCH_DURATION:-4s}
-warmup=${BENCH_WARMUP:-1s}
+rounds=${BENCH_ROUNDS:-10}
+duration=${BENCH_DURATION:-2s}
+warmup=${BENCH_WARMUP:-0.5s}
 conns=${BENCH_CONNS:-1,16}
 mixes=${BENCH_MIXES:-records light}
 base=${BENCH_PORT_BASE:-18180}
@@ -147,7 +147,7 @@ section="$work/section.md"
 	echo "proxies; \`direct\` posts to it, \`bare\` is \`bench/Caddyfile.bare\` (the same route without the three civic handlers:"
 	echo "X-Request-Id/-Server headers, rewrite, header_up, reverse_proxy), \`gateway\` is"
 	echo "\`bench/Caddyfile.gateway\` (the /v1/graphql route of the shipped \`caddyfile/routes.caddy\`: civic_auth with a cached key → civic_rate_limit"
-	echo "on ${redis_note}, tier quota 10⁹/h so never hit, leases of 1000 tokens → graphql_guard with a warm cache →"
+	echo "on ${redis_note}, tier quota 10⁹/h so never hit, leases of 1000 tokens, \`on_store_error local\` as shipped → graphql_guard with a warm cache →"
 	echo "reverse_proxy). Same binary, same global options (\`metrics\` on, no access log), same upstream"
 	echo "transport. Plain HTTP/1.1 keep-alive on loopback for all three: TLS would cost both Caddy variants the same and is"
 	echo "not what is compared. \`bin/loadgen\` (cmd/loadgen) runs closed-loop connections (one client per connection),"
@@ -165,10 +165,6 @@ section="$work/section.md"
 		cat "$work/report-$mix.md"
 		echo
 	done
-	if [ -f bench/ANALYSIS.md ]; then
-		cat bench/ANALYSIS.md
-		echo
-	fi
 } >"$section"
 
 if [ ! -f BENCHMARKS.md ]; then printf '# Benchmarks\n\n' >BENCHMARKS.md; fi
