@@ -97,43 +97,45 @@ func legislators(t *testing.T, n, round int) string {
 	return path
 }
 
+// withDB runs f on a direct connection to the stack's database.
+func withDB(t *testing.T, dsn string, f func(ctx context.Context, conn *pgx.Conn) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := f(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // memberEvents lists the webhook-ids of members events after seq (direct
 // from change_events, the outbox itself).
 func memberEvents(t *testing.T, dsn string, after int64) map[string]bool {
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, `SELECT event_id::text FROM change_events WHERE family = 'members' AND id > $1`, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]bool{}
-	for _, id := range ids {
-		out[id] = true
-	}
+	withDB(t, dsn, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT event_id::text FROM change_events WHERE family = 'members' AND id > $1`, after)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, id := range ids {
+			out[id] = true
+		}
+		return err
+	})
 	return out
 }
 
+// maxEventSeq is the position of the newest change event.
 func maxEventSeq(t *testing.T, dsn string) int64 {
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 	var n int64
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM change_events`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	withDB(t, dsn, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM change_events`).Scan(&n)
+	})
 	return n
 }
 
