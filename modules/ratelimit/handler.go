@@ -93,14 +93,16 @@ func expand(repl *caddy.Replacer, tmpl, name string) string {
 	return repl.ReplaceAll(tmpl, "")
 }
 
-// policyKey and policyStrings: per (policy name, rate), the header value and
-// store-key prefix, built once instead of on every request.
+// policyKey and policyStrings: per (policy name, rate as written), the parsed
+// rate, the header value and the store-key prefix, built once instead of on
+// every request.
 type policyKey struct {
-	name string
-	r    rate
+	name    string
+	rawRate string
 }
 
 type policyStrings struct {
+	r      rate
 	sf     string // the name as a structured-field string
 	header string // RateLimit-Policy value
 	prefix string // store key prefix: name:quota/window_ms:
@@ -115,16 +117,23 @@ type policyCache struct {
 
 const maxPolicies = 1024
 
-func (c *policyCache) get(name string, r rate) *policyStrings {
-	k := policyKey{name: name, r: r}
+// get returns the entry for a policy name and a rate as written, parsing
+// the rate on a miss (an unparsable rate is not cached).
+func (c *policyCache) get(name, rawRate string) (*policyStrings, error) {
+	k := policyKey{name: name, rawRate: rawRate}
 	c.mu.RLock()
 	p := c.m[k]
 	c.mu.RUnlock()
 	if p != nil {
-		return p
+		return p, nil
+	}
+	r, err := parseRate(rawRate)
+	if err != nil {
+		return nil, err
 	}
 	sf := sfString(name)
 	p = &policyStrings{
+		r:      r,
 		sf:     sf,
 		header: sf + ";q=" + strconv.FormatInt(r.quota, 10) + ";w=" + strconv.FormatInt(ceilDiv(r.window.Microseconds(), 1e6), 10),
 		// the rate is part of the store key: a rate changed by reload starts from
@@ -137,7 +146,7 @@ func (c *policyCache) get(name string, r rate) *policyStrings {
 	}
 	c.m[k] = p
 	c.mu.Unlock()
-	return p
+	return p, nil
 }
 
 // ServeHTTP admits or refuses the request (DESIGN.md §3.6).
@@ -152,23 +161,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		writeJSON(w, http.StatusInternalServerError, bodyInternal)
 		return nil
 	}
-	var rt rate
-	if h.fixed != nil {
-		rt = *h.fixed
-	} else {
-		parsed, err := parseRate(expand(repl, h.Rate, h.rateName))
-		if err != nil {
-			h.logger.Error("rate limit rate does not parse", zap.String("rate", h.Rate), zap.Error(err))
-			writeJSON(w, http.StatusInternalServerError, bodyInternal)
-			return nil
-		}
-		rt = parsed
+	rawRate := h.Rate
+	if h.fixed == nil {
+		rawRate = expand(repl, h.Rate, h.rateName)
 	}
 	name := expand(repl, h.Policy, h.policyName)
 	if name == "" {
 		name = "default"
 	}
-	ps := h.policies.get(name, rt)
+	ps, err := h.policies.get(name, rawRate)
+	if err != nil {
+		h.logger.Error("rate limit rate does not parse", zap.String("rate", h.Rate), zap.Error(err))
+		writeJSON(w, http.StatusInternalServerError, bodyInternal)
+		return nil
+	}
+	rt := ps.r
 	// One allocation for both header value slices; each is capped at one
 	// element so that an Add elsewhere copies instead of overwriting.
 	vals := make([]string, 2)
