@@ -162,7 +162,7 @@ func TestSoak(t *testing.T) {
 	if len(events) < syncs*members {
 		t.Fatalf("%d member events from %d syncs of %d members", len(events), syncs, members)
 	}
-	dups := hooks.waitAll(t, events)
+	dups := hooks.waitAll(t, e.s.DSN, events)
 	t.Logf("webhooks: %d events, every one delivered, %d duplicates", len(events), dups)
 	if dups > 0 {
 		t.Errorf("%d duplicate deliveries without any fault", dups)

@@ -130,6 +130,34 @@ func memberEvents(t *testing.T, dsn string, after int64) map[string]bool {
 	return out
 }
 
+// deliveryRows shows the webhook_deliveries rows of some events.
+func deliveryRows(t *testing.T, dsn string, eventIDs []string) string {
+	var b strings.Builder
+	withDB(t, dsn, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT event_id::text, kind, status, attempts, next_attempt_at, lease_until, coalesce(last_status_code, 0), last_error
+			FROM civicgate.webhook_deliveries WHERE event_id::text = ANY($1) ORDER BY id`, eventIDs)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, kind, status, lastErr string
+			var attempts, code int
+			var next time.Time
+			var lease *time.Time
+			if err := rows.Scan(&id, &kind, &status, &attempts, &next, &lease, &code, &lastErr); err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, "  %s %s %s attempts=%d next=%s lease=%v last=%d %q\n", id, kind, status, attempts, next.Format(time.RFC3339), lease, code, lastErr)
+		}
+		return rows.Err()
+	})
+	if b.Len() == 0 {
+		return "  (no delivery rows: the events were never fanned out to the endpoint)"
+	}
+	return b.String()
+}
+
 // maxEventSeq is the position of the newest change event.
 func maxEventSeq(t *testing.T, dsn string) int64 {
 	var n int64
@@ -181,7 +209,7 @@ func testWebhookFaults(t *testing.T, f *faultEnv) {
 	if len(want) < 3*members {
 		t.Fatalf("only %d member events written by three syncs of %d members", len(want), members)
 	}
-	dups := k.waitAll(t, want)
+	dups := k.waitAll(t, f.s.DSN, want)
 	// At least once: a delivery in flight when the gateway died may repeat;
 	// anything beyond the in-flight bound (4 per endpoint) plus the
 	// deliveries whose outcome PostgreSQL lost is a duplication bug.
@@ -218,22 +246,27 @@ func subscribe(t *testing.T, e *env, key string) (*sink, int64) {
 }
 
 // waitAll waits until every event of want was delivered, checks nothing else
-// was and every delivery verified, and returns the number of duplicates.
-func (k *sink) waitAll(t *testing.T, want map[string]bool) int {
+// was and every delivery verified, and returns the number of duplicates. When
+// some never arrive it shows their rows of webhook_deliveries.
+func (k *sink) waitAll(t *testing.T, dsn string, want map[string]bool) int {
 	t.Helper()
-	stack.WaitFor(t, 90*time.Second, "every event delivered", func() error {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
 		got := k.delivered()
-		missing := 0
+		var missing []string
 		for id := range want {
 			if got[id] == 0 {
-				missing++
+				missing = append(missing, id)
 			}
 		}
-		if missing > 0 {
-			return fmt.Errorf("%d of %d events not delivered", missing, len(want))
+		if len(missing) == 0 {
+			break
 		}
-		return nil
-	})
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events not delivered within 90 s; their deliveries:\n%s", len(missing), len(want), deliveryRows(t, dsn, missing))
+		}
+		time.Sleep(100 * time.Millisecond) // polling the receiver with a deadline
+	}
 	got := k.delivered()
 	dups := 0
 	for id, n := range got {
