@@ -21,8 +21,9 @@ import (
 )
 
 // sink is a webhook receiver on loopback: it verifies every delivery with the
-// Standard Webhooks library and counts deliveries per webhook-id. The first
-// attempt of every fifth event is answered 503, so retries are exercised too.
+// Standard Webhooks library and counts deliveries per webhook-id. While
+// refusing is on, the first attempt of every fifth new event is answered 503,
+// so retries are exercised too.
 type sink struct {
 	t        *testing.T
 	srv      *httptest.Server
@@ -31,10 +32,12 @@ type sink struct {
 	got      map[string]int
 	bad      []string
 	seen     int
+	refusing bool
+	slow     time.Duration // each delivery takes this long (a slow receiver)
 }
 
 func newSink(t *testing.T) *sink {
-	k := &sink{t: t, got: map[string]int{}}
+	k := &sink{t: t, got: map[string]int{}, refusing: true}
 	k.srv = httptest.NewServer(http.HandlerFunc(k.serve))
 	t.Cleanup(k.srv.Close)
 	return k
@@ -42,6 +45,10 @@ func newSink(t *testing.T) *sink {
 
 func (k *sink) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
+	k.mu.Lock()
+	slow := k.slow
+	k.mu.Unlock()
+	time.Sleep(slow) // the receiver's own pace, so faults land mid-delivery
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err != nil || k.verifier == nil {
@@ -59,7 +66,7 @@ func (k *sink) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, known := k.got[id]; !known {
 		k.seen++
-		if k.seen%5 == 0 {
+		if k.refusing && k.seen%5 == 0 {
 			k.got[id] = 0 // first attempt refused: the retry must come
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -174,25 +181,32 @@ func maxEventSeq(t *testing.T, dsn string) int64 {
 func testWebhookFaults(t *testing.T, f *faultEnv) {
 	k, from := subscribe(t, f.env, f.keys[0])
 	const members = 30
+	// No refusals while faults are injected: a retry that fell into an outage
+	// would wait for the schedule's next step (5 min), longer than the test.
+	// Slow deliveries (4 in flight, 100 ms each): the faults land while
+	// deliveries are under way.
+	k.mu.Lock()
+	k.refusing = false
+	k.slow = 100 * time.Millisecond
+	k.mu.Unlock()
 
-	// Round 1: the gateway (and its delivery sidecar) is SIGKILLed while
-	// delivering, then restarted.
+	// underway waits until deliveries progress (at least one more arrives).
+	underway := func(what string) {
+		before := len(k.delivered())
+		stack.WaitFor(t, 30*time.Second, what, func() error {
+			if len(k.delivered()) == before {
+				return fmt.Errorf("none yet")
+			}
+			return nil
+		})
+	}
+
+	// Round 1: PostgreSQL goes away while deliveries are under way; a sync
+	// during the outage fails cleanly.
 	f.s.Run(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 1))
-	stack.WaitFor(t, 30*time.Second, "first deliveries", func() error {
-		if n := len(k.delivered()); n == 0 {
-			return fmt.Errorf("none yet")
-		}
-		return nil
-	})
-	f.gw.Kill()
-	atKill := len(k.delivered())
-	f.gw = f.s.StartGateway("caddyfile/Caddyfile.local")
-
-	// Round 2: PostgreSQL goes away while delivering; a sync during the outage
-	// fails cleanly; after it, sync resumes.
-	f.s.Run(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 2))
+	underway("round 1 deliveries under way")
 	f.pg.Cut()
-	out, err := f.s.RunErr(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 3))
+	out, err := f.s.RunErr(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 99))
 	if err == nil {
 		t.Error("sync succeeded while PostgreSQL was unreachable")
 	}
@@ -203,7 +217,22 @@ func testWebhookFaults(t *testing.T, f *faultEnv) {
 	}
 	time.Sleep(2 * time.Second) // the outage's length: deliveries and the sidecar's polls must fail meanwhile
 	f.pg.Restore()
-	f.s.Run(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 4))
+
+	// Round 2: sync resumes; the gateway (and its delivery sidecar) is
+	// SIGKILLed while delivering, then restarted. The attempts it had leased
+	// are taken over when their lease (timeout + 45 s) runs out.
+	f.s.Run(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 2))
+	underway("round 2 deliveries under way")
+	f.gw.Kill()
+	atKill := len(k.delivered())
+	f.gw = f.s.StartGateway("caddyfile/Caddyfile.local")
+
+	// After the faults: the receiver refuses some first attempts, the 5 s
+	// retries deliver them.
+	k.mu.Lock()
+	k.refusing, k.slow = true, 0
+	k.mu.Unlock()
+	f.s.Run(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 3))
 
 	want := memberEvents(t, f.s.DSN, from)
 	if len(want) < 3*members {
@@ -250,7 +279,8 @@ func subscribe(t *testing.T, e *env, key string) (*sink, int64) {
 // some never arrive it shows their rows of webhook_deliveries.
 func (k *sink) waitAll(t *testing.T, dsn string, want map[string]bool) int {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	// Up to a crashed sidecar's lease (60 s) plus a retry step (5 s), and slack.
+	deadline := time.Now().Add(100 * time.Second)
 	for {
 		got := k.delivered()
 		var missing []string
@@ -263,7 +293,7 @@ func (k *sink) waitAll(t *testing.T, dsn string, want map[string]bool) int {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events not delivered within 90 s; their deliveries:\n%s", len(missing), len(want), deliveryRows(t, dsn, missing))
+			t.Fatalf("%d of %d events not delivered within 100 s; their deliveries:\n%s", len(missing), len(want), deliveryRows(t, dsn, missing))
 		}
 		time.Sleep(100 * time.Millisecond) // polling the receiver with a deadline
 	}
