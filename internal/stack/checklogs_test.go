@@ -14,8 +14,10 @@ type recorder struct {
 	errs []string
 }
 
-func (r *recorder) Helper()                        {}
-func (r *recorder) Errorf(format string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(format, a...)) }
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, a ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, a...))
+}
 
 func TestCheckLogsFindsLeaks(t *testing.T) {
 	const key = "cg_live_4f9Qx2mZ8kLpR7tW1yB3nC5vD6hJ0aE"
