@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -52,22 +51,7 @@ func TestGateway(t *testing.T) {
 	t.Run("Errors", func(t *testing.T) { testErrors(t, s, k) })
 	t.Run("RateLimit", func(t *testing.T) { testRateLimit(t, s, k.free) })
 	t.Run("NoSecretsInLogs", func(t *testing.T) {
-		for _, path := range s.Logs {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, key := range []string{k.enterprise, k.free, k.paidBeta, k.suspended, k.revoked, k.testEnv} {
-				if strings.Contains(string(b), key) || strings.Contains(string(b), key[len(key)-20:]) {
-					t.Fatalf("%s contains an API key", path)
-				}
-			}
-			for _, leak := range []string{"goroutine ", "panic:", "SELECT ", "INSERT "} {
-				if strings.Contains(string(b), leak) {
-					t.Errorf("%s contains %q", path, leak)
-				}
-			}
-		}
+		s.CheckLogs(t, k.enterprise, k.free, k.paidBeta, k.suspended, k.revoked, k.testEnv)
 	})
 }
 
