@@ -1,9 +1,9 @@
 package auth
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/civicgate/civicgate/internal/collectors"
 )
 
 // Outcomes, the "outcome" label of civicgate_auth_requests_total.
@@ -34,16 +34,9 @@ func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
 		Help: "Requests seen by civic_auth, by outcome.",
 	}, []string{"outcome"})
 	if reg != nil {
-		if err := reg.Register(vec); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-			existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
-			if !ok {
-				return nil, err
-			}
-			vec = existing
+		var err error
+		if vec, err = collectors.Register(reg, vec); err != nil {
+			return nil, err
 		}
 	}
 	m := &authMetrics{requests: make(map[string]prometheus.Counter, len(outcomes))}

@@ -1,9 +1,9 @@
 package gqlguard
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/civicgate/civicgate/internal/collectors"
 )
 
 // Request outcomes (the "outcome" label; a fixed, low-cardinality set).
@@ -59,31 +59,18 @@ func newGuardMetrics(reg prometheus.Registerer) (*guardMetrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
+	if m.requests, err = collectors.Register(reg, m.requests); err != nil {
 		return nil, err
 	}
-	if m.measured, err = register(reg, m.measured); err != nil {
+	if m.measured, err = collectors.Register(reg, m.measured); err != nil {
 		return nil, err
 	}
-	if m.cacheHits, err = register(reg, m.cacheHits); err != nil {
+	if m.cacheHits, err = collectors.Register(reg, m.cacheHits); err != nil {
 		return nil, err
 	}
-	if m.cacheMiss, err = register(reg, m.cacheMiss); err != nil {
+	if m.cacheMiss, err = collectors.Register(reg, m.cacheMiss); err != nil {
 		return nil, err
 	}
 	m.allowed = m.requests.WithLabelValues(outcomeAllowed)
 	return m, nil
-}
-
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

@@ -1,9 +1,9 @@
 package ratelimit
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/civicgate/civicgate/internal/collectors"
 )
 
 // metrics are the limiter's Prometheus collectors (low cardinality: never a
@@ -34,13 +34,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})
 	if reg != nil {
 		var err error
-		if decisions, err = register(reg, decisions); err != nil {
+		if decisions, err = collectors.Register(reg, decisions); err != nil {
 			return nil, err
 		}
-		if storeErrors, err = register(reg, storeErrors); err != nil {
+		if storeErrors, err = collectors.Register(reg, storeErrors); err != nil {
 			return nil, err
 		}
-		if redisCalls, err = register(reg, redisCalls); err != nil {
+		if redisCalls, err = collectors.Register(reg, redisCalls); err != nil {
 			return nil, err
 		}
 	}
@@ -51,17 +51,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		storeErrors: storeErrors,
 		redisCalls:  redisCalls,
 	}, nil
-}
-
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

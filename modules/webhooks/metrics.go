@@ -1,10 +1,11 @@
 package webhooks
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/civicgate/civicgate/internal/collectors"
 )
 
 // metrics are the sidecar's Prometheus collectors (labels: outcome and
@@ -37,35 +38,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.deliveries, err = register(reg, m.deliveries); err != nil {
+	if m.deliveries, err = collectors.Register(reg, m.deliveries); err != nil {
 		return nil, err
 	}
-	if m.attempts, err = register(reg, m.attempts); err != nil {
+	if m.attempts, err = collectors.Register(reg, m.attempts); err != nil {
 		return nil, err
 	}
-	if m.duration, err = register(reg, m.duration); err != nil {
+	if m.duration, err = collectors.Register(reg, m.duration); err != nil {
 		return nil, err
 	}
-	if m.lagEvents, err = register(reg, m.lagEvents); err != nil {
+	if m.lagEvents, err = collectors.Register(reg, m.lagEvents); err != nil {
 		return nil, err
 	}
-	if m.oldest, err = register(reg, m.oldest); err != nil {
+	if m.oldest, err = collectors.Register(reg, m.oldest); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 func (m *metrics) Delivery(outcome string) { m.deliveries.WithLabelValues(outcome).Inc() }
