@@ -4,19 +4,19 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/civicgate/civicgate/internal/caddyopt"
 )
 
 func init() {
-	httpcaddyfile.RegisterGlobalOption("civic_auth", parseGlobalOption)
-	httpcaddyfile.RegisterHandlerDirective("civic_auth", parseDirective)
+	httpcaddyfile.RegisterGlobalOption("civic_auth", caddyopt.App[App]("civic_auth"))
+	httpcaddyfile.RegisterHandlerDirective("civic_auth", caddyopt.Handler[Handler]())
 	httpcaddyfile.RegisterDirectiveOrder("civic_auth", httpcaddyfile.After, "basic_auth")
 }
 
-// parseGlobalOption parses the civic_auth global option into the civic_auth app:
+// UnmarshalCaddyfile sets up the app from the global option block:
 //
 //	civic_auth {
 //	    keys postgres <dsn> | keys file <path>
@@ -29,18 +29,6 @@ func init() {
 //	    lookup_timeout <duration>
 //	    tier <name> <rate> [<family>...]
 //	}
-func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
-	if existing != nil {
-		return nil, d.Err("civic_auth global option given more than once")
-	}
-	app := new(App)
-	if err := app.UnmarshalCaddyfile(d); err != nil {
-		return nil, err
-	}
-	return httpcaddyfile.App{Name: "civic_auth", Value: caddyconfig.JSON(app, nil)}, nil
-}
-
-// UnmarshalCaddyfile sets up the app from Caddyfile tokens.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
 	if d.NextArg() {
@@ -123,18 +111,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// parseDirective parses the civic_auth handler directive:
+// UnmarshalCaddyfile sets up the handler from the directive:
 //
 //	civic_auth [<matcher>] {
 //	    require_family <family>
 //	}
-func parseDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	var m Handler
-	err := m.UnmarshalCaddyfile(h.Dispenser)
-	return &m, err
-}
-
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {

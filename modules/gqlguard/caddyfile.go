@@ -5,19 +5,14 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
+
+	"github.com/civicgate/civicgate/internal/caddyopt"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("graphql_guard", parseCaddyfile)
+	httpcaddyfile.RegisterHandlerDirective("graphql_guard", caddyopt.Handler[Guard]())
 	httpcaddyfile.RegisterDirectiveOrder("graphql_guard", httpcaddyfile.Before, "request_header")
-}
-
-func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	g := new(Guard)
-	err := g.UnmarshalCaddyfile(h.Dispenser)
-	return g, err
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:

@@ -27,3 +27,9 @@ func TestCaddyfileErrors(t *testing.T) {
 func TestCaddyfileValidControl(t *testing.T) {
 	adapttest.Adapts(t, "{\ncivic_rate_limit {\nlease 0.02\ntimeout 20ms\nmax_keys 10\n}\n}\n:8080 {\ncivic_rate_limit {\nkey a\nrate 1/s\n}\n}")
 }
+
+// TestGlobalOptionOnce: a second civic_rate_limit global block is refused
+// instead of silently replacing the first.
+func TestGlobalOptionOnce(t *testing.T) {
+	adapttest.Refused(t, map[string]string{"twice": "{\ncivic_rate_limit {\nkey_prefix a:\n}\ncivic_rate_limit {\nkey_prefix b:\n}\n}\n:8080 {\nrespond ok\n}"})
+}

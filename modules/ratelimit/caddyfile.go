@@ -4,21 +4,16 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/civicgate/civicgate/internal/caddyopt"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("civic_rate_limit", parseHandler)
+	httpcaddyfile.RegisterHandlerDirective("civic_rate_limit", caddyopt.Handler[Handler]())
 	httpcaddyfile.RegisterDirectiveOrder("civic_rate_limit", httpcaddyfile.After, "forward_auth")
-	httpcaddyfile.RegisterGlobalOption("civic_rate_limit", parseGlobal)
-}
-
-func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	m := new(Handler)
-	return m, m.UnmarshalCaddyfile(h.Dispenser)
+	httpcaddyfile.RegisterGlobalOption("civic_rate_limit", caddyopt.App[App]("civic_rate_limit"))
 }
 
 // UnmarshalCaddyfile parses
@@ -57,15 +52,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
-}
-
-// parseGlobal parses the civic_rate_limit global option into the app.
-func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
-	a := new(App)
-	if err := a.UnmarshalCaddyfile(d); err != nil {
-		return nil, err
-	}
-	return httpcaddyfile.App{Name: "civic_rate_limit", Value: caddyconfig.JSON(a, nil)}, nil
 }
 
 // UnmarshalCaddyfile parses the global option block:

@@ -4,19 +4,29 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/civicgate/civicgate/internal/caddyopt"
 )
 
 func init() {
-	httpcaddyfile.RegisterGlobalOption("civic_webhooks", parseGlobalOption)
-	httpcaddyfile.RegisterHandlerDirective("civic_webhooks", parseDirective)
+	httpcaddyfile.RegisterGlobalOption("civic_webhooks", caddyopt.App[App]("civic_webhooks"))
+	httpcaddyfile.RegisterHandlerDirective("civic_webhooks", caddyopt.Handler[Handler]())
 	httpcaddyfile.RegisterDirectiveOrder("civic_webhooks", httpcaddyfile.Before, "respond")
 }
 
-// parseGlobalOption parses the civic_webhooks global option into the app:
+func parseSwitch(d *caddyfile.Dispenser, v string) (bool, error) {
+	switch v {
+	case "on", "true":
+		return true, nil
+	case "off", "false":
+		return false, nil
+	}
+	return false, d.Errf("%s: %q must be on or off", d.Val(), v)
+}
+
+// UnmarshalCaddyfile sets up the app from the global option block:
 //
 //	civic_webhooks {
 //	    database <dsn>
@@ -31,28 +41,6 @@ func init() {
 //	    retention <duration>
 //	    insecure_allow_loopback [on|off]
 //	}
-func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
-	if existing != nil {
-		return nil, d.Err("civic_webhooks global option given more than once")
-	}
-	app := new(App)
-	if err := app.UnmarshalCaddyfile(d); err != nil {
-		return nil, err
-	}
-	return httpcaddyfile.App{Name: "civic_webhooks", Value: caddyconfig.JSON(app, nil)}, nil
-}
-
-func parseSwitch(d *caddyfile.Dispenser, v string) (bool, error) {
-	switch v {
-	case "on", "true":
-		return true, nil
-	case "off", "false":
-		return false, nil
-	}
-	return false, d.Errf("%s: %q must be on or off", d.Val(), v)
-}
-
-// UnmarshalCaddyfile sets up the app from Caddyfile tokens.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
 	if d.NextArg() {
@@ -140,7 +128,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// parseDirective parses the civic_webhooks handler directive:
+// UnmarshalCaddyfile sets up the handler from the directive:
 //
 //	civic_webhooks [<matcher>] {
 //	    prefix /v1
@@ -149,13 +137,6 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	    max_replay 10000
 //	    max_endpoints 20
 //	}
-func parseDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	var m Handler
-	err := m.UnmarshalCaddyfile(h.Dispenser)
-	return &m, err
-}
-
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
