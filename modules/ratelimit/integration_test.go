@@ -61,6 +61,9 @@ func (g *gateway) reload(t *testing.T, global, routes string) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	// A kept-alive connection may still reach the old server for an instant;
+	// requests after a reload go over new connections to the new config.
+	g.tester.Client.CloseIdleConnections()
 }
 
 type reply struct {
