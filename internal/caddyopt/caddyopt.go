@@ -4,6 +4,9 @@
 package caddyopt
 
 import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -41,4 +44,48 @@ func Handler[T any, P interface {
 		err := m.UnmarshalCaddyfile(h.Dispenser)
 		return m, err
 	}
+}
+
+// OneArg reads the single argument of the current option into dst.
+func OneArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// PositiveInt reads the single argument of the current option as an
+// integer ≥ 1.
+func PositiveInt(d *caddyfile.Dispenser, dst *int) error {
+	opt := d.Val()
+	var v string
+	if err := OneArg(d, &v); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return d.Errf("%s: want a positive integer, got %q", opt, v)
+	}
+	*dst = n
+	return nil
+}
+
+// Duration reads the single argument of the current option as a duration
+// above zero (Caddy syntax, e.g. 30s, 2m, 1d).
+func Duration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	opt := d.Val()
+	var v string
+	if err := OneArg(d, &v); err != nil {
+		return err
+	}
+	dur, err := caddy.ParseDuration(v)
+	if err != nil || dur <= 0 {
+		return d.Errf("%s: want a duration above zero, got %q", opt, v)
+	}
+	*dst = caddy.Duration(dur)
+	return nil
 }

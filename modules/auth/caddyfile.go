@@ -1,8 +1,6 @@
 package auth
 
 import (
-	"strconv"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -52,8 +50,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "environment", "identity_secret":
 			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
+			if err := caddyopt.OneArg(d, &v); err != nil {
+				return err
 			}
 			if opt == "environment" {
 				a.Environment = v
@@ -61,32 +59,24 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.IdentitySecret = v
 			}
 		case "identity_ttl", "cache_ttl", "negative_cache_ttl", "lookup_timeout":
-			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("%s: bad duration %q", opt, v)
+			var dur caddy.Duration
+			if err := caddyopt.Duration(d, &dur); err != nil {
+				return err
 			}
 			switch opt {
 			case "identity_ttl":
-				a.IdentityTTL = caddy.Duration(dur)
+				a.IdentityTTL = dur
 			case "cache_ttl":
-				a.CacheTTL = caddy.Duration(dur)
+				a.CacheTTL = dur
 			case "negative_cache_ttl":
-				a.NegativeCacheTTL = caddy.Duration(dur)
+				a.NegativeCacheTTL = dur
 			default:
-				a.LookupTimeout = caddy.Duration(dur)
+				a.LookupTimeout = dur
 			}
 		case "cache_size":
-			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return d.Errf("cache_size: bad number %q", v)
+			var n int
+			if err := caddyopt.PositiveInt(d, &n); err != nil {
+				return err
 			}
 			a.CacheSize = n
 		case "tier":

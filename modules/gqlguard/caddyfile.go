@@ -43,12 +43,12 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch opt := d.Val(); opt {
 		case "schema":
-			if err := oneArg(d, &g.Schema); err != nil {
+			if err := caddyopt.OneArg(d, &g.Schema); err != nil {
 				return err
 			}
 		case "max_body":
 			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := caddyopt.OneArg(d, &s); err != nil {
 				return err
 			}
 			n, err := humanize.ParseBytes(s)
@@ -93,12 +93,12 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			g.CacheSize = int(n)
 		case "limit_argument":
-			if err := oneArg(d, &g.LimitArgument); err != nil {
+			if err := caddyopt.OneArg(d, &g.LimitArgument); err != nil {
 				return err
 			}
 		case "introspection":
 			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := caddyopt.OneArg(d, &s); err != nil {
 				return err
 			}
 			var on bool
@@ -116,7 +116,7 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			g.MeasureOnly = true
 		case "entitlements":
-			if err := oneArg(d, &g.Entitlements); err != nil {
+			if err := caddyopt.OneArg(d, &g.Entitlements); err != nil {
 				return err
 			}
 		case "family":
@@ -138,21 +138,10 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func oneArg(d *caddyfile.Dispenser, dst *string) error {
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = d.Val()
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return nil
-}
-
 func intArg(d *caddyfile.Dispenser, dst *int64) error {
 	opt := d.Val()
 	var s string
-	if err := oneArg(d, &s); err != nil {
+	if err := caddyopt.OneArg(d, &s); err != nil {
 		return err
 	}
 	n, err := strconv.ParseInt(s, 10, 64)

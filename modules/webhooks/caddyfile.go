@@ -1,8 +1,6 @@
 package webhooks
 
 import (
-	"strconv"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -65,8 +63,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "deliver":
 			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
+			if err := caddyopt.OneArg(d, &v); err != nil {
+				return err
 			}
 			on, err := parseSwitch(d, v)
 			if err != nil {
@@ -86,13 +84,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.InsecureAllowLoopback = on
 		case "workers", "max_in_flight", "batch":
-			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return d.Errf("%s: bad number %q", opt, v)
+			var n int
+			if err := caddyopt.PositiveInt(d, &n); err != nil {
+				return err
 			}
 			switch opt {
 			case "workers":
@@ -103,23 +97,19 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.Batch = n
 			}
 		case "timeout", "poll_interval", "rotation_overlap", "retention":
-			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("%s: bad duration %q", opt, v)
+			var dur caddy.Duration
+			if err := caddyopt.Duration(d, &dur); err != nil {
+				return err
 			}
 			switch opt {
 			case "timeout":
-				a.Timeout = caddy.Duration(dur)
+				a.Timeout = dur
 			case "poll_interval":
-				a.Poll = caddy.Duration(dur)
+				a.Poll = dur
 			case "retention":
-				a.Retention = caddy.Duration(dur)
+				a.Retention = dur
 			default:
-				a.RotationOverlap = caddy.Duration(dur)
+				a.RotationOverlap = dur
 			}
 		default:
 			return d.Errf("unknown civic_webhooks option %q", opt)
@@ -152,8 +142,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch opt {
 		case "prefix", "org", "families":
 			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
+			if err := caddyopt.OneArg(d, &v); err != nil {
+				return err
 			}
 			switch opt {
 			case "prefix":
@@ -167,13 +157,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				h.Families = v
 			}
 		case "max_replay", "max_endpoints":
-			var v string
-			if !d.Args(&v) || d.NextArg() {
-				return d.ArgErr()
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return d.Errf("%s: bad number %q", opt, v)
+			var n int
+			if err := caddyopt.PositiveInt(d, &n); err != nil {
+				return err
 			}
 			if opt == "max_replay" {
 				h.MaxReplay = n
