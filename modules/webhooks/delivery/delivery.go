@@ -68,20 +68,32 @@ func (noMetrics) Delivery(string)               {}
 func (noMetrics) Attempt(string, time.Duration) {}
 func (noMetrics) Lag(int64, time.Duration)      {}
 
+// DefaultLease is how long a claimed attempt stays this instance's without a
+// renewal: after a crash, its attempts are due again within this time.
+const DefaultLease = 15 * time.Second
+
+// recordFor bounds how long the outcome of an answered attempt is retried
+// while the database is unreachable (the lease is renewed meanwhile).
+const recordFor = time.Minute
+
 // Config configures a Dispatcher; zero fields take the defaults.
 type Config struct {
 	Store  *store.Store
 	Client *http.Client // default: egress.Policy{}.Client(Timeout)
 	Clock  Clock        // default: the real clock
 	// Rand returns a uniform number in [0, 1) for jitter (default math/rand/v2).
-	Rand        func() float64
-	Schedule    []time.Duration // default Schedule()
-	Timeout     time.Duration   // one attempt (default 15s)
-	Lease       time.Duration   // lease of a claimed attempt (default Timeout+45s)
-	MaxInFlight int             // per endpoint, across instances (default 4)
-	Workers     int             // concurrent attempts of this instance (default 16)
-	Batch       int             // events per fan-out transaction (default 500)
-	Poll        time.Duration   // idle wait between polls (default 1s)
+	Rand     func() float64
+	Schedule []time.Duration // default Schedule()
+	Timeout  time.Duration   // one attempt (default 15s)
+	// Lease of a claimed attempt (default 15s, at least 300ms). It is renewed
+	// every Lease/3 while the attempt runs and its outcome is being recorded,
+	// so it bounds how long a crashed instance's attempts wait to be taken
+	// over, not how long an attempt may take.
+	Lease       time.Duration
+	MaxInFlight int           // per endpoint, across instances (default 4)
+	Workers     int           // concurrent attempts of this instance (default 16)
+	Batch       int           // events per fan-out transaction (default 500)
+	Poll        time.Duration // idle wait between polls (default 1s)
 	// Retention: finished deliveries older than this are pruned (0 = keep).
 	Retention time.Duration
 	Logger    *zap.Logger
@@ -116,10 +128,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Schedule = Schedule()
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = cfg.Timeout + 45*time.Second
+		cfg.Lease = DefaultLease
 	}
-	if cfg.Lease <= cfg.Timeout {
-		return nil, errors.New("delivery: lease must be longer than the timeout")
+	if cfg.Lease < 300*time.Millisecond {
+		return nil, errors.New("delivery: lease must be at least 300ms")
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4
@@ -310,6 +322,7 @@ func warnEvery(l *zap.Logger, period time.Duration) func(string, error) {
 // ctx carries the request; stop ends the retries of a failed recording (the
 // Run context: a shutdown does not wait for a database that is away).
 func (d *Dispatcher) attempt(ctx, stop context.Context, j store.Job) {
+	defer d.keepLease(ctx, j)()
 	start := time.Now()
 	o, result := d.send(ctx, j)
 	d.cfg.Metrics.Attempt(result, time.Since(start))
@@ -333,11 +346,43 @@ func (d *Dispatcher) attempt(ctx, stop context.Context, j store.Job) {
 	}
 }
 
-// finish records an outcome, retrying while the database is unreachable
-// for as long as the lease still has 5 s to run: an answered request that is
-// not recorded would be sent again once the lease runs out.
+// keepLease renews j's lease every Lease/3 until the returned function is
+// called (it waits for the renewer to stop). A renewal that fails because the
+// database is away is tried again at the next tick: while it is away no other
+// instance can claim the attempt either. A lost lease ends the renewals.
+func (d *Dispatcher) keepLease(ctx context.Context, j store.Job) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		every := d.cfg.Lease / 3
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rctx, rcancel := context.WithTimeout(ctx, every)
+			err := d.cfg.Store.Renew(rctx, j, d.cfg.Clock.Now().Add(d.cfg.Lease))
+			rcancel()
+			if errors.Is(err, store.ErrLeaseLost) {
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// finish records an outcome, retrying while the database is unreachable for
+// up to recordFor (the lease is renewed meanwhile): an answered request that
+// is not recorded would be sent again once the lease runs out.
 func (d *Dispatcher) finish(ctx, stop context.Context, claimed time.Time, j store.Job, o store.Outcome) error {
-	until := claimed.Add(d.cfg.Lease - 5*time.Second)
+	until := claimed.Add(recordFor)
 	wait := 100 * time.Millisecond
 	for {
 		err := d.cfg.Store.Finish(ctx, d.cfg.Clock.Now(), j, o)

@@ -607,3 +607,90 @@ func TestOutcomeRecordedAcrossADatabaseBlip(t *testing.T) {
 		t.Fatalf("after the blip: %+v (the answered attempt must be recorded)", rows)
 	}
 }
+
+// TestLeaseRenewedWhileAnAttemptOutlastsIt: an attempt that takes longer than
+// the lease keeps it (renewed every lease/3), so a second instance polling
+// all along never sends it again; without renewals it would, after 600ms.
+func TestLeaseRenewedWhileAnAttemptOutlastsIt(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	release := make(chan struct{})
+	rc.mu.Lock()
+	rc.hold = release
+	rc.mu.Unlock()
+	ep, _ := e.endpoint(rc.URL())
+	e.db.Insert(t, "bills", 1)
+	const lease = 600 * time.Millisecond
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	start := func() {
+		d, err := delivery.New(delivery.Config{Store: e.store, Client: dev.Client(30 * time.Second), Timeout: 30 * time.Second,
+			Lease: lease, Poll: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := contextUntil(e, stop)
+		wg.Add(1)
+		go func() { defer wg.Done(); defer cancel(); d.Run(ctx) }()
+	}
+	start()
+	waitFor(t, func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inside == 1 })
+	var first time.Time
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT lease_until FROM civicgate.webhook_deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	start() // the second instance, polling every 5ms
+	// Await renewals that carry the lease three leases past its first end.
+	waitFor(t, func() bool {
+		var until time.Time
+		if err := e.db.Pool.QueryRow(e.ctx, `SELECT lease_until FROM civicgate.webhook_deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&until); err != nil {
+			t.Fatal(err)
+		}
+		return until.Sub(first) >= 3*lease
+	})
+	close(release)
+	waitFor(t, func() bool { return len(rc.succeeded()) == 1 })
+	waitFor(t, func() bool { r := e.deliveryRows(ep.ID); return len(r) == 1 && r[0].Status == "delivered" })
+	close(stop)
+	wg.Wait()
+	if n := len(rc.requests()); n != 1 {
+		t.Fatalf("the receiver saw %d requests; the attempt was sent again while it ran", n)
+	}
+	if r := e.deliveryRows(ep.ID); r[0].Attempts != 1 {
+		t.Fatalf("attempts %d, want 1", r[0].Attempts)
+	}
+}
+
+// TestCrashedInstancesAttemptDueAfterTheDefaultLease: an attempt claimed by an
+// instance that died (no renewals, no outcome) is sent again once
+// DefaultLease has passed, and not before.
+func TestCrashedInstancesAttemptDueAfterTheDefaultLease(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	ep, _ := e.endpoint(rc.URL())
+	e.db.Insert(t, "bills", 1)
+	d := e.dispatcher(dev, nil)
+	if _, err := d.FanOut(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The crashed instance: claimed, never renewed, never finished.
+	claimed := e.clock.Now()
+	jobs, err := e.store.Claim(e.ctx, claimed, delivery.DefaultLease, 4, 1, store.RenderEnvelope)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d %v", len(jobs), err)
+	}
+	e.clock.Set(claimed.Add(delivery.DefaultLease - time.Second))
+	if n := e.runOnce(d); n != 0 {
+		t.Fatalf("%d attempts while the crashed instance's lease still ran", n)
+	}
+	e.clock.Set(claimed.Add(delivery.DefaultLease))
+	if n := e.runOnce(d); n != 1 {
+		t.Fatalf("%d attempts once the lease ended, want 1", n)
+	}
+	if r := e.deliveryRows(ep.ID); len(r) != 1 || r[0].Status != "delivered" || r[0].Attempts != 2 {
+		t.Fatalf("rows %+v", r)
+	}
+	if len(rc.succeeded()) != 1 {
+		t.Fatalf("receiver: %d deliveries", len(rc.succeeded()))
+	}
+}

@@ -280,6 +280,21 @@ func (s *Store) Finish(ctx context.Context, now time.Time, j Job, o Outcome) err
 	})
 }
 
+// Renew extends the lease of a claimed attempt that is still running to
+// until. It returns ErrLeaseLost when the attempt is no longer this job's (it
+// was finished, or its lease ran out and another instance claimed it).
+func (s *Store) Renew(ctx context.Context, j Job, until time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE civicgate.webhook_deliveries SET lease_until = $3
+		WHERE id = $1 AND lease_token = $2::uuid AND status = 'delivering'`, j.DeliveryID, j.Token, until)
+	if err != nil {
+		return fmt.Errorf("store: renew: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
 // Lag returns how many events the fan-out is behind the newest event, and
 // the age of the oldest delivery still pending.
 func (s *Store) Lag(ctx context.Context, now time.Time) (events int64, oldest time.Duration, err error) {
