@@ -141,7 +141,7 @@ section="$work/section.md"
 	echo
 	echo "Command: \`make bench\` (\`scripts/bench.sh\`; env BENCH_ROUNDS=${rounds} BENCH_DURATION=${duration} BENCH_WARMUP=${warmup} BENCH_CONNS=${conns} BENCH_MIXES=\"${mixes}\")."
 	echo "Machine: ${machine}; $(date -u '+%Y-%m-%d %H:%M UTC'); load average before ${load_before}, after ${load_after}."
-	echo "Shared and noisy: other engineers' builds and tests ran on the same 2 cores, so compare only the ratios of one run."
+	echo "The VM is shared with other engineers' builds and tests: compare only the ratios of one run; the load averages above say how busy its 2 cores were."
 	echo
 	echo "Setup: one \`bin/recordsd serve --dev-insecure-no-identity\` (small seed in a throwaway database) behind both"
 	echo "proxies; \`direct\` posts to it, \`bare\` is \`bench/Caddyfile.bare\` (the same route without the three civic handlers:"
