@@ -2,4 +2,6 @@
 // ../gqlgen.yml) and its resolvers, which delegate to backend/store.
 package graph
 
-//go:generate go tool gqlgen generate --config ../gqlgen.yml
+//go:generate sh -c "cd .. && go tool gqlgen generate --config gqlgen.yml"
+//go:generate sed -i.orig -e "s/graphql\\.MarshalSliceConcurrently(/marshalSliceInOrder(/g" generated.go
+//go:generate rm generated.go.orig

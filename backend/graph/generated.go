@@ -7783,7 +7783,7 @@ func (ec *executionContext) marshalNBill2githubᚗcomᚋcivicgateᚋcivicgateᚋ
 }
 
 func (ec *executionContext) marshalNBill2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐBillᚄ(ctx context.Context, sel ast.SelectionSet, v []records.Bill) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNBill2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐBill(ctx, sel, v[i])
@@ -7839,7 +7839,7 @@ func (ec *executionContext) marshalNFederalBudgetLine2githubᚗcomᚋcivicgate�
 }
 
 func (ec *executionContext) marshalNFederalBudgetLine2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐFederalBudgetLineᚄ(ctx context.Context, sel ast.SelectionSet, v []records.FederalBudgetLine) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNFederalBudgetLine2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐFederalBudgetLine(ctx, sel, v[i])
@@ -7914,7 +7914,7 @@ func (ec *executionContext) marshalNLobbyingActivity2githubᚗcomᚋcivicgateᚋ
 }
 
 func (ec *executionContext) marshalNLobbyingActivity2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐLobbyingActivityᚄ(ctx context.Context, sel ast.SelectionSet, v []records.LobbyingActivity) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNLobbyingActivity2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐLobbyingActivity(ctx, sel, v[i])
@@ -7934,7 +7934,7 @@ func (ec *executionContext) marshalNLobbyingDisclosure2githubᚗcomᚋcivicgate�
 }
 
 func (ec *executionContext) marshalNLobbyingDisclosure2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐLobbyingDisclosureᚄ(ctx context.Context, sel ast.SelectionSet, v []records.LobbyingDisclosure) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNLobbyingDisclosure2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐLobbyingDisclosure(ctx, sel, v[i])
@@ -7976,7 +7976,7 @@ func (ec *executionContext) marshalNLobbyist2githubᚗcomᚋcivicgateᚋcivicgat
 }
 
 func (ec *executionContext) marshalNLobbyist2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐLobbyistᚄ(ctx context.Context, sel ast.SelectionSet, v []records.Lobbyist) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNLobbyist2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐLobbyist(ctx, sel, v[i])
@@ -7996,7 +7996,7 @@ func (ec *executionContext) marshalNMember2githubᚗcomᚋcivicgateᚋcivicgate�
 }
 
 func (ec *executionContext) marshalNMember2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐMemberᚄ(ctx context.Context, sel ast.SelectionSet, v []records.Member) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNMember2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐMember(ctx, sel, v[i])
@@ -8016,7 +8016,7 @@ func (ec *executionContext) marshalNMemberTerm2githubᚗcomᚋcivicgateᚋcivicg
 }
 
 func (ec *executionContext) marshalNMemberTerm2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐMemberTermᚄ(ctx context.Context, sel ast.SelectionSet, v []records.MemberTerm) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNMemberTerm2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐMemberTerm(ctx, sel, v[i])
@@ -8044,7 +8044,7 @@ func (ec *executionContext) marshalNRegulatoryAgency2githubᚗcomᚋcivicgateᚋ
 }
 
 func (ec *executionContext) marshalNRegulatoryAgency2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐRegulatoryAgencyᚄ(ctx context.Context, sel ast.SelectionSet, v []records.RegulatoryAgency) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNRegulatoryAgency2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐRegulatoryAgency(ctx, sel, v[i])
@@ -8064,7 +8064,7 @@ func (ec *executionContext) marshalNRegulatoryFiling2githubᚗcomᚋcivicgateᚋ
 }
 
 func (ec *executionContext) marshalNRegulatoryFiling2ᚕgithubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐRegulatoryFilingᚄ(ctx context.Context, sel ast.SelectionSet, v []records.RegulatoryFiling) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNRegulatoryFiling2githubᚗcomᚋcivicgateᚋcivicgateᚋbackendᚋrecordsᚐRegulatoryFiling(ctx, sel, v[i])
@@ -8163,7 +8163,7 @@ func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlge
 }
 
 func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirectiveᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx, sel, v[i])
@@ -8207,7 +8207,7 @@ func (ec *executionContext) unmarshalN__DirectiveLocation2ᚕstringᚄ(ctx conte
 }
 
 func (ec *executionContext) marshalN__DirectiveLocation2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__DirectiveLocation2string(ctx, sel, v[i])
@@ -8235,7 +8235,7 @@ func (ec *executionContext) marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlg
 }
 
 func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
@@ -8263,7 +8263,7 @@ func (ec *executionContext) marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋg
 }
 
 func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
@@ -8480,7 +8480,7 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__EnumValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValue(ctx, sel, v[i])
@@ -8499,7 +8499,7 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Field2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐField(ctx, sel, v[i])
@@ -8518,7 +8518,7 @@ func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
@@ -8537,7 +8537,7 @@ func (ec *executionContext) marshalO__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgen�
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInOrder(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
