@@ -74,6 +74,7 @@ done
 log "recordsd serving on $addr (pid $srv)"
 
 table=$(mktemp)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 bin/recordsbench --url "http://${addr}/graphql" --requests "$requests" --clients 1,4 --depth 1000 >"$table"
 
 cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*(.*)/\1/p' /proc/cpuinfo | head -n1)
@@ -84,7 +85,7 @@ section=$(mktemp)
 	echo "Command: \`make bench-backend\` (\`scripts/bench-backend.sh\`; \`--fresh\` re-seeds). Database \`${db}\`: ${counts}."
 	echo "Load: ${seed_note}."
 	echo
-	echo "Machine: $(nproc) cores (${cpu}), $(go version | cut -d' ' -f3-), $(psql "$DATABASE_URL" -Atqc 'SHOW server_version' | cut -d' ' -f1) PostgreSQL, $(date -u '+%Y-%m-%d %H:%M UTC'). Shared and noisy (other builds and tests ran concurrently)."
+	echo "Machine: $(nproc) cores (${cpu}), $(go version | cut -d' ' -f3-), $(psql "$DATABASE_URL" -Atqc 'SHOW server_version' | cut -d' ' -f1) PostgreSQL, $(date -u '+%Y-%m-%d %H:%M UTC'); load average before ${load_before}. The VM is shared with other engineers' builds and tests: the load average says how busy it was."
 	echo "Method: \`bin/recordsd serve --dev-insecure-no-identity\` on loopback; \`bin/recordsbench\` POSTs GraphQL over keep-alive"
 	echo "connections, ${requests} timed requests per row after 10 warm-up requests, split evenly over the clients; latency is"
 	echo "end to end (request write → full JSON body read). The deep page is reached once by walking \`nextCursor\` 999 times,"
