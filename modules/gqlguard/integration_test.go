@@ -252,6 +252,11 @@ func TestGuardOutcomes(t *testing.T) {
 			`{"errors":[{"message":"Variable \"$id\" is invalid at variable.id: must be defined"}]}`, nil},
 		{"input variable member of the wrong type", call{path: "/g", body: q(`query($in: BillsInput) { bills(input: $in) { nextCursor } }`, `"variables":{"in":{"limit":"many"}}`)}, 400,
 			`{"errors":[{"message":"Variable \"$in\" is invalid at variable.in.limit: cannot use string as Int"}]}`, nil},
+		// GraphQL's Int is 32 bits; gqlparser alone lets any int64 through to the backend.
+		{"variable beyond 32 bits", call{path: "/g", body: q(billsQuery, `"variables":{"n":2170000000}`)}, 400,
+			`{"errors":[{"message":"Variable \"$n\" is invalid at variable.n: Int cannot represent non 32-bit signed integer value: 2170000000"}]}`, nil},
+		{"input variable member beyond 32 bits", call{path: "/g", body: q(`query($in: BillsInput) { bills(input: $in) { nextCursor } }`, `"variables":{"in":{"limit":-4294967296}}`)}, 400,
+			`{"errors":[{"message":"Variable \"$in\" is invalid at variable.in.limit: Int cannot represent non 32-bit signed integer value: -4294967296"}]}`, nil},
 
 		// spec §5.10: the bearer token never travels in the document
 		{"bearer token in the query", call{path: "/g", headers: auth, body: q(`{ bills(input: {q: "` + token + `"}) { nextCursor } }`)}, 400,
@@ -270,6 +275,8 @@ func TestGuardOutcomes(t *testing.T) {
 			`{"data":null,"errors":[{"message":"Cannot query field \"nextCursr\" on type \"BillsPage\". Did you mean \"nextCursor\"?","locations":[{"line":1,"column":11}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}},{"message":"Cannot query field \"bil\" on type \"Query\". Did you mean \"bill\" or \"bills\"?","locations":[{"line":1,"column":23}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`, nil},
 		{"no suggestions with introspection off", call{path: "/closed", body: q("{ bills { nextCursr } bil(id: 1) { title } }")}, 200,
 			`{"data":null,"errors":[{"message":"Cannot query field \"nextCursr\" on type \"BillsPage\".","locations":[{"line":1,"column":11}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}},{"message":"Cannot query field \"bil\" on type \"Query\".","locations":[{"line":1,"column":23}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`, nil},
+		{"Int literal beyond 32 bits", call{path: "/g", body: q("{ bills(input: {limit: 2170000000}) { nextCursor } }")}, 200,
+			`{"data":null,"errors":[{"message":"Int cannot represent non 32-bit signed integer value: 2170000000","locations":[{"line":1,"column":24}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`, nil},
 		{"mutation refused", call{path: "/g", body: q("mutation M { noop }")}, 200,
 			`{"data":null,"errors":[{"message":"Only query operations are allowed","locations":[{"line":1,"column":1}],"extensions":{"code":"OPERATION_NOT_ALLOWED"}}]}`, nil},
 		{"introspection refused when off", call{path: "/closed", body: q("{ __schema { queryType { name } } }")}, 200,

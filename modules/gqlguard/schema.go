@@ -14,6 +14,8 @@ import (
 	"github.com/vektah/gqlparser/v2/validator"
 	"github.com/vektah/gqlparser/v2/validator/core"
 	"github.com/vektah/gqlparser/v2/validator/rules"
+
+	"github.com/civicgate/civicgate/internal/intscalar"
 )
 
 // loadedSchema is a validated GraphQL schema with the hash that keys the
@@ -86,6 +88,7 @@ func validate(schema *ast.Schema, doc *ast.QueryDocument, list []core.Rule) gqle
 
 func ruleSet(introspection bool) *rules.Rules {
 	r := rules.NewDefaultRules()
+	r.AddRule(intscalar.RuleName, intscalar.Rule.RuleFunc) // Int is 32 bits; gqlparser lets any int64 through
 	if introspection {
 		return r
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/validator"
+
+	"github.com/civicgate/civicgate/internal/intscalar"
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/credential"
@@ -295,6 +297,9 @@ func (g *Guard) coerce(op *compiledOp, fast bool, raw []byte, vars map[string]an
 	}
 	coercedVars, err := validator.VariableValues(g.schema.schema, op.vars, vars)
 	if err != nil {
+		return coerced{}, err
+	}
+	if err := intscalar.Variables(g.schema.schema, op.vars.VariableDefinitions, coercedVars); err != nil {
 		return coerced{}, err
 	}
 	cost := op.measures.cost.evaluate(coercedVars)
