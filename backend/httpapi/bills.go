@@ -11,7 +11,7 @@ import (
 )
 
 // ParseBillsQuery turns GET /bills query parameters (congress, type, q, cursor, limit) into a BillsInput.
-// Unknown or repeated parameters, a non-integer congress or limit, and a limit outside 1..100 are
+// Unknown or repeated parameters, a congress that is not a 32-bit integer, a non-integer limit, and a limit outside 1..100 are
 // *records.InputError naming the parameter. The cursor is checked by the store.
 func ParseBillsQuery(v url.Values) (records.BillsInput, error) {
 	var in records.BillsInput
@@ -22,11 +22,14 @@ func ParseBillsQuery(v url.Values) (records.BillsInput, error) {
 		val := vals[0]
 		switch name {
 		case "congress":
-			n, err := strconv.Atoi(val)
+			// 32 bits, as GraphQL's Int (and the column): a larger number is refused here as
+			// bills(input: {congress:}) refuses it, rather than reaching PostgreSQL.
+			n, err := strconv.ParseInt(val, 10, 32)
 			if err != nil {
-				return in, &records.InputError{Field: name, Message: "parameter \"congress\" must be an integer"}
+				return in, &records.InputError{Field: name, Message: "parameter \"congress\" must be a 32-bit integer"}
 			}
-			in.Congress = &n
+			c := int(n)
+			in.Congress = &c
 		case "limit":
 			n, err := strconv.Atoi(val)
 			if err != nil {

@@ -79,6 +79,8 @@ func TestGetBillsBadParameters(t *testing.T) {
 		query, param string
 	}{
 		{"congress=abc", "congress"},
+		{"congress=2170000000", "congress"}, // beyond GraphQL's Int and the int4 column (found by FuzzBillsQuery)
+		{"congress=-2147483649", "congress"},
 		{"limit=0", "limit"},
 		{"limit=101", "limit"},
 		{"limit=ten", "limit"},
@@ -121,6 +123,7 @@ func TestRequestErrorBodies(t *testing.T) {
 		{"operationName not a string", `{"query":"{ bills { nextCursor } }","operationName":7}`, 400},
 		{"operationName not in document", `{"query":"query A { bills { nextCursor } }","operationName":"B"}`, 400},
 		{"variable does not coerce", `{"query":"query($n: Int) { bills(input: {congress: $n}) { nextCursor } }","variables":{"n":"x"}}`, 400},
+		{"variable beyond 32 bits", `{"query":"query($n: Int) { bills(input: {congress: $n}) { nextCursor } }","variables":{"n":2170000000}}`, 400},
 		{"required input variable missing", `{"query":"query($in: FederalBudgetsInput!) { federalBudgets(input: $in) { nextCursor } }"}`, 400},
 	} {
 		status, body, _ := e.do(http.MethodPost, "/graphql", []byte(tc.body), nil)
@@ -277,5 +280,36 @@ func TestIntrospectionAndTypename(t *testing.T) {
 	}
 	if string(r.Data["bills"]) != `{"__typename":"BillsPage","nextCursor":null}` {
 		t.Errorf("bills = %s", r.Data["bills"])
+	}
+}
+
+// TestDocumentErrors: parse and validation errors are the client's, answered
+// 200 with data null and the validator's message (DESIGN §3.6), never logged
+// as faults; an Int literal beyond 32 bits is one of them (it used to reach
+// PostgreSQL and answer 500).
+func TestDocumentErrors(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	for _, tc := range []struct{ name, query, message, code string }{
+		{"syntax", `{ bills { nextCursor }`, "Expected Name, found <EOF>", "GRAPHQL_PARSE_FAILED"},
+		{"unknown field", `{ bills { nextCursr } }`, `Cannot query field "nextCursr" on type "BillsPage". Did you mean "nextCursor"?`, "GRAPHQL_VALIDATION_FAILED"},
+		{"Int literal beyond 32 bits", `{ bills(input: {congress: 2170000000}) { nextCursor } }`, "Int cannot represent non 32-bit signed integer value: 2170000000", "GRAPHQL_VALIDATION_FAILED"},
+		{"Int literal beyond 32 bits, other family", `{ lobbyingDisclosures(input: {filing_year: -2147483649}) { nextCursor } }`, "Int cannot represent non 32-bit signed integer value: -2147483649", "GRAPHQL_VALIDATION_FAILED"},
+	} {
+		body, _ := json.Marshal(map[string]any{"query": tc.query})
+		status, b, _ := e.do(http.MethodPost, "/graphql", body, nil)
+		var r struct {
+			Data   *json.RawMessage `json:"data"`
+			Errors []struct {
+				Message    string         `json:"message"`
+				Extensions map[string]any `json:"extensions"`
+			} `json:"errors"`
+		}
+		if status != 200 || json.Unmarshal(b, &r) != nil || r.Data != nil || len(r.Errors) != 1 ||
+			r.Errors[0].Message != tc.message || r.Errors[0].Extensions["code"] != tc.code {
+			t.Errorf("%s: %d %s", tc.name, status, b)
+		}
+	}
+	if strings.Contains(e.logs.String(), "fault") {
+		t.Errorf("document errors logged as faults:\n%s", e.logs.String())
 	}
 }

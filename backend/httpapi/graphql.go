@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/civicgate/civicgate/backend/graph"
+	"github.com/civicgate/civicgate/internal/intscalar"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -28,7 +30,7 @@ func markFault(ctx context.Context) {
 // presentError keeps BAD_USER_INPUT errors and marks everything else as a server fault (logged, never sent).
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
-	if graph.IsUserError(gqlErr) {
+	if graph.IsUserError(gqlErr) || isDocumentError(gqlErr) {
 		return gqlErr
 	}
 	if isArgumentError(gqlErr) {
@@ -132,6 +134,11 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 		s.writeResponse(w, resp)
 		return
 	}
+	if err := intscalar.Variables(s.schema, rc.Operation.VariableDefinitions, rc.Variables); err != nil {
+		// A variable that does not coerce (DESIGN §3.6), answered as requestError answers gqlparser's.
+		writeErrors(w, http.StatusBadRequest, err.Message)
+		return
+	}
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
 	if fault.Load() || resp == nil {
@@ -176,6 +183,14 @@ func (s *Server) writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 // isArgumentError reports errors raised while unmarshalling a root field's arguments (path
 // [field, argument, …]), e.g. a variable number that is not an integer: client mistakes. Resolver errors
 // carry the path [field] only.
+// isDocumentError reports a parse or validation error of the request's
+// document, which DESIGN §3.6 answers as it is (200, data null): the client's
+// mistake, not a fault.
+func isDocumentError(e *gqlerror.Error) bool {
+	code, _ := e.Extensions["code"].(string)
+	return code == errcode.ValidationFailed || code == errcode.ParseFailed
+}
+
 func isArgumentError(e *gqlerror.Error) bool {
 	if len(e.Path) < 2 {
 		return false

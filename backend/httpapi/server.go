@@ -18,6 +18,9 @@ import (
 	"github.com/civicgate/civicgate/backend/store"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+
+	"github.com/civicgate/civicgate/internal/intscalar"
 )
 
 // Config configures a Server.
@@ -38,9 +41,10 @@ type Config struct {
 
 // Server serves recordsd's HTTP API.
 type Server struct {
-	cfg  Config
-	exec *executor.Executor
-	log  *slog.Logger
+	cfg    Config
+	exec   *executor.Executor
+	schema *ast.Schema
+	log    *slog.Logger
 }
 
 // New validates cfg and builds a Server.
@@ -64,7 +68,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
-	s.exec = executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: &graph.Resolver{Store: cfg.Store}}))
+	es := graph.NewExecutableSchema(graph.Config{Resolvers: &graph.Resolver{Store: cfg.Store}})
+	s.schema = es.Schema()
+	s.exec = executor.New(es)
+	s.exec.SetDefaultRulesFn(func() *rules.Rules {
+		r := rules.NewDefaultRules()
+		r.AddRule(intscalar.RuleName, intscalar.Rule.RuleFunc) // Int is 32 bits; gqlparser lets any int64 through
+		return r
+	})
 	s.exec.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	s.exec.Use(extension.Introspection{}) // introspection is allowed (DESIGN §3.4); the gateway may restrict it
 	s.exec.SetErrorPresenter(s.presentError)
