@@ -335,15 +335,9 @@ func TestTwoSidecarsDeliverEachAttemptOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for i := range 2 {
-		d, err := delivery.New(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Workers: 4, MaxInFlight: 6,
+		e.start(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Workers: 4, MaxInFlight: 6,
 			Batch: 20, Poll: 5 * time.Millisecond, Schedule: []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond},
-			Metrics: countDeliveries{&counts[i]}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := contextUntil(e, stop)
-		wg.Add(1)
-		go func() { defer wg.Done(); defer cancel(); d.Run(ctx) }()
+			Metrics: countDeliveries{&counts[i]}}, stop, &wg)
 	}
 	want := events + events/2 // ep1 gets all, ep2 the members
 	deadline := time.Now().Add(60 * time.Second)
@@ -414,22 +408,13 @@ func (c countDeliveries) Lag(int64, time.Duration)      {}
 func TestInFlightBoundedPerEndpoint(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
-	release := make(chan struct{})
-	rc.mu.Lock()
-	rc.hold = release
-	rc.mu.Unlock()
+	release := rc.holdAll()
 	e.endpoint(rc.URL())
 	e.db.Insert(t, "bills", 12)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 2 {
-		d, err := delivery.New(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Workers: 8, MaxInFlight: 2, Poll: 5 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := contextUntil(e, stop)
-		wg.Add(1)
-		go func() { defer wg.Done(); defer cancel(); d.Run(ctx) }()
+		e.start(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Workers: 8, MaxInFlight: 2, Poll: 5 * time.Millisecond}, stop, &wg)
 	}
 	waitFor(t, func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inside == 2 })
 	// Both engines keep polling; give them many polls to overstep the bound.
@@ -614,32 +599,20 @@ func TestOutcomeRecordedAcrossADatabaseBlip(t *testing.T) {
 func TestLeaseRenewedWhileAnAttemptOutlastsIt(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
-	release := make(chan struct{})
-	rc.mu.Lock()
-	rc.hold = release
-	rc.mu.Unlock()
+	release := rc.holdAll()
 	ep, _ := e.endpoint(rc.URL())
 	e.db.Insert(t, "bills", 1)
 	const lease = 600 * time.Millisecond
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	start := func() {
-		d, err := delivery.New(delivery.Config{Store: e.store, Client: dev.Client(30 * time.Second), Timeout: 30 * time.Second,
-			Lease: lease, Poll: 5 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := contextUntil(e, stop)
-		wg.Add(1)
-		go func() { defer wg.Done(); defer cancel(); d.Run(ctx) }()
-	}
-	start()
+	cfg := delivery.Config{Store: e.store, Client: dev.Client(30 * time.Second), Timeout: 30 * time.Second, Lease: lease, Poll: 5 * time.Millisecond}
+	e.start(cfg, stop, &wg)
 	waitFor(t, func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inside == 1 })
 	var first time.Time
 	if err := e.db.Pool.QueryRow(e.ctx, `SELECT lease_until FROM civicgate.webhook_deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&first); err != nil {
 		t.Fatal(err)
 	}
-	start() // the second instance, polling every 5ms
+	e.start(cfg, stop, &wg) // the second instance, polling every 5ms
 	// Await renewals that carry the lease three leases past its first end.
 	waitFor(t, func() bool {
 		var until time.Time

@@ -247,6 +247,29 @@ func decodeEnvelope(t *testing.T, b []byte) map[string]any {
 	return m
 }
 
+// holdAll makes the receiver hold every request until the returned channel
+// is closed.
+func (rc *receiver) holdAll() chan struct{} {
+	release := make(chan struct{})
+	rc.mu.Lock()
+	rc.hold = release
+	rc.mu.Unlock()
+	return release
+}
+
+// start runs an engine with cfg (real clock) until stop closes; wg.Wait
+// waits for it to finish.
+func (e *env) start(cfg delivery.Config, stop <-chan struct{}, wg *sync.WaitGroup) {
+	e.t.Helper()
+	d, err := delivery.New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := contextUntil(e, stop)
+	wg.Add(1)
+	go func() { defer wg.Done(); defer cancel(); d.Run(ctx) }()
+}
+
 // contextUntil is a context cancelled when stop closes.
 func contextUntil(e *env, stop <-chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(e.ctx)
