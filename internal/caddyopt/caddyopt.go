@@ -89,3 +89,26 @@ func Duration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 	*dst = caddy.Duration(dur)
 	return nil
 }
+
+// Options reads a directive or global option that takes no arguments and a
+// block of options, each given at most once: it consumes the name, then
+// calls option with the dispenser on each option's name (option reads the
+// arguments). A repeated option is an error.
+func Options(d *caddyfile.Dispenser, option func(opt string) error) error {
+	d.Next() // the directive or option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("duplicate %s", opt)
+		}
+		seen[opt] = true
+		if err := option(opt); err != nil {
+			return err
+		}
+	}
+	return nil
+}

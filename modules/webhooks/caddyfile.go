@@ -40,17 +40,7 @@ func parseSwitch(d *caddyfile.Dispenser, v string) (bool, error) {
 //	    insecure_allow_loopback [on|off]
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // option name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("duplicate %s", opt)
-		}
-		seen[opt] = true
+	return caddyopt.Options(d, func(opt string) error {
 		switch opt {
 		case "database":
 			if !d.Args(&a.Database) || d.NextArg() {
@@ -114,8 +104,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unknown civic_webhooks option %q", opt)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // UnmarshalCaddyfile sets up the handler from the directive:
@@ -128,17 +118,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	    max_endpoints 20
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("duplicate %s", opt)
-		}
-		seen[opt] = true
+	return caddyopt.Options(d, func(opt string) error {
 		switch opt {
 		case "prefix", "org", "families":
 			var v string
@@ -169,8 +149,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unknown civic_webhooks option %q", opt)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Interface guards
