@@ -184,16 +184,18 @@ func testWebhookFaults(t *testing.T, f *faultEnv) {
 	const members = 30
 	// No refusals while faults are injected: a retry that fell into an outage
 	// would wait for the schedule's next step (5 min), longer than the test.
-	// Slow deliveries (4 in flight, 100 ms each): the faults land while
-	// deliveries are under way.
+	// Slow deliveries (4 in flight, 250 ms each, ≈ 2 s a round): the faults
+	// land while deliveries are under way.
 	k.mu.Lock()
 	k.refusing = false
-	k.slow = 100 * time.Millisecond
+	k.slow = 250 * time.Millisecond
 	k.mu.Unlock()
 
-	// underway waits until deliveries progress (at least one more arrives).
-	underway := func(what string) {
-		before := len(k.delivered())
+	// underway waits until deliveries progress: at least one more than
+	// before arrived. before is taken when the round starts, not after its
+	// sync returned: a slow sync (a race-detector build) may return after the
+	// sink has had every delivery of the round.
+	underway := func(what string, before int) {
 		stack.WaitFor(t, 30*time.Second, what, func() error {
 			if len(k.delivered()) == before {
 				return fmt.Errorf("none yet")
@@ -204,8 +206,9 @@ func testWebhookFaults(t *testing.T, f *faultEnv) {
 
 	// Round 1: PostgreSQL goes away while deliveries are under way; a sync
 	// during the outage fails cleanly.
+	before := len(k.delivered())
 	f.s.Run(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 1))
-	underway("round 1 deliveries under way")
+	underway("round 1 deliveries under way", before)
 	f.pg.Cut()
 	out, err := f.s.RunErr(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 99))
 	if err == nil {
@@ -223,8 +226,9 @@ func testWebhookFaults(t *testing.T, f *faultEnv) {
 	// SIGKILLed while delivering, then restarted. The attempts it had leased
 	// are taken over when their lease (15 s, renewed only while its instance
 	// lives) runs out.
+	before = len(k.delivered())
 	f.s.Run(bins.Recordsd, "sync", "members", "--file", legislators(t, members, 2))
-	underway("round 2 deliveries under way")
+	underway("round 2 deliveries under way", before)
 	f.gw.Kill()
 	atKill := len(k.delivered())
 	f.gw = f.s.StartGateway("caddyfile/Caddyfile.local")
