@@ -39,7 +39,9 @@ func RepoRoot(t testing.TB) string {
 }
 
 // Binaries builds civicgate and recordsd once per test binary run, into a
-// temporary directory that Remove deletes (call it from TestMain).
+// temporary directory that Remove deletes (call it from TestMain). Under
+// `go test -race` they are race-detector builds, and a process that reports a
+// data race fails the test that started it (see SpawnProc).
 type Binaries struct {
 	once      sync.Once
 	Dir       string
@@ -60,7 +62,11 @@ func (b *Binaries) Build(t testing.TB) {
 		b.Civicgate = filepath.Join(b.Dir, "civicgate")
 		b.Recordsd = filepath.Join(b.Dir, "recordsd")
 		for out, pkg := range map[string]string{b.Civicgate: "./cmd/civicgate", b.Recordsd: "./cmd/recordsd"} {
-			cmd := exec.Command("go", "build", "-o", out, pkg)
+			args := []string{"build", "-o", out}
+			if raceBuild {
+				args = append(args, "-race")
+			}
+			cmd := exec.Command("go", append(args, pkg)...)
 			cmd.Dir = root
 			if msg, err := cmd.CombinedOutput(); err != nil {
 				b.err = fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
@@ -259,6 +265,11 @@ func (s *Stack) SpawnProc(name, bin string, args ...string) *Proc {
 	s.t.Cleanup(func() {
 		p.Stop()
 		_ = f.Close()
+		if b, err := os.ReadFile(logPath); err == nil {
+			if i := bytes.Index(b, []byte("WARNING: DATA RACE")); i >= 0 {
+				s.t.Errorf("%s reported a data race:\n%s", filepath.Base(logPath), b[i:min(len(b), i+8192)])
+			}
+		}
 		if s.t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
 				s.t.Logf("%s log (last 4 KiB):\n%s", filepath.Base(logPath), tail(b, 4096))
