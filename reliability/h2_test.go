@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"bytes"
-	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -126,12 +125,7 @@ type h2conn struct {
 
 func dialH2(t *testing.T, e *env) *h2conn {
 	t.Helper()
-	tr := e.s.Client.Transport.(*http.Transport)
-	cfg := tr.TLSClientConfig.Clone()
-	cfg.ServerName = "localhost"
-	cfg.NextProtos = []string{"h2"}
-	addr := strings.TrimPrefix(e.s.HTTPSURL, "https://")
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+	conn, err := dialTLS(e.s, "h2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +136,7 @@ func dialH2(t *testing.T, e *env) *h2conn {
 	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
-	c := &h2conn{t: t, conn: conn, fr: http2.NewFramer(conn, conn), host: addr}
+	c := &h2conn{t: t, conn: conn, fr: http2.NewFramer(conn, conn), host: strings.TrimPrefix(e.s.HTTPSURL, "https://")}
 	c.enc = hpack.NewEncoder(&c.buf)
 	if err := c.fr.WriteSettings(); err != nil {
 		t.Fatal(err)

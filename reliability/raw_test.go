@@ -21,6 +21,23 @@ type rawResponse struct {
 	elapsed time.Duration
 }
 
+// dialTLS opens a TLS connection to the stack's gateway offering one ALPN
+// protocol, trusting the stack's local CA.
+func dialTLS(s *stack.Stack, proto string) (*tls.Conn, error) {
+	tr, ok := s.Client.Transport.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("stack client transport is %T", s.Client.Transport)
+	}
+	cfg := tr.TLSClientConfig.Clone()
+	cfg.ServerName = "localhost"
+	cfg.NextProtos = []string{proto}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", strings.TrimPrefix(s.HTTPSURL, "https://"), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	return conn, nil
+}
+
 // rawDo writes head (request line and headers, CRLF-terminated, without the
 // blank line) and then the body — bytes as given, or streamed by stream — to
 // the gateway over TLS (HTTP/1.1, exactly these bytes: no client-side
@@ -29,17 +46,9 @@ type rawResponse struct {
 // closed early, as it should on an oversized body) is not a failure.
 func rawDo(s *stack.Stack, head string, body []byte, stream func(io.Writer) error, within time.Duration) (rawResponse, error) {
 	start := time.Now()
-	tr, ok := s.Client.Transport.(*http.Transport)
-	if !ok {
-		return rawResponse{}, fmt.Errorf("stack client transport is %T", s.Client.Transport)
-	}
-	cfg := tr.TLSClientConfig.Clone()
-	cfg.ServerName = "localhost"
-	cfg.NextProtos = []string{"http/1.1"}
-	d := &net.Dialer{Timeout: 5 * time.Second}
-	conn, err := tls.DialWithDialer(d, "tcp", strings.TrimPrefix(s.HTTPSURL, "https://"), cfg)
+	conn, err := dialTLS(s, "http/1.1")
 	if err != nil {
-		return rawResponse{}, fmt.Errorf("dial: %w", err)
+		return rawResponse{}, err
 	}
 	defer conn.Close()
 	if err := conn.SetDeadline(start.Add(within)); err != nil {
