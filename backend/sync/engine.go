@@ -22,6 +22,12 @@ import (
 // commit in id order and a reader polling `id > cursor` never skips a committed event.
 const EventLockKey = 7_240_118_100
 
+// EventChannel is NOTIFYed in every transaction that holds EventLockKey, so
+// the webhook fan-out (modules/webhooks/store.FeedChannel) hears of new events
+// at commit instead of at its next poll. PostgreSQL delivers it only if the
+// transaction commits.
+const EventChannel = "civicgate_change_events"
+
 // Item is one record read from a source, or the reason it could not be read.
 type Item struct {
 	Pos string // where it came from: "line 12", "results[3] of page 2"
@@ -215,7 +221,7 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// Single writer for the event feed: taken before any change_events id is drawn, held until commit.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(EventLockKey)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, int64(EventLockKey), EventChannel); err != nil {
 		return fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
 	// The last record with an id wins within one chunk (upstream pages can repeat a record).
@@ -336,7 +342,7 @@ func (e *Engine) deleteSome(ctx context.Context, src Source, w writer, runStart 
 		return 0, fmt.Errorf("sync %s: begin delete: %w", fam, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(EventLockKey)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, int64(EventLockKey), EventChannel); err != nil {
 		return 0, fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
 	rows, err := tx.Query(ctx, `SELECT record_id, content FROM sync_snapshots

@@ -268,10 +268,18 @@ func (d *Dispatcher) Prune(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// fanOutLoop fans out every Poll (and reports lag every 5 s), signalling
-// fanned when it created work.
+// fanOutLoop fans out every Poll, and at once when a writer NOTIFYs
+// store.FeedChannel (reports lag every 5 s), signalling fanned when it
+// created work.
 func (d *Dispatcher) fanOutLoop(ctx context.Context, fanned chan<- struct{}) {
 	warn := warnEvery(d.cfg.Logger, time.Minute)
+	notified := make(chan struct{}, 1)
+	listening := make(chan struct{})
+	go func() {
+		defer close(listening)
+		d.listen(ctx, notified)
+	}()
+	defer func() { <-listening }()
 	var lastLag, lastPrune time.Time
 	for ctx.Err() == nil {
 		if d.cfg.Retention > 0 && time.Since(lastPrune) >= time.Hour {
@@ -300,8 +308,42 @@ func (d *Dispatcher) fanOutLoop(ctx context.Context, fanned chan<- struct{}) {
 		select {
 		case <-ctx.Done():
 		case <-t.C:
+		case <-notified:
 		}
 		t.Stop()
+	}
+}
+
+// listen keeps a LISTEN on store.FeedChannel open until ctx ends, signalling
+// notified (coalesced) for each notification. A lost connection is listened
+// again after a backoff of 1 s doubling to 30 s; polling goes on meanwhile.
+func (d *Dispatcher) listen(ctx context.Context, notified chan<- struct{}) {
+	warn := warnEvery(d.cfg.Logger, time.Minute)
+	signal := func() {
+		select {
+		case notified <- struct{}{}:
+		default:
+		}
+	}
+	wait := time.Second
+	for ctx.Err() == nil {
+		start := time.Now()
+		// Once listening (again), look at once: events may have come in the gap.
+		err := d.cfg.Store.Listen(ctx, signal, signal)
+		if ctx.Err() != nil {
+			return
+		}
+		warn("listening for change events failed; polling meanwhile", err)
+		if time.Since(start) > time.Minute {
+			wait = time.Second
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 

@@ -667,3 +667,39 @@ func TestCrashedInstancesAttemptDueAfterTheDefaultLease(t *testing.T) {
 		t.Fatalf("receiver: %d deliveries", len(rc.succeeded()))
 	}
 }
+
+// TestNotifiedEventsFannedOutAtOnce: with polling an hour apart, events are
+// delivered anyway, because their writer NOTIFYs store.FeedChannel (as
+// feedtest and the records backend's sync do): only the notification can
+// have woken the fan-out. A second batch after the listening connection was
+// killed is delivered too (it listens again).
+func TestNotifiedEventsFannedOutAtOnce(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	e.endpoint(rc.URL())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	e.start(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Poll: time.Hour}, stop, &wg)
+	listeners := func() int {
+		var n int
+		if err := e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, func() bool { return listeners() == 1 })
+	e.db.Insert(t, "bills", 3)
+	waitFor(t, func() bool { return len(rc.succeeded()) == 3 })
+
+	// The listening connection dies; the engine listens again and, once it
+	// does, looks for what it may have missed.
+	if _, err := e.db.Pool.Exec(e.ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	e.db.Insert(t, "members", 2) // possibly while nobody listens
+	waitFor(t, func() bool { return len(rc.succeeded()) == 5 })
+	close(stop)
+	wg.Wait()
+}

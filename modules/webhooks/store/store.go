@@ -10,7 +10,9 @@
 //	              type text, changed_fields text[], record jsonb, occurred_at timestamptz)
 //
 // and every writer holds pg_advisory_xact_lock(FeedLockKey) from before it
-// draws ids until it commits, so ids become visible in id order.
+// draws ids until it commits, so ids become visible in id order. A writer
+// that also runs NOTIFY FeedChannel in that transaction has its events fanned
+// out at once; without it they are found by the next poll.
 package store
 
 import (
@@ -30,6 +32,35 @@ import (
 // commit (the value of the records backend's sync.EventLockKey; copied, not
 // imported: modules never import the backend).
 const FeedLockKey int64 = 7_240_118_100
+
+// FeedChannel is the channel writers NOTIFY in the transaction that adds
+// change events (the records backend's sync.EventChannel; copied likewise).
+const FeedChannel = "civicgate_change_events"
+
+// Listen holds one connection LISTENing on FeedChannel and calls notified for
+// every notification until ctx ends or the connection fails (the error is
+// returned; the caller listens again). ready, if not nil, is called once the
+// LISTEN is in place.
+func (s *Store) Listen(ctx context.Context, ready, notified func()) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("store: listen: %w", err)
+	}
+	// The connection had a LISTEN: never hand it back to the pool.
+	defer func() { _ = conn.Hijack().Close(context.WithoutCancel(ctx)) }()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{FeedChannel}.Sanitize()); err != nil {
+		return fmt.Errorf("store: listen: %w", err)
+	}
+	if ready != nil {
+		ready()
+	}
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return fmt.Errorf("store: listen: %w", err)
+		}
+		notified()
+	}
+}
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS

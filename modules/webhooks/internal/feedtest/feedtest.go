@@ -78,7 +78,7 @@ func (db *DB) Insert(t testing.TB, family string, n int) []int64 {
 
 // InsertTx takes the feed lock in tx and writes n events of family.
 func InsertTx(ctx context.Context, tx pgx.Tx, family string, n int) ([]int64, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, store.FeedLockKey); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, store.FeedLockKey, store.FeedChannel); err != nil {
 		return nil, fmt.Errorf("feed lock: %w", err)
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO change_events (family, record_id, type, changed_fields, record)
