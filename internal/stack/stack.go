@@ -266,8 +266,8 @@ func (s *Stack) SpawnProc(name, bin string, args ...string) *Proc {
 		p.Stop()
 		_ = f.Close()
 		if b, err := os.ReadFile(logPath); err == nil {
-			if i := bytes.Index(b, []byte("WARNING: DATA RACE")); i >= 0 {
-				s.t.Errorf("%s reported a data race:\n%s", filepath.Base(logPath), b[i:min(len(b), i+8192)])
+			if report := raceReport(b); report != nil {
+				s.t.Errorf("%s reported a data race:\n%s", filepath.Base(logPath), report)
 			}
 		}
 		if s.t.Failed() {
@@ -277,6 +277,16 @@ func (s *Stack) SpawnProc(name, bin string, args ...string) *Proc {
 		}
 	})
 	return p
+}
+
+// raceReport returns the first data-race report in a process's output (up
+// to 8 KiB of it), or nil.
+func raceReport(out []byte) []byte {
+	i := bytes.Index(out, []byte("WARNING: DATA RACE"))
+	if i < 0 {
+		return nil
+	}
+	return out[i:min(len(out), i+8192)]
 }
 
 func tail(b []byte, n int) []byte {
