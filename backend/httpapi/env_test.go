@@ -83,6 +83,21 @@ func newEnv(t testing.TB, opts envOpts) *env {
 	return &env{t: t, pool: pool, srv: srv, logs: logs}
 }
 
+// newProxiedEnv is newEnv with fixtures, reaching PostgreSQL through a proxy
+// the test can cut or stall.
+func newProxiedEnv(t *testing.T) (*env, *testenv.Proxy) {
+	t.Helper()
+	u, err := url.Parse(testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	e := newEnv(t, envOpts{dsn: u.String()})
+	e.seedFixtures()
+	return e, proxy
+}
+
 func (e *env) exec(sql string, args ...any) {
 	e.t.Helper()
 	if _, err := e.pool.Exec(context.Background(), sql, args...); err != nil {

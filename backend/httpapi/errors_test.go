@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/auth/identity"
 )
 
@@ -216,12 +215,7 @@ func TestIdentityRequired(t *testing.T) {
 }
 
 func TestDatabaseDownIs500AndLeaksNothing(t *testing.T) {
-	dsn := testenv.Postgres(t)
-	u, _ := url.Parse(dsn)
-	proxy := testenv.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	e := newEnv(t, envOpts{dsn: u.String()})
-	e.seedFixtures()
+	e, proxy := newProxiedEnv(t)
 	e.list("bills", billsIDsQuery, nil)
 	proxy.Cut()
 	status, body, hdr := e.do(http.MethodPost, "/graphql", []byte(`{"query":"{ bills { items { id } nextCursor } }"}`), nil)

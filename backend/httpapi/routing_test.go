@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/auth/identity"
 )
 
@@ -32,12 +30,7 @@ func TestExactPathRouting(t *testing.T) {
 // TestClientGoneIsNotAnErrorLog: a request whose client disconnects while PostgreSQL is slow is abandoned
 // and logged at info ("client went away"), not as an error-level fault.
 func TestClientGoneIsNotAnErrorLog(t *testing.T) {
-	dsn := testenv.Postgres(t)
-	u, _ := url.Parse(dsn)
-	proxy := testenv.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	e := newEnv(t, envOpts{dsn: u.String()})
-	e.seedFixtures()
+	e, proxy := newProxiedEnv(t)
 	proxy.Stall()
 	defer proxy.Restore()
 	for _, send := range []func(ctx context.Context) (*http.Request, error){
