@@ -332,7 +332,7 @@ func isBillsPage(body string) bool {
 // with a gateway identity signed by the stack's secret.
 func recordsdRuntime(t *testing.T, s *stack.Stack) map[string]float64 {
 	t.Helper()
-	tok, err := identity.Sign([]byte(s.Getenv("CIVIC_IDENTITY_SECRET")), "key_soak", "soak", "enterprise", "live", time.Now(), 30*time.Second)
+	tok, err := identity.Sign([]byte(s.Getenv("CIVIC_IDENTITY_SECRET")), identity.Caller{KeyID: "key_soak", Org: "soak", Tier: "enterprise", Env: "live", Families: []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ import (
 var (
 	cursorSecret   = []byte("cursor-secret-cursor-secret-0123")
 	identitySecret = []byte("identity-secret-identity-secret-")
+	// allFamilies is what a paid tier's assertion carries (caddyfile/tiers.caddy).
+	allFamilies = []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures", "changes"}
 )
 
 // env is one recordsd instance on a throwaway database.
@@ -107,7 +109,7 @@ func (e *env) exec(sql string, args ...any) {
 
 func token(t testing.TB) string {
 	t.Helper()
-	tok, err := identity.Sign(identitySecret, "key1", "org1", "paid_beta", "test", time.Now(), 30*time.Second)
+	tok, err := identity.Sign(identitySecret, identity.Caller{KeyID: "key1", Org: "org1", Tier: "paid_beta", Env: "test", Families: allFamilies}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,8 +182,8 @@ func mustJSON(v any) []byte {
 
 func TestIdentityRequired(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	expired, _ := identity.Sign(identitySecret, "k", "o", "free", "test", time.Now().Add(-2*time.Minute), 30*time.Second)
-	forged, _ := identity.Sign([]byte("another-secret-another-secret-!!"), "k", "o", "free", "test", time.Now(), 30*time.Second)
+	expired, _ := identity.Sign(identitySecret, identity.Caller{KeyID: "k", Org: "o", Tier: "free", Env: "test"}, time.Now().Add(-2*time.Minute), 30*time.Second)
+	forged, _ := identity.Sign([]byte("another-secret-another-secret-!!"), identity.Caller{KeyID: "k", Org: "o", Tier: "free", Env: "test"}, time.Now(), 30*time.Second)
 	for name, tok := range map[string]string{"missing": "", "expired": expired, "forged": forged, "garbage": "not.a.jwt"} {
 		for _, path := range []string{"/graphql", "/bills"} {
 			method := http.MethodGet

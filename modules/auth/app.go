@@ -367,7 +367,7 @@ func (a *App) identityFor(e *entry, now time.Time) (*signedIdentity, error) {
 	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
 		return s, nil
 	}
-	tok, err := identity.Sign(a.secret, e.rec.KeyID, e.rec.OrgID, e.rec.Tier, e.rec.Env, now, a.idTTL)
+	tok, err := identity.Sign(a.secret, identity.Caller{KeyID: e.rec.KeyID, Org: e.rec.OrgID, Tier: e.rec.Tier, Env: e.rec.Env, Families: e.families()}, now, a.idTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -99,3 +99,12 @@ func (c *keyCache) flush() {
 	clear(c.m)
 	c.mu.Unlock()
 }
+
+// families are the families e's tier is entitled to (none for a tier this
+// configuration does not define), asserted upstream in the identity's fam claim.
+func (e *entry) families() []string {
+	if e.tier == nil {
+		return nil
+	}
+	return e.tier.families
+}

@@ -319,7 +319,7 @@ func TestPlaceholdersAndUpstreamHeaders(t *testing.T) {
 		t.Fatalf("placeholders: %d %q, want %q", got.status, got.body, want)
 	}
 
-	forged, err := identity.Sign([]byte(testSecret), "key_forged", "evil", "enterprise", "live", time.Now(), 30*time.Second)
+	forged, err := identity.Sign([]byte(testSecret), identity.Caller{KeyID: "key_forged", Org: "evil", Tier: "enterprise", Env: "live"}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

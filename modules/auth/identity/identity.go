@@ -35,7 +35,31 @@ type Claims struct {
 	Tier string `json:"tier"`
 	// Env is the key's environment, "live" or "test".
 	Env string `json:"env,omitempty"`
+	// Families are the endpoint families the caller's tier is entitled to at
+	// the moment of signing. An upstream that checks entitlements itself
+	// (defence in depth behind the gateway's own check) refuses anything
+	// outside them; a missing claim means no family at all.
+	Families []string `json:"fam"`
 	jwt.RegisteredClaims
+}
+
+// Caller is what Sign asserts: the key and what it is entitled to.
+type Caller struct {
+	KeyID    string
+	Org      string
+	Tier     string
+	Env      string
+	Families []string
+}
+
+// Entitled reports whether the assertion grants family.
+func (c *Claims) Entitled(family string) bool {
+	for _, f := range c.Families {
+		if f == family {
+			return true
+		}
+	}
+	return false
 }
 
 // KeyID is the key the request was made with (the sub claim).
@@ -44,22 +68,27 @@ func (c *Claims) KeyID() string { return c.Subject }
 // ErrSecretTooShort is returned for a shared secret under MinSecretLen bytes.
 var ErrSecretTooShort = fmt.Errorf("identity: shared secret must be at least %d bytes", MinSecretLen)
 
-// Sign returns a compact JWT asserting keyID, org, tier and env, valid from now
-// for ttl (at most MaxTTL).
-func Sign(secret []byte, keyID, org, tier, env string, now time.Time, ttl time.Duration) (string, error) {
+// Sign returns a compact JWT asserting the caller (key, org, tier, env and
+// families), valid from now for ttl (at most MaxTTL).
+func Sign(secret []byte, c Caller, now time.Time, ttl time.Duration) (string, error) {
 	if len(secret) < MinSecretLen {
 		return "", ErrSecretTooShort
 	}
 	if ttl <= 0 || ttl > MaxTTL {
 		return "", fmt.Errorf("identity: ttl %s outside (0, %s]", ttl, MaxTTL)
 	}
+	fams := c.Families
+	if fams == nil {
+		fams = []string{}
+	}
 	claims := Claims{
-		Org:  org,
-		Tier: tier,
-		Env:  env,
+		Org:      c.Org,
+		Tier:     c.Tier,
+		Env:      c.Env,
+		Families: fams,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    Issuer,
-			Subject:   keyID,
+			Subject:   c.KeyID,
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 		},

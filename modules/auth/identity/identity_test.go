@@ -13,7 +13,7 @@ var secret = []byte("0123456789abcdef0123456789abcdef")
 
 func TestSignVerifyRoundTrip(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	tok, err := Sign(secret, "key_1", "acme", "enterprise", "live", now, 30*time.Second)
+	tok, err := Sign(secret, Caller{KeyID: "key_1", Org: "acme", Tier: "enterprise", Env: "live", Families: []string{"bills", "members"}}, now, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,14 +21,14 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.KeyID() != "key_1" || c.Org != "acme" || c.Tier != "enterprise" || c.Env != "live" {
+	if c.KeyID() != "key_1" || c.Org != "acme" || c.Tier != "enterprise" || c.Env != "live" || !c.Entitled("bills") || !c.Entitled("members") || c.Entitled("changes") {
 		t.Fatalf("claims = %+v", c)
 	}
 }
 
 func TestVerifyRefuses(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	good, err := Sign(secret, "key_1", "acme", "free", "live", now, 30*time.Second)
+	good, err := Sign(secret, Caller{KeyID: "key_1", Org: "acme", Tier: "free", Env: "live"}, now, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +69,10 @@ func TestVerifyRefuses(t *testing.T) {
 
 func TestSignRefusesShortSecretAndLongTTL(t *testing.T) {
 	now := time.Now()
-	if _, err := Sign([]byte("short"), "k", "o", "t", "live", now, time.Second); !errors.Is(err, ErrSecretTooShort) {
+	if _, err := Sign([]byte("short"), Caller{KeyID: "k", Org: "o", Tier: "t", Env: "live"}, now, time.Second); !errors.Is(err, ErrSecretTooShort) {
 		t.Fatalf("short secret: %v", err)
 	}
-	if _, err := Sign(secret, "k", "o", "t", "live", now, 2*time.Minute); err == nil {
+	if _, err := Sign(secret, Caller{KeyID: "k", Org: "o", Tier: "t", Env: "live"}, now, 2*time.Minute); err == nil {
 		t.Fatal("ttl over MaxTTL accepted")
 	}
 }
