@@ -58,6 +58,11 @@ func (s *Server) bills(w http.ResponseWriter, r *http.Request) {
 		writeErrors(w, http.StatusMethodNotAllowed, "Use GET")
 		return
 	}
+	if claims := Claims(r.Context()); claims != nil && !claims.Entitled(FamilyBills) {
+		s.log.Info("refused GET /bills outside the asserted families", "key_id", claims.KeyID(), "tier", claims.Tier)
+		refuseNotEntitled(w)
+		return
+	}
 	vals, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		writeErrors(w, http.StatusBadRequest, "malformed query string")

@@ -139,6 +139,11 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 		writeErrors(w, http.StatusBadRequest, err.Message)
 		return
 	}
+	if claims := Claims(r.Context()); claims != nil && !entitledOperation(rc, claims) {
+		s.log.Info("refused a root field outside the asserted families", "key_id", claims.KeyID(), "tier", claims.Tier)
+		refuseNotEntitled(w)
+		return
+	}
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
 	if fault.Load() || resp == nil {

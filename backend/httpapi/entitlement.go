@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/modules/auth/identity"
+)
+
+// Endpoint families (docs/api.md "Tiers and families"; the gateway's
+// graphql_guard `family` lines in caddyfile/routes.caddy name the same root
+// fields — TestRootFamiliesMatchRoutes keeps the two in step).
+const (
+	FamilyBills               = "bills"
+	FamilyMembers             = "members"
+	FamilyRegulatoryFilings   = "regulatory_filings"
+	FamilyFederalBudgets      = "federal_budgets"
+	FamilyLobbyingDisclosures = "lobbying_disclosures"
+)
+
+// rootFamily is the family that owns a Query root field; ok is false for a
+// field no family owns (introspection and __typename are not asked).
+func rootFamily(field string) (family string, ok bool) {
+	switch field {
+	case "bills", "bill":
+		return FamilyBills, true
+	case "members":
+		return FamilyMembers, true
+	case "regulatoryFilings":
+		return FamilyRegulatoryFilings, true
+	case "federalBudgets":
+		return FamilyFederalBudgets, true
+	case "lobbyingDisclosures":
+		return FamilyLobbyingDisclosures, true
+	}
+	return "", false
+}
+
+// bodyNotEntitled is the gateway's own refusal (docs/api.md "Errors"), byte for byte.
+var bodyNotEntitled = errorBody{Error: "Tier not entitled to this endpoint family"}
+
+// queryImplementors is what gqlgen's generated code collects the Query root
+// with, so the check below sees exactly the fields that will execute (and
+// gqlgen's per-operation CollectFields cache answers the second call).
+var queryImplementors = []string{"Query"}
+
+// entitledOperation is recordsd's own entitlement check behind the gateway's
+// (docs/security.md "Defence in depth"): every root field the operation will
+// execute — fragments expanded, @skip/@include applied with the request's
+// variables, exactly as gqlgen's executor collects them — must belong to a
+// family the identity assertion grants. A root field of no family (a schema
+// addition nobody assigned) is refused too: fail closed. Introspection and
+// __typename are free.
+func entitledOperation(rc *graphql.OperationContext, claims *identity.Claims) bool {
+	if rc.Operation == nil || rc.Operation.Operation != ast.Query {
+		return false
+	}
+	for _, f := range graphql.CollectFields(rc, rc.Operation.SelectionSet, queryImplementors) {
+		switch f.Name {
+		case "__typename", "__schema", "__type":
+			continue
+		}
+		family, ok := rootFamily(f.Name)
+		if !ok || !claims.Entitled(family) {
+			return false
+		}
+	}
+	return true
+}
+
+// refuseNotEntitled writes the 403 the gateway would have written.
+func refuseNotEntitled(w http.ResponseWriter) {
+	writeJSON(w, http.StatusForbidden, bodyNotEntitled)
+}

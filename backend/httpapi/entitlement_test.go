@@ -1,0 +1,147 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/backend/httpapi"
+	"github.com/civicgate/civicgate/modules/auth/identity"
+)
+
+const notEntitled = `{"error":"Tier not entitled to this endpoint family"}`
+
+// assertion signs an identity for a caller entitled to families.
+func assertion(t *testing.T, families ...string) string {
+	t.Helper()
+	tok, err := identity.Sign(identitySecret, identity.Caller{KeyID: "key_free", Org: "org1", Tier: "t", Env: "live", Families: families}, time.Now(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestEntitlementsEnforcedBehindTheGateway: recordsd refuses, by itself, root
+// fields outside the asserted families (issue 15: a valid free assertion sent
+// straight to recordsd returned lobbying data). Each document is one a guard
+// could be fooled by: fragments shared across operations, chains, aliases,
+// inline fragments, directives.
+func TestEntitlementsEnforcedBehindTheGateway(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.seedFixtures()
+	free := assertion(t, "bills", "members")
+	for _, tc := range []struct {
+		name, body string
+		refused    bool
+	}{
+		{"direct", `{"query":"{ lobbyingDisclosures(input:{limit:2}) { items { id } } }"}`, true},
+		{"fragment shared by two operations", `{"query":"query A { ...F } query B { ...F } fragment F on Query { lobbyingDisclosures(input:{limit:2}) { items { id registrant_name income } } }","operationName":"B"}`, true},
+		{"chain", `{"query":"query A { ...G } query B { ...F } fragment F on Query { ...G } fragment G on Query { regulatoryFilings(input:{limit:1}) { items { id } } }","operationName":"B"}`, true},
+		{"alias", `{"query":"{ bills: federalBudgets(input:{dataset: OUTLAYS, limit:1}) { items { id } } }"}`, true},
+		{"inline fragment", `{"query":"{ ... on Query { ... { lobbyingDisclosures { items { id } } } } }"}`, true},
+		{"include true", `{"query":"{ bills(input:{limit:1}) { items { id } } lobbyingDisclosures @include(if: true) { items { id } } }"}`, true},
+		{"skipped by a variable", `{"query":"query($s: Boolean!) { bills(input:{limit:1}) { items { id } } lobbyingDisclosures @skip(if: $s) { items { id } } }","variables":{"s":true}}`, false},
+		{"not skipped by a variable", `{"query":"query($s: Boolean!) { bills(input:{limit:1}) { items { id } } lobbyingDisclosures @skip(if: $s) { items { id } } }","variables":{"s":false}}`, true},
+		{"entitled families", `{"query":"query A { ...F } fragment F on Query { bills(input:{limit:1}) { items { id } } m: members(input:{limit:1}) { items { member_id } } __typename }"}`, false},
+		{"introspection is free", `{"query":"{ __schema { queryType { name } } __typename }"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body, _ := e.do(http.MethodPost, "/graphql", []byte(tc.body), map[string]string{identity.Header: free})
+			if tc.refused {
+				if status != http.StatusForbidden || string(body) != notEntitled {
+					t.Fatalf("= %d %s, want 403 %s", status, body, notEntitled)
+				}
+				return
+			}
+			if status != http.StatusOK || strings.Contains(string(body), `"errors"`) {
+				t.Fatalf("= %d %s, want 200 without errors", status, body)
+			}
+		})
+	}
+	// The same documents with every family are served: the refusals above
+	// are the entitlement check, not something else about the documents.
+	status, body, _ := e.do(http.MethodPost, "/graphql", []byte(`{"query":"query A { ...F } query B { ...F } fragment F on Query { lobbyingDisclosures(input:{limit:2}) { items { id } } }","operationName":"B"}`), nil)
+	if status != http.StatusOK || strings.Contains(string(body), `"errors"`) {
+		t.Fatalf("paid assertion = %d %s", status, body)
+	}
+	if !strings.Contains(e.logs.String(), "refused a root field outside the asserted families") {
+		t.Fatalf("refusals not logged:\n%s", e.logs.String())
+	}
+}
+
+// TestBillsEndpointEntitled: GET /bills needs the bills family in the assertion.
+func TestBillsEndpointEntitled(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.seedFixtures()
+	status, body, _ := e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{identity.Header: assertion(t, "members")})
+	if status != http.StatusForbidden || string(body) != notEntitled {
+		t.Fatalf("GET /bills without bills = %d %s", status, body)
+	}
+	status, body, _ = e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{identity.Header: assertion(t, "bills")})
+	if status != http.StatusOK {
+		t.Fatalf("GET /bills with bills = %d %s", status, body)
+	}
+	// An assertion without the fam claim (a gateway older than recordsd) owns nothing.
+	status, body, _ = e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{identity.Header: assertion(t)})
+	if status != http.StatusForbidden || string(body) != notEntitled {
+		t.Fatalf("GET /bills with no families = %d %s", status, body)
+	}
+}
+
+// TestRootFamiliesMatchRoutes: every Query root field of the records schema
+// belongs to a family, and recordsd's families are the gateway's `family`
+// lines in caddyfile/routes.caddy — a field added to one and not the other
+// fails here instead of being refused (or served) by one layer only.
+func TestRootFamiliesMatchRoutes(t *testing.T) {
+	root := filepath.Join("..", "..")
+	sdl, err := os.ReadFile(filepath.Join(root, "backend", "schema", "records.graphqls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, gerr := gqlparser.LoadSchema(&ast.Source{Name: "records.graphqls", Input: string(sdl)})
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	routes, err := os.Open(filepath.Join(root, "caddyfile", "routes.caddy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer routes.Close()
+	gateway := map[string]string{}
+	sc := bufio.NewScanner(routes)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 3 && f[0] == "family" {
+			for _, field := range f[2:] {
+				gateway[field] = f[1]
+			}
+		}
+	}
+	var fields []string
+	for _, f := range schema.Query.Fields {
+		if !strings.HasPrefix(f.Name, "__") {
+			fields = append(fields, f.Name)
+		}
+	}
+	sort.Strings(fields)
+	if len(fields) == 0 || len(gateway) == 0 {
+		t.Fatalf("nothing compared: %d fields, %d family lines", len(fields), len(gateway))
+	}
+	for _, field := range fields {
+		got := httpapi.RootFamily(field)
+		if got == "" || got != gateway[field] {
+			t.Errorf("root field %s: recordsd family %q, routes.caddy family %q", field, got, gateway[field])
+		}
+	}
+	if len(gateway) != len(fields) {
+		t.Errorf("routes.caddy names %d root fields, the schema has %d", len(gateway), len(fields))
+	}
+}
