@@ -54,6 +54,7 @@ type composeFile struct {
 		Environment map[string]string `yaml:"environment"`
 		EnvFile     []string          `yaml:"env_file"`
 		Ports       []string          `yaml:"ports"`
+		Networks    []string          `yaml:"networks"`
 		DependsOn   map[string]struct {
 			Condition string `yaml:"condition"`
 		} `yaml:"depends_on"`
@@ -61,6 +62,9 @@ type composeFile struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
 	} `yaml:"services"`
+	Networks map[string]struct {
+		Internal bool `yaml:"internal"`
+	} `yaml:"networks"`
 }
 
 // TestComposeFile checks docker-compose.yml against the real binaries: every
@@ -145,16 +149,75 @@ func TestComposeFile(t *testing.T) {
 			}
 			for _, m := range placeholder.FindAllStringSubmatch(string(text), -1) {
 				v, hasDefault := m[1], m[2] != ""
-				if hasDefault || envFileVars[v] {
+				if hasDefault {
 					continue
 				}
 				if _, ok := svc.Environment[v]; !ok {
-					t.Errorf("%s: %s reads %s, which neither the service nor deploy.env.example sets", name, filepath.Base(cf), v)
+					t.Errorf("%s: %s reads %s, which the service's environment does not set", name, filepath.Base(cf), v)
 				}
 			}
 		}
 	}
+	checkComposeLeastPrivilege(t, c, envFileVars)
 	if published != 2 || len(c.Services["edge"].Ports) != 2 {
 		t.Errorf("want only the edge to publish ports (443 and 80), got %d published", published)
+	}
+}
+
+// checkComposeLeastPrivilege: no service loads the whole env file, each gets
+// only what it reads, the edge holds no secret, every interpolated variable is
+// documented in deploy.env.example, and the networks keep the edge away from
+// recordsd, Redis and PostgreSQL (issue 15, item 8; docs/security.md).
+func checkComposeLeastPrivilege(t *testing.T, c composeFile, documented map[string]bool) {
+	t.Helper()
+	interpolated := regexp.MustCompile(`\$\{([A-Z0-9_]+)`)
+	secrets := []string{"POSTGRES_PASSWORD", "REDIS_PASSWORD", "CIVIC_IDENTITY_SECRET", "RECORDSD_CURSOR_SECRET", "CIVIC_WEBHOOK_SECRET_KEY"}
+	onNet := map[string]map[string]bool{}
+	for name, svc := range c.Services {
+		if len(svc.EnvFile) > 0 {
+			t.Errorf("%s loads env files %v: give each service only the variables it reads", name, svc.EnvFile)
+		}
+		if len(svc.Networks) == 0 {
+			t.Errorf("%s is on no named network (the default network would join everything)", name)
+		}
+		for _, n := range svc.Networks {
+			if _, ok := c.Networks[n]; !ok {
+				t.Errorf("%s is on undeclared network %s", name, n)
+			}
+			if onNet[n] == nil {
+				onNet[n] = map[string]bool{}
+			}
+			onNet[n][name] = true
+		}
+		for k, v := range svc.Environment {
+			for _, m := range interpolated.FindAllStringSubmatch(v, -1) {
+				if !documented[m[1]] {
+					t.Errorf("%s: %s interpolates %s, which deploy.env.example does not document", name, k, m[1])
+				}
+			}
+		}
+	}
+	edge := c.Services["edge"]
+	for k, v := range edge.Environment {
+		for _, secret := range secrets {
+			if k == secret || strings.Contains(v, "${"+secret) {
+				t.Errorf("edge is given %s (via %s): the internet-facing process needs no secret", secret, k)
+			}
+		}
+	}
+	for _, n := range edge.Networks {
+		for _, other := range []string{"recordsd", "redis", "postgres"} {
+			if onNet[n][other] {
+				t.Errorf("edge shares network %s with %s", n, other)
+			}
+		}
+	}
+	for _, n := range c.Services["redis"].Networks {
+		if !c.Networks[n].Internal {
+			t.Errorf("redis is on network %s, which is not internal", n)
+		}
+	}
+	if url := c.Services["gateway-1"].Environment["REDIS_URL"]; !strings.Contains(url, "${REDIS_PASSWORD") {
+		t.Errorf("gateways reach Redis without a password: REDIS_URL=%s", url)
 	}
 }
