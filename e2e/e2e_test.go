@@ -42,8 +42,9 @@ func TestGateway(t *testing.T) {
 	s.Run(bins.Civicgate, "keys", "revoke", revokedID)
 	k.testEnv, _ = s.IssueKey("acme", "enterprise", "test")
 	s.StartRecordsd()
-	s.StartGateway("caddyfile/Caddyfile.local")
+	gw := s.StartGateway("caddyfile/Caddyfile.local")
 
+	t.Run("LoopbackOnly", func(t *testing.T) { testLoopbackOnly(t, gw.Pid()) })
 	t.Run("TLS", func(t *testing.T) { testTLS(t, s) })
 	t.Run("Families", func(t *testing.T) { testFamilies(t, s, k.enterprise) })
 	t.Run("WalkAllBills", func(t *testing.T) { testWalk(t, s, k.enterprise) })
