@@ -3,7 +3,7 @@ package e2e
 import (
 	"testing"
 
-	recordsync "github.com/civicgate/civicgate/backend/sync"
+	"github.com/civicgate/civicgate/backend/mirror"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -12,10 +12,10 @@ import (
 // backend); they must stay equal, or the fan-out would read the feed without
 // the writers' lock and miss their notifications.
 func TestChangeFeedContract(t *testing.T) {
-	if store.FeedLockKey != recordsync.EventLockKey {
-		t.Errorf("webhooks store.FeedLockKey %d, backend sync.EventLockKey %d", store.FeedLockKey, int64(recordsync.EventLockKey))
+	if store.FeedLockKey != mirror.EventLockKey {
+		t.Errorf("webhooks store.FeedLockKey %d, backend sync.EventLockKey %d", store.FeedLockKey, int64(mirror.EventLockKey))
 	}
-	if store.FeedChannel != recordsync.EventChannel {
-		t.Errorf("webhooks store.FeedChannel %q, backend sync.EventChannel %q", store.FeedChannel, recordsync.EventChannel)
+	if store.FeedChannel != mirror.EventChannel {
+		t.Errorf("webhooks store.FeedChannel %q, backend sync.EventChannel %q", store.FeedChannel, mirror.EventChannel)
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"os"
 
-	"github.com/civicgate/civicgate/backend/sync/command"
+	"github.com/civicgate/civicgate/backend/mirror/command"
 	"golang.org/x/term"
 )
 
-// runSync: recordsd sync <family> (--file PATH | --url BASE) [flags] — see backend/sync/README.md.
+// runSync: recordsd sync <family> (--file PATH | --url BASE) [flags] — see backend/mirror/README.md.
 func runSync(ctx context.Context, args []string) error {
 	cfg, err := command.Parse(args)
 	if err != nil {
