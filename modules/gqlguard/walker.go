@@ -1,14 +1,21 @@
 package gqlguard
 
 import (
-	"sort"
-
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // walker measures operations of one parsed document. It does not rely on
 // validation: unknown fields count as scalars, unknown fragments as empty,
 // and fragment cycles are cut (and reported) rather than followed.
+//
+// Everything a fragment contributes is a property of the fragment alone: it
+// is computed once, the first time any operation reaches the fragment, kept
+// in its fragMeasure, and merged in full wherever the fragment is spread, in
+// every operation of the document. Nothing about a fragment may be recorded
+// as a side effect of measuring one operation only (the root field names of
+// a fragment shared by two operations were once, and the second operation
+// then touched no family). This file is the cost, depth, alias and
+// directive walk; rootattr.go attributes root fields.
 type walker struct {
 	fragments   map[string]*ast.FragmentDefinition
 	limitArg    string
@@ -19,8 +26,13 @@ type walker struct {
 	steps int64 // selections visited; linear in the document size
 	// cycle reports a fragment cycle met (and cut) while measuring.
 	cycle bool
+
+	// rootNames interns the root field names met (index = bit in a nameSet).
+	rootNames []string
+	rootIndex map[string]int
 }
 
+// fragMeasure is what one fragment contributes wherever it is spread.
 type fragMeasure struct {
 	state      uint8 // 0 unvisited, 1 in progress, 2 done
 	depth      int64
@@ -29,8 +41,8 @@ type fragMeasure struct {
 	set        int32
 	dynamic    bool
 
-	rootState  uint8
-	rootFields int64
+	rootState uint8 // as state, for root
+	root      rootAttr
 }
 
 func newWalker(doc *ast.QueryDocument, limitArg string, defaultSize int64) *walker {
@@ -66,12 +78,11 @@ func (w *walker) measure(op *ast.OperationDefinition) opMeasures {
 		m.cost.static = w.plan.cost(root, nil)
 	}
 
-	names := map[string]struct{}{}
-	m.rootFields = w.root(op.SelectionSet, names, &m.introspection)
-	for n := range names {
-		m.rootNames = append(m.rootNames, n)
-	}
-	sort.Strings(m.rootNames)
+	var ra rootAttr
+	w.root(op.SelectionSet, &ra)
+	m.rootFields = ra.fields
+	m.introspection = ra.intro
+	m.rootNames = w.namesOf(ra.names)
 	return m
 }
 
@@ -137,11 +148,7 @@ func (w *walker) selectionSet(sel ast.SelectionSet) (idx int32, depth, aliases, 
 // fragment measures the named fragment once; nil for an unknown fragment or
 // a spread that would close a cycle.
 func (w *walker) fragment(name string) *fragMeasure {
-	fm := w.frags[name]
-	if fm == nil {
-		fm = &fragMeasure{}
-		w.frags[name] = fm
-	}
+	fm := w.frag(name)
 	switch fm.state {
 	case 1:
 		w.cycle = true
@@ -160,6 +167,16 @@ func (w *walker) fragment(name string) *fragMeasure {
 	fm.directives = satAdd(fm.directives, int64(len(def.Directives)))
 	w.plan.sets[fm.set].shared = true
 	fm.state = 2
+	return fm
+}
+
+// frag returns the named fragment's measures, creating them unmeasured.
+func (w *walker) frag(name string) *fragMeasure {
+	fm := w.frags[name]
+	if fm == nil {
+		fm = &fragMeasure{}
+		w.frags[name] = fm
+	}
 	return fm
 }
 
@@ -207,45 +224,4 @@ func limitValue(v *ast.Value) limitRef {
 		return limitRef{kind: limitVar, varName: v.Raw}
 	}
 	return limitRef{}
-}
-
-// root counts the root fields of sel with fragments expanded, collects their
-// names (introspection fields excluded) and the first introspection field.
-func (w *walker) root(sel ast.SelectionSet, names map[string]struct{}, intro **ast.Position) int64 {
-	var n int64
-	for _, s := range sel {
-		w.steps++
-		switch s := s.(type) {
-		case *ast.Field:
-			n = satAdd(n, 1)
-			switch s.Name {
-			case "__schema", "__type":
-				if *intro == nil {
-					*intro = s.Position
-				}
-			case "__typename":
-			default:
-				names[s.Name] = struct{}{}
-			}
-		case *ast.InlineFragment:
-			n = satAdd(n, w.root(s.SelectionSet, names, intro))
-		case *ast.FragmentSpread:
-			fm := w.frags[s.Name]
-			def := w.fragments[s.Name]
-			if fm == nil || def == nil {
-				continue
-			}
-			switch fm.rootState {
-			case 0:
-				fm.rootState = 1
-				fm.rootFields = w.root(def.SelectionSet, names, intro)
-				fm.rootState = 2
-			case 1:
-				w.cycle = true
-				continue
-			}
-			n = satAdd(n, fm.rootFields)
-		}
-	}
-	return n
 }

@@ -1,0 +1,136 @@
+package gqlguard
+
+import (
+	"math/bits"
+	"sort"
+
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// Root attribution: which root fields an operation touches (entitlements,
+// {graphql.families}, {graphql.root_fields}), how many (max_root_fields) and
+// where its first introspection field is (introspection off).
+//
+// A fragment's root attribution is computed once, from the fragment alone,
+// and merged whole into every selection that spreads it, whichever operation
+// reached it first. Names are interned per document and a fragment keeps
+// them as a bitset, so a merge costs one OR per 64 distinct root names and a
+// document whose fragments double each other stays linear.
+//
+// Directives are not evaluated: a root field under @skip or @include (on the
+// field, an inline fragment or a spread, literal or variable) is counted and
+// attributed as if selected. The guard cannot know a variable's effect when
+// it compiles a document, and counting the field is the safe side: a refusal
+// of a field the request would have skipped is a false positive the client
+// can fix, the opposite would let an unentitled field through.
+
+// rootAttr is what a selection set contributes at the root of an operation,
+// fragments and inline fragments expanded.
+type rootAttr struct {
+	fields int64         // root fields, __typename and introspection included (saturating)
+	names  nameSet       // distinct root field names, introspection fields and __typename excluded
+	intro  *ast.Position // the first __schema or __type field, in document order of the expansion
+}
+
+// merge adds b, met after everything already in a.
+func (a *rootAttr) merge(b *rootAttr) {
+	a.fields = satAdd(a.fields, b.fields)
+	a.names.union(b.names)
+	if a.intro == nil {
+		a.intro = b.intro
+	}
+}
+
+// nameSet is a set of interned root field names: bit i is walker.rootNames[i].
+type nameSet []uint64
+
+func (s *nameSet) add(i int) {
+	for len(*s) <= i/64 {
+		*s = append(*s, 0)
+	}
+	(*s)[i/64] |= 1 << (i % 64)
+}
+
+func (s *nameSet) union(o nameSet) {
+	for len(*s) < len(o) {
+		*s = append(*s, 0)
+	}
+	for i, v := range o {
+		(*s)[i] |= v
+	}
+}
+
+// root adds the root attribution of sel to into.
+func (w *walker) root(sel ast.SelectionSet, into *rootAttr) {
+	for _, s := range sel {
+		w.steps++
+		switch s := s.(type) {
+		case *ast.Field:
+			into.fields = satAdd(into.fields, 1)
+			switch s.Name {
+			case "__schema", "__type":
+				if into.intro == nil {
+					into.intro = s.Position
+				}
+			case "__typename":
+			default:
+				into.names.add(w.intern(s.Name))
+			}
+		case *ast.InlineFragment:
+			w.root(s.SelectionSet, into)
+		case *ast.FragmentSpread:
+			if fa := w.fragmentRoot(s.Name); fa != nil {
+				into.merge(fa)
+			}
+		}
+	}
+}
+
+// fragmentRoot attributes the named fragment once; nil for an unknown
+// fragment or a spread that would close a cycle.
+func (w *walker) fragmentRoot(name string) *rootAttr {
+	fm := w.frag(name)
+	switch fm.rootState {
+	case 1:
+		w.cycle = true
+		return nil
+	case 2:
+		return &fm.root
+	}
+	def := w.fragments[name]
+	if def == nil {
+		fm.rootState = 2
+		return nil
+	}
+	fm.rootState = 1
+	w.root(def.SelectionSet, &fm.root)
+	fm.rootState = 2
+	return &fm.root
+}
+
+func (w *walker) intern(name string) int {
+	i, ok := w.rootIndex[name]
+	if !ok {
+		if w.rootIndex == nil {
+			w.rootIndex = make(map[string]int)
+		}
+		i = len(w.rootNames)
+		w.rootIndex[name] = i
+		w.rootNames = append(w.rootNames, name)
+	}
+	return i
+}
+
+// namesOf returns the names in s, sorted; nil for none.
+func (w *walker) namesOf(s nameSet) []string {
+	var out []string
+	for i, word := range s {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			out = append(out, w.rootNames[i*64+b])
+			word &^= 1 << b
+		}
+	}
+	sort.Strings(out)
+	return out
+}
