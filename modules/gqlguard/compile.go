@@ -2,6 +2,7 @@ package gqlguard
 
 import (
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/vektah/gqlparser/v2/ast"
@@ -36,13 +37,15 @@ type compiledOp struct {
 	measures opMeasures
 
 	// Per-request values computed once: the boxed name for
-	// {graphql.operation_name}, the families for {graphql.families} (set by
+	// {graphql.operation_name}, the root field names for
+	// {graphql.root_fields}, the families for {graphql.families} (set by
 	// the guard that compiled the document), and the costs of the variable
 	// sets seen (coercion is a pure function of the definitions and the raw
 	// variables).
-	nameVal     any
-	familiesVal any
-	memo        varMemo
+	nameVal       any
+	rootFieldsVal any
+	familiesVal   any
+	memo          varMemo
 }
 
 // coerced is what variable coercion yields that a request needs: the cost.
@@ -136,13 +139,15 @@ func (c *compiler) compile(query string) *compiledDoc {
 	}
 	w := newWalker(parsed, c.limitArg, c.defaultSize)
 	for _, op := range parsed.Operations {
+		m := w.measure(op)
 		doc.ops = append(doc.ops, &compiledOp{
-			name:     op.Name,
-			kind:     op.Operation,
-			pos:      op.Position,
-			vars:     &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
-			measures: w.measure(op),
-			nameVal:  op.Name,
+			name:          op.Name,
+			kind:          op.Operation,
+			pos:           op.Position,
+			vars:          &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
+			measures:      m,
+			nameVal:       op.Name,
+			rootFieldsVal: strings.Join(m.rootNames, ","),
 		})
 	}
 	return doc

@@ -51,7 +51,8 @@ func (u *upstream) received() ([]string, []string) {
 // unentitled root field in a fragment that an earlier operation also
 // spreads is refused with the single-operation refusal, and the upstream
 // never sees the request; so is __schema in such a fragment with
-// introspection off. An entitled operation goes through.
+// introspection off. An entitled operation goes through with its root
+// fields in X-Guard-Root-Fields.
 func TestSharedFragmentThroughCaddy(t *testing.T) {
 	up, addr := startUpstream(t)
 	schema, err := filepath.Abs(recordsSchema)
@@ -72,7 +73,9 @@ func TestSharedFragmentThroughCaddy(t *testing.T) {
 			family federal_budgets federalBudgets
 			family lobbying_disclosures lobbyingDisclosures%[3]s
 		}
-		reverse_proxy %[4]s
+		reverse_proxy %[4]s {
+			header_up X-Guard-Root-Fields {graphql.root_fields}
+		}
 	}`, path, schema, extra, addr)
 	}
 	s := startCaddy(t, guard("/v1/graphql", "")+guard("/closed", "\n\t\t\tintrospection off"))
@@ -110,12 +113,13 @@ func TestSharedFragmentThroughCaddy(t *testing.T) {
 	}
 
 	// Control: the upstream is reachable, an entitled operation of a document
-	// sharing the fragment goes through untouched.
+	// sharing the fragment goes through untouched with its root fields.
 	ok := q(`query A { ...F } query C { b: members { nextCursor } bills { nextCursor } __typename } fragment F on Query { lobbyingDisclosures { nextCursor } }`, `"operationName":"C"`)
 	if resp, body := s.do(t, call{path: "/v1/graphql", headers: free, body: ok}); resp.StatusCode != http.StatusOK || body != `{"data":{}}` {
 		t.Fatalf("entitled operation: %d %s", resp.StatusCode, body)
 	}
-	if bodies, _ := up.received(); len(bodies) != 1 || bodies[0] != ok {
-		t.Fatalf("upstream received %q, want %q", bodies, ok)
+	bodies, roots := up.received()
+	if len(bodies) != 1 || bodies[0] != ok || roots[0] != "bills,members" {
+		t.Fatalf("upstream received %q with X-Guard-Root-Fields %q, want %q with %q", bodies, roots, ok, "bills,members")
 	}
 }

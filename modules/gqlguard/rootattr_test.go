@@ -238,6 +238,31 @@ func TestSharedFragmentIntrospectionRefused(t *testing.T) {
 	}
 }
 
+// TestRootFieldsPlaceholder: {graphql.root_fields} lists the selected
+// operation's root fields, sorted and distinct, fragments expanded, aliases
+// resolved, introspection and __typename left out.
+func TestRootFieldsPlaceholder(t *testing.T) {
+	g := provisioned(t, &Guard{Schema: recordsSchema, Families: recordsFamilies})
+	query := `query A { ...F } query B { b: members { nextCursor } __typename __schema { queryType { name } } ...F bills { nextCursor } } query C { __typename } fragment F on Query { bill(id: "x") { id } ... on Query { bills { nextCursor } } }`
+	for op, want := range map[string]struct{ fields, families string }{
+		"A": {"bill,bills", "bills"},
+		"B": {"bill,bills,members", "bills,members"},
+		"C": {"", ""},
+	} {
+		w, repl, reached := guardRequest(t, g, "bills,members", query, op)
+		if w.Code != http.StatusNoContent || !reached {
+			t.Fatalf("operation %s: %d %s", op, w.Code, w.Body)
+		}
+		got, ok := repl.GetString("graphql.root_fields")
+		if !ok || got != want.fields {
+			t.Errorf("operation %s: graphql.root_fields = %q (set %v), want %q", op, got, ok, want.fields)
+		}
+		if got, _ := repl.GetString("graphql.families"); got != want.families {
+			t.Errorf("operation %s: graphql.families = %q, want %q", op, got, want.families)
+		}
+	}
+}
+
 // A fragment chain doubling at every step (2^30 expansions), each fragment
 // adding its own root field, spread by many operations at different points:
 // every operation gets the full name set of its suffix of the chain, and the

@@ -274,6 +274,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 
 	if repl != nil {
 		repl.Set("graphql.operation_name", op.nameVal)
+		repl.Set("graphql.root_fields", op.rootFieldsVal)
 		repl.Set("graphql.families", op.familiesVal)
 		repl.Set("graphql.cost", co.costVal)
 	}
