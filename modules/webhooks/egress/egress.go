@@ -13,8 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"strings"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -22,9 +21,26 @@ import (
 // Policy says which targets are allowed. The zero value is the production
 // policy: https only, public unicast addresses only.
 type Policy struct {
-	// AllowLoopback (development only) also allows loopback addresses, and
-	// plain http to loopback targets.
+	// AllowLoopback (development only) also allows every loopback address,
+	// and plain http to loopback targets.
 	AllowLoopback bool
+	// LoopbackTargets (development only) allows exactly these loopback
+	// host:port pairs, plain http included, when AllowLoopback is off.
+	LoopbackTargets []netip.AddrPort
+	// Deny lists targets that are never dialled, whatever else allows them:
+	// Caddy's admin endpoint (see the civic_webhooks app).
+	Deny []Target
+}
+
+// Target is one address range on one TCP port.
+type Target struct {
+	Prefix netip.Prefix
+	Port   uint16
+}
+
+// Contains reports whether ap is in t (IPv4-mapped addresses as IPv4).
+func (t Target) Contains(ap netip.AddrPort) bool {
+	return ap.Port() == t.Port && t.Prefix.Contains(ap.Addr().Unmap().WithZone(""))
 }
 
 // ErrRefused wraps every refusal of a target.
@@ -43,27 +59,44 @@ var denied = []netip.Prefix{
 	netip.MustParsePrefix("198.51.100.0/24"), // TEST-NET-2
 	netip.MustParsePrefix("203.0.113.0/24"),  // TEST-NET-3
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated; ::127.0.0.1 embeds an IPv4 target)
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT)
 	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64 (would reach an IPv4 target unchecked)
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
 	netip.MustParsePrefix("100::/64"),        // discard-only
 	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments (incl. Teredo)
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("2002::/16"),       // 6to4 (embeds an IPv4 target)
+	netip.MustParsePrefix("3fff::/20"),       // documentation (RFC 9637)
+	netip.MustParsePrefix("5f00::/16"),       // segment routing SIDs
 	netip.MustParsePrefix("fc00::/7"),        // unique local
 	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
 }
 
-// CheckAddr reports whether ip may be dialled under p.
+// CheckAddr reports whether ip may be dialled under p, whatever the port
+// (a loopback address passes only with AllowLoopback: LoopbackTargets and
+// Deny need the port, see CheckAddrPort). IPv4-mapped IPv6 addresses
+// (::ffff:a.b.c.d) are refused: the dialer never produces one (Go dials them
+// as IPv4), so only a URL spelling an IPv4 address that way meets it.
 func (p Policy) CheckAddr(ip netip.Addr) error {
-	ip = ip.Unmap()
+	ip = ip.WithZone("")
 	switch {
 	case !ip.IsValid():
 		return fmt.Errorf("%w: invalid address", ErrRefused)
+	case ip.Is4In6():
+		return fmt.Errorf("%w: IPv4-mapped address %s (write the IPv4 address)", ErrRefused, ip)
 	case ip.IsLoopback():
 		if p.AllowLoopback {
 			return nil
 		}
 		return fmt.Errorf("%w: loopback address %s", ErrRefused, ip)
+	}
+	return checkClass(ip)
+}
+
+// checkClass refuses every special-purpose address except loopback.
+func checkClass(ip netip.Addr) error {
+	switch {
 	case ip.IsUnspecified(), ip.IsPrivate(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(),
 		ip.IsInterfaceLocalMulticast(), ip.IsMulticast():
 		return fmt.Errorf("%w: special-purpose address %s", ErrRefused, ip)
@@ -76,47 +109,39 @@ func (p Policy) CheckAddr(ip netip.Addr) error {
 	return nil
 }
 
-// CheckURL validates a target URL when an endpoint is registered: absolute
-// https (http only to a loopback host when AllowLoopback), a host, no user
-// information, no fragment, and no literal address that CheckAddr refuses.
-// Host names are checked again at dial time.
-func (p Policy) CheckURL(raw string) (*url.URL, error) {
-	if len(raw) > 2048 {
-		return nil, fmt.Errorf("%w: URL longer than 2048 bytes", ErrRefused)
+// CheckAddrPort reports whether ap may be dialled under p: never a Deny
+// target, a loopback address only with AllowLoopback or when listed in
+// LoopbackTargets, and no other special-purpose address.
+func (p Policy) CheckAddrPort(ap netip.AddrPort) error {
+	ip := ap.Addr().WithZone("")
+	if ip.Is4In6() {
+		return p.CheckAddr(ip)
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: not a URL", ErrRefused)
-	}
-	if u.User != nil || u.Fragment != "" || u.Opaque != "" {
-		return nil, fmt.Errorf("%w: URL must not carry user information, an opaque part or a fragment", ErrRefused)
-	}
-	host := u.Hostname()
-	if host == "" {
-		return nil, fmt.Errorf("%w: URL has no host", ErrRefused)
-	}
-	loopbackHost := false
-	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		if err := p.CheckAddr(ip); err != nil {
-			return nil, err
+	for _, t := range p.Deny {
+		if t.Contains(ap) {
+			return fmt.Errorf("%w: %s is Caddy's admin endpoint", ErrRefused, netip.AddrPortFrom(ip, ap.Port()))
 		}
-		loopbackHost = ip.Unmap().IsLoopback()
-	} else if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		if !p.AllowLoopback {
-			return nil, fmt.Errorf("%w: loopback host %s", ErrRefused, host)
-		}
-		loopbackHost = true
 	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !(p.AllowLoopback && loopbackHost) {
-			return nil, fmt.Errorf("%w: https required", ErrRefused)
+	if ip.IsLoopback() {
+		if p.AllowLoopback || slices.Contains(p.LoopbackTargets, netip.AddrPortFrom(ip, ap.Port())) {
+			return nil
 		}
-	default:
-		return nil, fmt.Errorf("%w: https required", ErrRefused)
+		return fmt.Errorf("%w: loopback address %s", ErrRefused, netip.AddrPortFrom(ip, ap.Port()))
 	}
-	return u, nil
+	return p.CheckAddr(ip)
+}
+
+// allowsLoopbackPort reports whether some loopback address is allowed on port.
+func (p Policy) allowsLoopbackPort(port uint16) bool {
+	if p.AllowLoopback {
+		return true
+	}
+	for _, t := range p.LoopbackTargets {
+		if t.Port() == port {
+			return true
+		}
+	}
+	return false
 }
 
 // control is the net.Dialer Control function: it runs after DNS resolution,
@@ -126,7 +151,7 @@ func (p Policy) control(_ string, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: unparseable dial address", ErrRefused)
 	}
-	return p.CheckAddr(ap.Addr())
+	return p.CheckAddrPort(ap)
 }
 
 // Client returns an HTTP client for deliveries: every dial checked by p, no
