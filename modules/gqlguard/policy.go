@@ -1,0 +1,111 @@
+package gqlguard
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// The decisions on an admitted, compiled operation: entitlements (403) and
+// the document limits (DESIGN §3.7).
+
+// overAny reports whether violations would list anything.
+func (g *Guard) overAny(doc *compiledDoc, op *compiledOp, cost int64) bool {
+	m := op.measures
+	return doc.tokenOver != nil || m.depth > g.MaxDepth || m.aliases > g.MaxAliases ||
+		m.rootFields > g.MaxRootFields || m.directives > g.MaxDirectives || cost > g.MaxCost
+}
+
+// families returns the comma-separated, sorted, distinct families of the
+// root fields (fields outside every family are not named).
+func (g *Guard) families(rootNames []string) string {
+	var out []string
+	for _, n := range rootNames {
+		if f, ok := g.fieldFamily[n]; ok && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+// entitled reports whether the caller owns every family the operation
+// touches. With no families configured, an entitlement placeholder that is
+// not set or nil (e.g. no civic_auth in front), or a multi-placeholder expression
+// that resolves to empty, nothing is checked. A placeholder set to the
+// empty string (a tier entitled to no family) owns nothing. A
+// root field in no family is refused while checking: a field forgotten in
+// the configuration must not bypass entitlements. Introspection fields
+// belong to no family and are never refused here.
+func (g *Guard) entitled(repl *caddy.Replacer, rootNames []string) bool {
+	if len(g.fieldFamily) == 0 || repl == nil {
+		return true
+	}
+	var owned string
+	if g.entKey != "" {
+		v, ok := repl.Get(g.entKey)
+		if !ok || v == nil {
+			return true
+		}
+		if s, isString := v.(string); isString {
+			owned = s
+		} else {
+			owned = fmt.Sprint(v)
+		}
+	} else if owned = strings.TrimSpace(repl.ReplaceAll(g.Entitlements, "")); owned == "" {
+		return true
+	}
+	for _, n := range rootNames {
+		f, ok := g.fieldFamily[n]
+		if !ok || !listContains(owned, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// listContains reports whether the comma-separated list holds item.
+func listContains(list, item string) bool {
+	for list != "" {
+		var part string
+		part, list, _ = strings.Cut(list, ",")
+		if strings.TrimSpace(part) == item {
+			return true
+		}
+	}
+	return false
+}
+
+// violations lists every limit the operation exceeds.
+func (g *Guard) violations(doc *compiledDoc, op *compiledOp, cost int64) []gqlError {
+	var errs []gqlError
+	loc := locationsOf(op.pos)
+	m := op.measures
+	if doc.tokenOver != nil {
+		errs = append(errs, gqlError{Message: tooManyTokensMessage(g.MaxTokens), Locations: locationsOf(doc.tokenOver), Code: codeTooManyTokens})
+	}
+	check := func(v, max int64, code, what string) {
+		if v > max {
+			errs = append(errs, gqlError{
+				Message:   fmt.Sprintf("%s %s exceeds the maximum of %d", what, formatCount(v), max),
+				Locations: loc, Code: code,
+			})
+		}
+	}
+	check(m.depth, g.MaxDepth, codeTooDeep, "Query depth")
+	check(m.aliases, g.MaxAliases, codeTooManyAliases, "Alias count")
+	check(m.rootFields, g.MaxRootFields, codeTooManyRootFields, "Root field count")
+	check(m.directives, g.MaxDirectives, codeTooManyDirectives, "Directive count")
+	check(cost, g.MaxCost, codeTooCostly, "Query cost")
+	return errs
+}
+
+func formatCount(v int64) string {
+	if v >= saturated {
+		return "(overflowing)"
+	}
+	return strconv.FormatInt(v, 10)
+}
