@@ -41,22 +41,41 @@ func (a *rootAttr) merge(b *rootAttr) {
 	}
 }
 
-// nameSet is a set of interned root field names: bit i is walker.rootNames[i].
-type nameSet []uint64
+// nameSet is a set of interned root field names: bit i is
+// walker.rootName(i). The first 64 names (all of them in any ordinary
+// document) live in lo, so a set allocates nothing.
+type nameSet struct {
+	lo   uint64
+	more []uint64 // more[k] holds names 64(k+1) … 64(k+1)+63
+}
 
 func (s *nameSet) add(i int) {
-	for len(*s) <= i/64 {
-		*s = append(*s, 0)
+	if i < 64 {
+		s.lo |= 1 << i
+		return
 	}
-	(*s)[i/64] |= 1 << (i % 64)
+	k := i/64 - 1
+	for len(s.more) <= k {
+		s.more = append(s.more, 0)
+	}
+	s.more[k] |= 1 << (i % 64)
 }
 
 func (s *nameSet) union(o nameSet) {
-	for len(*s) < len(o) {
-		*s = append(*s, 0)
+	s.lo |= o.lo
+	for len(s.more) < len(o.more) {
+		s.more = append(s.more, 0)
 	}
-	for i, v := range o {
-		(*s)[i] |= v
+	for k, v := range o.more {
+		s.more[k] |= v
+	}
+}
+
+// words calls f with each word of the set and the index of its first name.
+func (s *nameSet) words(f func(base int, word uint64)) {
+	f(0, s.lo)
+	for k, v := range s.more {
+		f(64*(k+1), v)
 	}
 }
 
@@ -108,29 +127,61 @@ func (w *walker) fragmentRoot(name string) *rootAttr {
 	return &fm.root
 }
 
+// intern returns the index of a root field name. A document names a few
+// root fields, kept in the walker and found by a scan; past internScan names
+// a map takes over.
 func (w *walker) intern(name string) int {
+	if w.rootIndex == nil {
+		for i, n := range w.firstNames[:w.nNames] {
+			if n == name {
+				return i
+			}
+		}
+		if w.nNames < internScan {
+			w.firstNames[w.nNames] = name
+			w.nNames++
+			return w.nNames - 1
+		}
+		w.rootIndex = make(map[string]int, 2*internScan)
+		for i, n := range w.firstNames {
+			w.rootIndex[n] = i
+		}
+	}
 	i, ok := w.rootIndex[name]
 	if !ok {
-		if w.rootIndex == nil {
-			w.rootIndex = make(map[string]int)
-		}
-		i = len(w.rootNames)
+		i = internScan + len(w.moreNames)
 		w.rootIndex[name] = i
-		w.rootNames = append(w.rootNames, name)
+		w.moreNames = append(w.moreNames, name)
 	}
 	return i
 }
 
+const internScan = 16
+
+func (w *walker) rootName(i int) string {
+	if i < internScan {
+		return w.firstNames[i]
+	}
+	return w.moreNames[i-internScan]
+}
+
 // namesOf returns the names in s, sorted; nil for none.
 func (w *walker) namesOf(s nameSet) []string {
-	var out []string
-	for i, word := range s {
+	n := bits.OnesCount64(s.lo)
+	for _, v := range s.more {
+		n += bits.OnesCount64(v)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	s.words(func(base int, word uint64) {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
-			out = append(out, w.rootNames[i*64+b])
+			out = append(out, w.rootName(base+b))
 			word &^= 1 << b
 		}
-	}
+	})
 	sort.Strings(out)
 	return out
 }

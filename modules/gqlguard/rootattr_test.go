@@ -302,3 +302,37 @@ func TestRootAttributionDoublingChainStaysLinear(t *testing.T) {
 		t.Fatalf("walker took %d steps for %d selections", w.steps, selections)
 	}
 }
+
+// More root names than the walker scans (16) and than one bitset word holds
+// (64), shared by fragments and operations, some met again after the walker
+// switched to its map: the names agree with the reference expander in every
+// operation.
+func TestRootAttributionManyNames(t *testing.T) {
+	const frags, perFrag, ops = 10, 15, 6
+	var b strings.Builder
+	for i := 0; i < ops; i++ {
+		// own0 and n000 again: names met first, then again past the scan.
+		fmt.Fprintf(&b, "query Q%d { own%d own0 n000 ...F%d ... on Query { ...F%d } }\n", i, i, (i*3)%frags, (i*7+2)%frags)
+	}
+	for i := 0; i < frags; i++ {
+		fmt.Fprintf(&b, "fragment F%d on Query {", i)
+		for k := 0; k < perFrag; k++ {
+			fmt.Fprintf(&b, " n%03d", (i*perFrag+k)*7%(frags*perFrag))
+		}
+		if i+1 < frags {
+			fmt.Fprintf(&b, " ...F%d", i+1)
+		}
+		b.WriteString(" }\n")
+	}
+	query := b.String()
+	doc := mustParse(t, query)
+	ref := newReference(doc)
+	w := newWalker(doc, "limit", DefaultListSize)
+	for _, op := range doc.Operations {
+		want := ref.measure(op)
+		if len(want.names) <= 64 && op.Name == "Q0" {
+			t.Fatalf("Q0 reaches only %d names", len(want.names))
+		}
+		compareMeasures(t, query, "many names", op.Name, w.measure(op), want)
+	}
+}

@@ -27,9 +27,13 @@ type walker struct {
 	// cycle reports a fragment cycle met (and cut) while measuring.
 	cycle bool
 
-	// rootNames interns the root field names met (index = bit in a nameSet).
-	rootNames []string
-	rootIndex map[string]int
+	// Root field names met, interned (index = bit in a nameSet): the first
+	// internScan in firstNames, found by a scan, the rest in moreNames with
+	// rootIndex indexing them all (see intern).
+	firstNames [internScan]string
+	nNames     int
+	moreNames  []string
+	rootIndex  map[string]int
 }
 
 // fragMeasure is what one fragment contributes wherever it is spread.
