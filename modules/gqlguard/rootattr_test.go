@@ -200,6 +200,10 @@ func TestSharedFragmentEntitlementRefused(t *testing.T) {
 		{chain, "B"},
 		{chain, "A"},
 		{`query A { bills { nextCursor } ...F } query B { ... on Query { ...F @include(if: true) } } fragment F on Query { x: lobbyingDisclosures { nextCursor } }`, "B"},
+		// Directives are not evaluated (README): refused even where they
+		// would remove the field.
+		{`{ bills { nextCursor } lobbyingDisclosures @skip(if: true) { nextCursor } }`, ""},
+		{`query A { ...F } query B($v: Boolean = true) { bills { nextCursor } ...F @skip(if: $v) } fragment F on Query { lobbyingDisclosures { nextCursor } }`, "B"},
 	} {
 		w, _, reached := guardRequest(t, g, free, tc.query, tc.op)
 		if w.Code != single.Code || w.Body.String() != single.Body.String() || reached {
