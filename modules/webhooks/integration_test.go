@@ -317,7 +317,8 @@ func TestAPIThroughCaddy(t *testing.T) {
 		t.Fatalf("deliveries %s", r.body)
 	}
 	d0 := ds[0].(map[string]any)
-	if d0["status"] != "delivered" || d0["attempts"] != 1.0 || d0["last_status_code"] != 200.0 || d0["event_id"] == "" {
+	if lastErr, listed := d0["last_error"]; d0["status"] != "delivered" || d0["attempts"] != 1.0 || d0["last_status_code"] != 200.0 ||
+		d0["event_id"] == "" || !listed || lastErr != nil {
 		t.Fatalf("delivery %v", d0)
 	}
 	r = g.do(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries?cursor="+dl["nextCursor"].(string), keyA, "")

@@ -3,12 +3,14 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,6 +20,22 @@ import (
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
+// Causes of a failed attempt, recorded as the delivery's last_error and shown
+// in the deliveries list: a small documented set (README "Delivery"), never a
+// raw error (which could carry a URL, an address or internals).
+const (
+	CauseRefused    = "refused address" // the SSRF guard refused the address dialled
+	CauseDNS        = "dns"             // the host name did not resolve
+	CauseTLS        = "tls"             // TLS handshake or certificate verification failed
+	CauseTimeout    = "timeout"         // no answer within the timeout
+	CauseConnection = "connection"      // refused, reset or another network failure
+	CauseBadURL     = "bad url"         // the stored URL cannot make a request
+	CausePruned     = "event no longer in the change feed"
+	// CauseStatus is followed by the HTTP status code of a non-2xx answer
+	// ("status 503"; 3xx included, redirects are not followed).
+	CauseStatus = "status "
+)
+
 // attempt performs one claimed attempt and records its outcome.
 //
 // ctx carries the request; stop ends the retries of a failed recording (the
@@ -25,7 +43,7 @@ import (
 func (d *Dispatcher) attempt(ctx, stop context.Context, j store.Job) {
 	defer d.keepLease(ctx, j)()
 	start := time.Now()
-	o, result := d.send(ctx, j)
+	o, result, detail := d.send(ctx, j)
 	d.cfg.Metrics.Attempt(result, time.Since(start))
 	outcome := o.Status
 	switch {
@@ -43,7 +61,7 @@ func (d *Dispatcher) attempt(ctx, stop context.Context, j store.Job) {
 	if outcome != "delivered" {
 		d.cfg.Logger.Info("webhook attempt not delivered", zap.String("endpoint_id", j.EndpointID),
 			zap.Int64("delivery_id", j.DeliveryID), zap.String("webhook_id", j.EventID), zap.Int("attempt", j.Attempt),
-			zap.String("outcome", outcome), zap.String("reason", o.Error))
+			zap.String("outcome", outcome), zap.String("reason", o.Error), zap.String("detail", detail))
 	}
 }
 
@@ -101,25 +119,27 @@ func (d *Dispatcher) finish(ctx, stop context.Context, claimed time.Time, j stor
 	}
 }
 
-// send POSTs the attempt and classifies the answer.
-func (d *Dispatcher) send(ctx context.Context, j store.Job) (store.Outcome, string) {
+// send POSTs the attempt and classifies the answer: the outcome (its Error
+// one of the Cause values), the metrics result and, for the log only, a
+// detail (the refused address).
+func (d *Dispatcher) send(ctx context.Context, j store.Job) (store.Outcome, string, string) {
 	if j.Body == nil {
-		return store.Outcome{Status: "failed", Error: "event no longer in the change feed"}, "pruned"
+		return store.Outcome{Status: "failed", Error: CausePruned}, "pruned", ""
 	}
 	now := d.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(j.Body))
 	if err != nil {
-		return d.retry(j, now, 0, "bad URL", 0), "network"
+		return d.retry(j, now, 0, CauseBadURL, 0), "network", ""
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "civicgate-webhooks/1")
 	signature.SetHeaders(req.Header, j.Keys, j.EventID, now, j.Body)
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {
-		reason, result := classify(err)
-		return d.retry(j, d.cfg.Clock.Now(), 0, reason, 0), result
+		cause, result, detail := classify(err)
+		return d.retry(j, d.cfg.Clock.Now(), 0, cause, 0), result, detail
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
@@ -128,12 +148,12 @@ func (d *Dispatcher) send(ctx context.Context, j store.Job) (store.Outcome, stri
 	after := d.cfg.Clock.Now()
 	switch {
 	case code >= 200 && code < 300:
-		return store.Outcome{Status: "delivered", StatusCode: code}, result
+		return store.Outcome{Status: "delivered", StatusCode: code}, result, ""
 	case code == http.StatusGone:
-		return store.Outcome{Status: "failed", StatusCode: code, Error: "HTTP 410: endpoint disabled", Disable: true}, result
+		return store.Outcome{Status: "failed", StatusCode: code, Error: CauseStatus + "410", Disable: true}, result, ""
 	}
 	ra := parseRetryAfter(resp.Header.Get("Retry-After"), after)
-	return d.retry(j, after, code, "HTTP "+strconv.Itoa(code), ra), result
+	return d.retry(j, after, code, CauseStatus+strconv.Itoa(code), ra), result, ""
 }
 
 // retry schedules the next attempt after a failed one, or dead-letters.
@@ -180,28 +200,43 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return min(max(d, 0), MaxRetryAfter)
 }
 
-// classify turns a transport error into a short, secret-free reason and a
-// metrics result.
-func classify(err error) (string, string) {
+// classify turns a transport error into its cause, a metrics result and,
+// for a refusal, the guard's reason (for the log).
+func classify(err error) (cause, result, detail string) {
 	var ne net.Error
+	var dns *net.DNSError
 	switch {
 	case egress.Refused(err):
-		return "refused by the SSRF guard: " + refusalReason(err), "refused"
+		return CauseRefused, "refused", refusalReason(err)
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
-		return "timeout", "timeout"
-	default:
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			return fmt.Sprintf("network error (%s)", oe.Op), "network"
-		}
-		return "network error", "network"
+		return CauseTimeout, "timeout", ""
+	case errors.As(err, &dns):
+		return CauseDNS, "network", ""
+	case isTLS(err):
+		return CauseTLS, "network", ""
 	}
+	return CauseConnection, "network", ""
 }
 
+// isTLS reports whether err is a TLS handshake or certificate failure (many
+// of crypto/tls's errors are plain errors reading "tls: …").
+func isTLS(err error) bool {
+	var (
+		verify *tls.CertificateVerificationError
+		header tls.RecordHeaderError
+		ua     x509.UnknownAuthorityError
+		host   x509.HostnameError
+		inv    x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &header) || errors.As(err, &ua) || errors.As(err, &host) ||
+		errors.As(err, &inv) || strings.Contains(err.Error(), "tls: ")
+}
+
+// refusalReason is the guard's own reason (the address and its class).
 func refusalReason(err error) string {
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if u := errors.Unwrap(e); u == egress.ErrRefused {
-			return e.Error()
+		if errors.Unwrap(e) == egress.ErrRefused {
+			return strings.TrimPrefix(e.Error(), egress.ErrRefused.Error()+": ")
 		}
 	}
 	return "target refused"

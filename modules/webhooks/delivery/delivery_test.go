@@ -225,7 +225,7 @@ func TestSSRFTargetsRefused(t *testing.T) {
 	}
 	for i, ep := range eps {
 		rows := e.deliveryRows(ep.ID)
-		if len(rows) != 1 || rows[0].Status != "pending" || !strings.Contains(rows[0].LastError, "SSRF") || rows[0].LastCode != nil {
+		if len(rows) != 1 || rows[0].Status != "pending" || rows[0].LastError != delivery.CauseRefused || rows[0].LastCode != nil {
 			t.Fatalf("%s: %+v", targets[i], rows)
 		}
 	}

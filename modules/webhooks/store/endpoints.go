@@ -288,15 +288,27 @@ func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after
 
 // Delivery is one row of an endpoint's deliveries list.
 type Delivery struct {
-	ID             int64      `json:"-"`
-	EventID        string     `json:"event_id"`
-	Kind           string     `json:"kind"`
-	Status         string     `json:"status"`
-	Attempts       int        `json:"attempts"`
-	LastStatusCode *int       `json:"last_status_code"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at"`
-	CreatedAt      time.Time  `json:"created_at"`
+	ID             int64  `json:"-"`
+	EventID        string `json:"event_id"`
+	Kind           string `json:"kind"`
+	Status         string `json:"status"`
+	Attempts       int    `json:"attempts"`
+	LastStatusCode *int   `json:"last_status_code"`
+	// LastError is the last failed attempt's cause (or why the delivery is
+	// parked or cancelled): one of the documented set, null when none.
+	LastError     *string    `json:"last_error"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	CreatedAt     time.Time  `json:"created_at"`
 }
+
+// lastErrorColumn is last_error as listed: NULL when empty, and a reason an
+// older instance wrote in free text (during a rolling upgrade; migration 0003
+// maps the stored ones) mapped onto the documented set like that migration.
+const lastErrorColumn = `CASE WHEN last_error LIKE 'refused by the SSRF guard%' THEN 'refused address'
+		WHEN last_error LIKE 'network error%' THEN 'connection'
+		WHEN last_error ~ '^HTTP [0-9]{3}' THEN 'status ' || substring(last_error FROM '^HTTP ([0-9]{3})')
+		WHEN last_error = 'bad URL' THEN 'bad url'
+		ELSE nullif(last_error, '') END`
 
 // Deliveries lists org's endpoint id's deliveries, newest first, with ids
 // below before (0 = from the newest); more says whether older ones follow.
@@ -304,7 +316,7 @@ func (s *Store) Deliveries(ctx context.Context, org, id string, before int64, li
 	if _, err := s.GetEndpoint(ctx, org, id); err != nil {
 		return nil, false, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, event_id::text, kind, status, attempts, last_status_code,
+	rows, err := s.pool.Query(ctx, `SELECT id, event_id::text, kind, status, attempts, last_status_code, `+lastErrorColumn+`,
 			CASE WHEN status IN ('pending', 'delivering') THEN next_attempt_at END, created_at
 		FROM civicgate.webhook_deliveries
 		WHERE endpoint_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, id, before, limit+1)
@@ -315,7 +327,7 @@ func (s *Store) Deliveries(ctx context.Context, org, id string, before int64, li
 	out := []Delivery{}
 	for rows.Next() {
 		var d Delivery
-		if err := rows.Scan(&d.ID, &d.EventID, &d.Kind, &d.Status, &d.Attempts, &d.LastStatusCode, &d.NextAttemptAt, &d.CreatedAt); err != nil {
+		if err := rows.Scan(&d.ID, &d.EventID, &d.Kind, &d.Status, &d.Attempts, &d.LastStatusCode, &d.LastError, &d.NextAttemptAt, &d.CreatedAt); err != nil {
 			return nil, false, fmt.Errorf("store: deliveries: %w", err)
 		}
 		if d.Status == "delivering" {

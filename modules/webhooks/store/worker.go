@@ -237,9 +237,12 @@ type Outcome struct {
 	Status     string    // pending (retry at NextAt), delivered or failed (dead-lettered)
 	NextAt     time.Time // pending only
 	StatusCode int       // 0: no HTTP response
-	Error      string    // short, secret-free reason
-	Disable    bool      // the receiver answered 410: disable the endpoint
+	Error      string    // last_error: one of the documented causes (README "Delivery"), never a raw error
+	Disable    bool      // the receiver answered 410: disable the endpoint (DisabledBy410)
 }
+
+// DisabledBy410 is the disabled_reason of an endpoint whose receiver answered 410.
+const DisabledBy410 = "HTTP 410: endpoint disabled"
 
 // ErrLeaseLost is returned by Finish when the lease was no longer ours (it
 // expired and another instance claimed the delivery).
@@ -272,7 +275,7 @@ func (s *Store) Finish(ctx context.Context, now time.Time, j Job, o Outcome) err
 		}
 		if o.Disable {
 			if _, err := tx.Exec(ctx, `UPDATE civicgate.webhook_endpoints SET status = 'disabled', disabled_reason = $2, updated_at = $3
-				WHERE id = $1`, j.EndpointID, o.Error, now); err != nil {
+				WHERE id = $1`, j.EndpointID, DisabledBy410, now); err != nil {
 				return fmt.Errorf("store: finish: %w", err)
 			}
 		}
