@@ -1,7 +1,11 @@
 package webhooks
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/civicgate/civicgate/internal/adapttest"
 )
@@ -28,11 +32,58 @@ func TestCaddyfileErrors(t *testing.T) {
 		"directive prefix":    ":8080 {\ncivic_webhooks {\nprefix v1\n}\n}",
 		"directive max bad":   ":8080 {\ncivic_webhooks {\nmax_replay -3\n}\n}",
 		"directive org noarg": ":8080 {\ncivic_webhooks {\norg\n}\n}",
+		"directive env twice": ":8080 {\ncivic_webhooks {\nenv a\nenv b\n}\n}",
+		"per org zero":        global("max_in_flight_per_org 0"),
+		"tier no rate":        global("tier free"),
+		"tier bad rate":       global("tier free fast bills"),
+		"tier bad name":       global("tier Free 30/m bills"),
+		"tier bad family":     global("tier free 30/m Bills"),
+		"tier twice":          global("tier free 30/m bills\ntier free 60/m bills"),
 	})
 }
 
 // TestCaddyfileValidControl guards TestCaddyfileErrors: the same shapes with
 // valid values adapt.
 func TestCaddyfileValidControl(t *testing.T) {
-	adapttest.Adapts(t, "{\ncivic_webhooks {\ndatabase x\nsecret_key k\nworkers 2\ntimeout 5s\ndeliver off\nretention 1h\n}\n}\n:8080 {\ncivic_webhooks {\nprefix /v1\nmax_replay 3\nmax_endpoints 2\norg o\n}\n}")
+	adapttest.Adapts(t, "{\ncivic_webhooks {\ndatabase x\nsecret_key k\nworkers 2\ntimeout 5s\ndeliver off\nretention 1h\n"+
+		"max_in_flight_per_org 1\ntier free 30/m bills\ntier paid 9/h bills members\n}\n}\n"+
+		":8080 {\ncivic_webhooks {\nprefix /v1\nmax_replay 3\nmax_endpoints 2\norg o\nenv e\n}\n}")
+}
+
+// TestProvisionRefusals: configurations that adapt but must not run — a
+// delivering app without tiers (fail closed), a per-organization bound not
+// below the workers — are refused with a message that says what to change; the controls
+// provision.
+func TestProvisionRefusals(t *testing.T) {
+	const base = `"database":"postgres://u@127.0.0.1:1/x","secret_keys":["0123456789abcdef0123456789abcdef"]`
+	const tiers = `"tiers":{"free":{"rate":"30/m","families":["bills","members"]}}`
+	validate := func(app string) error {
+		var cfg caddy.Config
+		if err := json.Unmarshal([]byte(`{"admin":{"disabled":true},"apps":{"civic_webhooks":{`+app+`}}}`), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return caddy.Validate(&cfg)
+	}
+	for name, tc := range map[string]struct{ app, want string }{
+		"deliver without tiers": {base, "deliver is on but no tier is configured, so no organization would be entitled to any delivery: " +
+			"add the same `tier <name> <rate> <families...>` lines as civic_auth inside civic_webhooks (`import tiers.caddy` in the shipped Caddyfiles), or set `deliver off`"},
+		"per org at workers":    {base + `,` + tiers + `,"workers":4,"max_in_flight_per_org":4`, "max_in_flight_per_org 4 must be below workers 4"},
+		"per org default ok":    {base + `,` + tiers + `,"workers":1`, ""},
+		"bad tier in JSON":      {base + `,"tiers":{"free":{"rate":"lots"}}`, `tier free: rate "lots" is not like 100/m`},
+		"api-only, no tiers":    {base + `,"deliver":false`, ""},
+		"delivering with tiers": {base + `,` + tiers + ``, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := validate(tc.app)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want an error with %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -58,6 +58,14 @@ type App struct {
 	// MaxInFlight bounds the attempts in flight per endpoint across every
 	// instance (default 4).
 	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// MaxInFlightPerOrg bounds the attempts in flight per organization
+	// across every instance (default max(1, workers/2); must be below
+	// workers), so one organization's slow receivers cannot take every worker.
+	MaxInFlightPerOrg int `json:"max_in_flight_per_org,omitempty"`
+	// Tiers maps a tier name to its rate and families: the same tier lines
+	// as civic_auth (the rate is not used here). Required when delivering:
+	// an organization receives the families of the tiers of its active keys.
+	Tiers map[string]TierConfig `json:"tiers,omitempty"`
 	// Timeout bounds one attempt (default 15s).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Poll is the idle wait between polls of the outbox (default 1s).
@@ -118,8 +126,22 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("civic_webhooks: secret_key: %w", err)
 	}
-	if a.Workers < 0 || a.MaxInFlight < 0 || a.Batch < 0 || a.Timeout < 0 || a.Poll < 0 || a.RotationOverlap < 0 || a.Retention < 0 {
+	if a.Workers < 0 || a.MaxInFlight < 0 || a.MaxInFlightPerOrg < 0 || a.Batch < 0 || a.Timeout < 0 || a.Poll < 0 ||
+		a.RotationOverlap < 0 || a.Retention < 0 {
 		return errors.New("civic_webhooks: negative setting")
+	}
+	workers := intOr(a.Workers, DefaultWorkers)
+	perOrg := intOr(a.MaxInFlightPerOrg, max(1, workers/2))
+	if workers >= 2 && perOrg >= workers {
+		return fmt.Errorf("civic_webhooks: max_in_flight_per_org %d must be below workers %d (one organization could take every worker)",
+			perOrg, workers)
+	}
+	tiers, err := storeTiers(a.Tiers)
+	if err != nil {
+		return fmt.Errorf("civic_webhooks: %w", err)
+	}
+	if a.delivers() && len(tiers) == 0 {
+		return errNoTiers
 	}
 	timeout := durationOr(a.Timeout, DefaultTimeout)
 	a.overlap = durationOr(a.RotationOverlap, DefaultRotationOverlap)
@@ -143,23 +165,31 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.metrics, err = newMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return err
 	}
-	a.dispatcher, err = delivery.New(delivery.Config{
-		Store:       a.store,
-		Client:      a.policy.Client(timeout),
-		Timeout:     timeout,
-		MaxInFlight: intOr(a.MaxInFlight, DefaultMaxInFlight),
-		Workers:     intOr(a.Workers, DefaultWorkers),
-		Batch:       intOr(a.Batch, DefaultBatch),
-		Poll:        durationOr(a.Poll, DefaultPoll),
-		Retention:   durationOr(a.Retention, DefaultRetention),
-		Logger:      a.logger,
-		Metrics:     a.metrics,
-	})
-	if err != nil {
+	dcfg := delivery.Config{
+		Store:             a.store,
+		Client:            a.policy.Client(timeout),
+		Timeout:           timeout,
+		MaxInFlight:       intOr(a.MaxInFlight, DefaultMaxInFlight),
+		MaxInFlightPerOrg: perOrg,
+		Workers:           workers,
+		Batch:             intOr(a.Batch, DefaultBatch),
+		Poll:              durationOr(a.Poll, DefaultPoll),
+		Retention:         durationOr(a.Retention, DefaultRetention),
+		Logger:            a.logger,
+		Metrics:           a.metrics,
+		Tiers:             tiers,
+	}
+	if !a.delivers() {
+		return nil // an API-only node: no dispatcher (and no tiers needed)
+	}
+	if a.dispatcher, err = delivery.New(dcfg); err != nil {
 		return fmt.Errorf("civic_webhooks: %w", err)
 	}
 	return nil
 }
+
+// delivers reports whether this instance runs the sidecar.
+func (a *App) delivers() bool { return a.Deliver == nil || *a.Deliver }
 
 func durationOr(d caddy.Duration, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -179,7 +209,7 @@ func (a *App) now() time.Time { return time.Now() }
 
 // Start starts the delivery sidecar (unless deliver is off).
 func (a *App) Start() error {
-	if a.Deliver != nil && !*a.Deliver {
+	if a.dispatcher == nil {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,15 +32,17 @@ func parseSwitch(d *caddyfile.Dispenser, v string) (bool, error) {
 //	    deliver on|off
 //	    workers <n>
 //	    max_in_flight <n>
+//	    max_in_flight_per_org <n>
 //	    timeout <duration>
 //	    poll_interval <duration>
 //	    batch <n>
 //	    rotation_overlap <duration>
 //	    retention <duration>
 //	    insecure_allow_loopback [on|off]
+//	    tier <name> <rate> [<family>...]    # repeated: one line per tier (import tiers.caddy)
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return caddyopt.Options(d, func(opt string) error {
+	return options(d, "tier", func(opt string) error {
 		switch opt {
 		case "database":
 			if !d.Args(&a.Database) || d.NextArg() {
@@ -62,18 +64,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.Deliver = &on
 		case "insecure_allow_loopback":
-			on := true
-			if d.NextArg() {
-				var err error
-				if on, err = parseSwitch(d, d.Val()); err != nil {
-					return err
-				}
-				if d.NextArg() {
-					return d.ArgErr()
-				}
-			}
-			a.InsecureAllowLoopback = on
-		case "workers", "max_in_flight", "batch":
+			return a.unmarshalLoopback(d)
+		case "tier":
+			return a.unmarshalTier(d)
+		case "workers", "max_in_flight", "max_in_flight_per_org", "batch":
 			var n int
 			if err := caddyopt.PositiveInt(d, &n); err != nil {
 				return err
@@ -83,6 +77,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.Workers = n
 			case "max_in_flight":
 				a.MaxInFlight = n
+			case "max_in_flight_per_org":
+				a.MaxInFlightPerOrg = n
 			default:
 				a.Batch = n
 			}
@@ -108,11 +104,69 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
+// unmarshalLoopback reads `insecure_allow_loopback [on|off]`.
+func (a *App) unmarshalLoopback(d *caddyfile.Dispenser) error {
+	on := true
+	if d.NextArg() {
+		var err error
+		if on, err = parseSwitch(d, d.Val()); err != nil {
+			return err
+		}
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	a.InsecureAllowLoopback = on
+	return nil
+}
+
+// unmarshalTier reads one `tier <name> <rate> [<family>...]` line.
+func (a *App) unmarshalTier(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 2 {
+		return d.ArgErr()
+	}
+	tc := TierConfig{Rate: args[1], Families: args[2:]}
+	if err := checkTier(args[0], tc); err != nil {
+		return d.Err(err.Error())
+	}
+	if _, dup := a.Tiers[args[0]]; dup {
+		return d.Errf("tier %s defined twice", args[0])
+	}
+	if a.Tiers == nil {
+		a.Tiers = map[string]TierConfig{}
+	}
+	a.Tiers[args[0]] = tc
+	return nil
+}
+
+// options is caddyopt.Options, except that the option named repeatable may
+// be given any number of times (tier lines).
+func options(d *caddyfile.Dispenser, repeatable string, option func(opt string) error) error {
+	d.Next() // the option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		opt := d.Val()
+		if seen[opt] && opt != repeatable {
+			return d.Errf("duplicate %s", opt)
+		}
+		seen[opt] = true
+		if err := option(opt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalCaddyfile sets up the handler from the directive:
 //
 //	civic_webhooks [<matcher>] {
 //	    prefix /v1
 //	    org {civic.org}
+//	    env {civic.env}
 //	    families {civic.families}
 //	    max_replay 10000
 //	    max_endpoints 20
@@ -120,7 +174,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Options(d, func(opt string) error {
 		switch opt {
-		case "prefix", "org", "families":
+		case "prefix", "org", "env", "families":
 			var v string
 			if err := caddyopt.OneArg(d, &v); err != nil {
 				return err
@@ -133,6 +187,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				h.Prefix = v
 			case "org":
 				h.Org = v
+			case "env":
+				h.Env = v
 			default:
 				h.Families = v
 			}

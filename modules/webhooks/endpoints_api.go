@@ -47,7 +47,8 @@ func (h *Handler) create(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !ok {
 		return nil
 	}
-	e, secret, err := h.app.store.CreateEndpoint(ctx, h.app.now(), c.org, req.URL, fams, req.Description, h.MaxEndpoints)
+	e, secret, err := h.app.store.CreateEndpoint(ctx, h.app.now(), store.EndpointSpec{Org: c.org, Env: c.env, URL: req.URL,
+		Families: fams, Description: req.Description}, h.MaxEndpoints)
 	if errors.Is(err, store.ErrTooMany) {
 		return badRequest(w, fmt.Sprintf("an organization may register at most %d webhook endpoints; delete one first", h.MaxEndpoints))
 	}
@@ -131,7 +132,7 @@ func (h *Handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Req
 			return badRequest(w, "from_cursor is not a cursor of this feed")
 		}
 	}
-	res, err := h.app.store.Replay(ctx, h.app.now(), c.org, id, after, h.MaxReplay)
+	res, err := h.app.store.Replay(ctx, h.app.now(), c.org, id, after, h.MaxReplay, c.families)
 	if !h.found(w, r, err) {
 		return nil
 	}

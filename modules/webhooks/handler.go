@@ -22,6 +22,7 @@ func init() {
 const (
 	DefaultPrefix       = "/v1"
 	DefaultOrg          = "{civic.org}"
+	DefaultEnv          = "{civic.env}"
 	DefaultFamilies     = "{civic.families}"
 	DefaultMaxReplay    = 10_000
 	DefaultMaxEndpoints = 20
@@ -40,6 +41,10 @@ type Handler struct {
 	Prefix string `json:"prefix,omitempty"`
 	// Org is the caller's organization id (default "{civic.org}").
 	Org string `json:"org,omitempty"`
+	// Env is the caller's key environment (default "{civic.env}"): an
+	// endpoint's deliveries follow the tiers of its organization's active
+	// keys in the environment it was registered from.
+	Env string `json:"env,omitempty"`
 	// Families are the caller's entitled families, comma-separated (default
 	// "{civic.families}").
 	Families string `json:"families,omitempty"`
@@ -70,6 +75,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Org == "" {
 		h.Org = DefaultOrg
 	}
+	if h.Env == "" {
+		h.Env = DefaultEnv
+	}
 	if h.Families == "" {
 		h.Families = DefaultFamilies
 	}
@@ -90,6 +98,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // caller is who is asking, from civic_auth's placeholders.
 type caller struct {
 	org      string
+	env      string   // "" when unknown: the endpoint then counts every environment's keys
 	families []string // change-event families the tier owns
 	all      map[string]bool
 }
@@ -99,7 +108,8 @@ func (h *Handler) caller(r *http.Request) (caller, bool) {
 	if repl == nil {
 		return caller{}, false
 	}
-	c := caller{org: strings.TrimSpace(repl.ReplaceAll(h.Org, "")), all: map[string]bool{}}
+	c := caller{org: strings.TrimSpace(repl.ReplaceAll(h.Org, "")), env: strings.TrimSpace(repl.ReplaceAll(h.Env, "")),
+		all: map[string]bool{}}
 	for _, f := range strings.Split(repl.ReplaceAll(h.Families, ""), ",") {
 		if f = strings.TrimSpace(f); f != "" {
 			c.all[f] = true

@@ -33,11 +33,9 @@ type gateway struct {
 	logPath string
 }
 
-func config(port, httpsPort int, logPath string, loopback bool) string {
-	lb := ""
-	if loopback {
-		lb = "insecure_allow_loopback"
-	}
+// config is the test gateway's Caddyfile; loopback is the
+// insecure_allow_loopback line ("" for none).
+func config(port, httpsPort int, logPath, loopback string) string {
 	return fmt.Sprintf(`{
 	admin localhost:%[1]d
 	http_port %[2]d
@@ -59,6 +57,8 @@ func config(port, httpsPort int, logPath string, loopback bool) string {
 		database {env.CIVIC_WH_TEST_DSN}
 		secret_key {env.CIVIC_WH_TEST_SECRET}
 		poll_interval 20ms
+		tier free 30/m bills members
+		tier paid 1000/m bills members regulatory_filings changes
 		%[5]s
 	}
 }
@@ -77,10 +77,10 @@ http://localhost:%[2]d {
 		}
 	}
 }
-`, adminPort, port, httpsPort, logPath, lb)
+`, adminPort, port, httpsPort, logPath, loopback)
 }
 
-func startGateway(t *testing.T, dsn string, loopback bool) *gateway {
+func startGateway(t *testing.T, dsn, loopback string) *gateway {
 	t.Helper()
 	t.Setenv("CIVIC_WH_TEST_DSN", dsn)
 	t.Setenv("CIVIC_WH_TEST_SECRET", "s3cr3t-identity-material-0123456789abcdef")
@@ -208,7 +208,7 @@ func TestAPIThroughCaddy(t *testing.T) {
 		return iss.Key
 	}
 	keyA, keyB, keyFree := issue("acme", "paid"), issue("other", "paid"), issue("small", "free")
-	g := startGateway(t, db.DSN, true)
+	g := startGateway(t, db.DSN, "insecure_allow_loopback")
 	rc := newHookReceiver(t)
 
 	// Authentication and entitlement come first (civic_auth).
@@ -405,7 +405,7 @@ func TestLoopbackRefusedWithoutDevOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := startGateway(t, db.DSN, false)
+	g := startGateway(t, db.DSN, "")
 	for _, u := range []string{"http://127.0.0.1:9/x", "https://127.0.0.1/x", "https://localhost/x", "https://[::1]/x"} {
 		r := g.do(t, "POST", "/v1/webhook-endpoints", iss.Key, `{"url":"`+u+`"}`)
 		if r.status != 400 || !strings.Contains(r.body, "loopback") && !strings.Contains(r.body, "https required") {

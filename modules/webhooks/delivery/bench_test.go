@@ -28,15 +28,16 @@ func benchStore(b *testing.B) (*feedtest.DB, *store.Store) {
 func BenchmarkFanOut(b *testing.B) {
 	db, s := benchStore(b)
 	ctx := context.Background()
+	org := db.NewOrg(b, "bench", "paid")
 	for range 10 {
-		if _, _, err := s.CreateEndpoint(ctx, time.Now(), "org", "https://example.org/h", store.Families(), "", 0); err != nil {
+		if _, _, err := s.CreateEndpoint(ctx, time.Now(), store.EndpointSpec{Org: org.ID, URL: "https://example.org/h", Families: store.Families()}, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
 	db.Insert(b, "bills", b.N)
 	b.ResetTimer()
 	for done := 0; done < b.N; {
-		n, err := s.FanOut(ctx, time.Now(), 500)
+		n, err := s.FanOut(ctx, time.Now(), 500, feedtest.Tiers())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func BenchmarkFanOut(b *testing.B) {
 }
 
 // BenchmarkDeliver: signed deliveries per second from one instance (16
-// workers, max 16 in flight) to a local receiver (one op = one delivery,
+// workers, max 16 in flight, 15 per organization: one organization here) to a local receiver (one op = one delivery,
 // claim to recorded outcome).
 func BenchmarkDeliver(b *testing.B) {
 	db, s := benchStore(b)
@@ -56,11 +57,13 @@ func BenchmarkDeliver(b *testing.B) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer rcv.Close()
-	if _, _, err := s.CreateEndpoint(ctx, time.Now(), "org", rcv.URL, store.Families(), "", 0); err != nil {
+	org := db.NewOrg(b, "bench", "paid")
+	if _, _, err := s.CreateEndpoint(ctx, time.Now(), store.EndpointSpec{Org: org.ID, URL: rcv.URL, Families: store.Families()}, 0); err != nil {
 		b.Fatal(err)
 	}
 	db.Insert(b, "bills", b.N)
-	d, err := delivery.New(delivery.Config{Store: s, Client: dev.Client(5 * time.Second), Workers: 16, MaxInFlight: 16})
+	d, err := delivery.New(delivery.Config{Store: s, Client: dev.Client(5 * time.Second), Workers: 16, MaxInFlight: 16,
+		MaxInFlightPerOrg: 15, Tiers: feedtest.Tiers()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestFailedAttemptCauses(t *testing.T) {
 		t.Fatalf("%d attempts, want %d", n, len(cases))
 	}
 	for i, c := range cases {
-		ds, _, err := e.store.Deliveries(e.ctx, "org_test", eps[i].ID, 0, 10)
+		ds, _, err := e.store.Deliveries(e.ctx, e.org.ID, eps[i].ID, 0, 10)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("%s: %d deliveries %v", c.url, len(ds), err)
 		}
@@ -84,7 +84,7 @@ func TestFailedAttemptCauses(t *testing.T) {
 	epOK, _ := e.endpoint(ok.URL(), "bills")
 	e.db.Insert(t, "bills", 1)
 	e.drain(d)
-	ds, _, err := e.store.Deliveries(e.ctx, "org_test", epOK.ID, 0, 10)
+	ds, _, err := e.store.Deliveries(e.ctx, e.org.ID, epOK.ID, 0, 10)
 	if err != nil || len(ds) != 1 {
 		t.Fatal(err)
 	}

@@ -1,14 +1,18 @@
 // Package delivery is the webhook sidecar's engine: it fans change events out
 // into deliveries, leases due deliveries (shared safely by any number of
-// instances), POSTs them signed per Standard Webhooks v1, and records each
-// outcome with the retry schedule of DESIGN.md §3.8. Time comes from an
-// injectable Clock and jitter from an injectable source, so the schedule is
-// testable without waiting.
+// instances, fairly across organizations), POSTs them signed per Standard
+// Webhooks v1, and records each outcome with the retry schedule of DESIGN.md
+// §3.8. What an organization may receive is decided by the store against the
+// key store at fan-out and claim (Config.Tiers); a reconcile loop parks,
+// resumes and cancels deliveries when the key store NOTIFYs a change. Time
+// comes from an injectable Clock and jitter from an injectable source, so the
+// schedule is testable without waiting.
 package delivery
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -84,10 +88,18 @@ type Config struct {
 	// so it bounds how long a crashed instance's attempts wait to be taken
 	// over, not how long an attempt may take.
 	Lease       time.Duration
-	MaxInFlight int           // per endpoint, across instances (default 4)
-	Workers     int           // concurrent attempts of this instance (default 16)
-	Batch       int           // events per fan-out transaction (default 500)
-	Poll        time.Duration // idle wait between polls (default 1s)
+	MaxInFlight int // per endpoint, across instances (default 4)
+	Workers     int // concurrent attempts of this instance (default 16)
+	// MaxInFlightPerOrg bounds the attempts in flight per organization,
+	// across instances (default max(1, Workers/2); below Workers when Workers
+	// is 2 or more), so one organization's slow receivers cannot take every
+	// worker.
+	MaxInFlightPerOrg int
+	// Tiers maps each tier to its families (required: with none, nothing
+	// would be entitled to anything).
+	Tiers store.Tiers
+	Batch int           // events per fan-out transaction (default 500)
+	Poll  time.Duration // idle wait between polls (default 1s)
 	// Retention: finished deliveries older than this are pruned (0 = keep).
 	Retention time.Duration
 	Logger    *zap.Logger
@@ -133,6 +145,16 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 16
 	}
+	if cfg.MaxInFlightPerOrg <= 0 {
+		cfg.MaxInFlightPerOrg = max(1, cfg.Workers/2)
+	}
+	if cfg.Workers >= 2 && cfg.MaxInFlightPerOrg >= cfg.Workers {
+		return nil, fmt.Errorf("delivery: max_in_flight_per_org %d must be below workers %d (one organization could take every worker)",
+			cfg.MaxInFlightPerOrg, cfg.Workers)
+	}
+	if len(cfg.Tiers) == 0 {
+		return nil, errors.New("delivery: no tiers (the tier map decides what each organization may receive)")
+	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500
 	}
@@ -156,7 +178,7 @@ func New(cfg Config) (*Dispatcher, error) {
 func (d *Dispatcher) FanOut(ctx context.Context) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
-		n, err := d.cfg.Store.FanOut(ctx, d.cfg.Clock.Now(), d.cfg.Batch)
+		n, err := d.cfg.Store.FanOut(ctx, d.cfg.Clock.Now(), d.cfg.Batch, d.cfg.Tiers)
 		total += n
 		if err != nil || n < d.cfg.Batch {
 			return total, err
@@ -165,11 +187,26 @@ func (d *Dispatcher) FanOut(ctx context.Context) (int, error) {
 	return total, ctx.Err()
 }
 
-// RunOnce fans out, claims what is due (at most Workers attempts) and
-// performs the attempts, returning when all are recorded. It returns the
-// number of attempts made. Tests drive the engine with it under a fake clock.
+// Reconcile parks, resumes and cancels deliveries as the key store now says
+// (store.Reconcile), logging what it changed.
+func (d *Dispatcher) Reconcile(ctx context.Context) (store.Reconciled, error) {
+	r, err := d.cfg.Store.Reconcile(ctx, d.cfg.Clock.Now(), d.cfg.Tiers)
+	if err == nil && r != (store.Reconciled{}) {
+		d.cfg.Logger.Info("webhook deliveries follow the key store", zap.Int64("parked", r.Parked),
+			zap.Int64("resumed", r.Resumed), zap.Int64("cancelled", r.Cancelled))
+	}
+	return r, err
+}
+
+// RunOnce fans out, reconciles with the key store, claims what is due (at
+// most Workers attempts) and performs the attempts, returning when all are
+// recorded. It returns the number of attempts made. Tests drive the engine
+// with it under a fake clock.
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	if _, err := d.FanOut(ctx); err != nil {
+		return 0, err
+	}
+	if _, err := d.Reconcile(ctx); err != nil {
 		return 0, err
 	}
 	jobs, err := d.claim(ctx, d.cfg.Workers)
@@ -189,5 +226,6 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 }
 
 func (d *Dispatcher) claim(ctx context.Context, limit int) ([]store.Job, error) {
-	return d.cfg.Store.Claim(ctx, d.cfg.Clock.Now(), d.cfg.Lease, d.cfg.MaxInFlight, limit, d.cfg.Render)
+	return d.cfg.Store.Claim(ctx, d.cfg.Clock.Now(), store.ClaimParams{Lease: d.cfg.Lease, MaxInFlight: d.cfg.MaxInFlight,
+		MaxInFlightPerOrg: d.cfg.MaxInFlightPerOrg, Limit: limit, Tiers: d.cfg.Tiers}, d.cfg.Render)
 }

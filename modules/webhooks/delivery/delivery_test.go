@@ -175,7 +175,7 @@ func Test410Disables(t *testing.T) {
 	e.db.Insert(t, "bills", 2)
 	d := e.dispatcher(dev, func(c *delivery.Config) { c.MaxInFlight = 1; c.Workers = 1 })
 	e.runOnce(d)
-	got, err := e.store.GetEndpoint(e.ctx, "org_test", ep.ID)
+	got, err := e.store.GetEndpoint(e.ctx, e.org.ID, ep.ID)
 	if err != nil || got.Status != "disabled" || !strings.Contains(got.DisabledReason, "410") {
 		t.Fatalf("endpoint after 410: %+v %v", got, err)
 	}
@@ -192,7 +192,7 @@ func Test410Disables(t *testing.T) {
 		t.Fatalf("rows %+v (the 3 events after disabling must not be fanned out)", rows)
 	}
 	rc.setAnswer(func(*http.Request, int) (int, http.Header) { return http.StatusOK, nil })
-	if _, err := e.store.Replay(e.ctx, e.clock.Now(), "org_test", ep.ID, 0, 100); err != nil {
+	if _, err := e.store.Replay(e.ctx, e.clock.Now(), e.org.ID, ep.ID, 0, 100, store.Families()); err != nil {
 		t.Fatal(err)
 	}
 	e.drain(d)
@@ -243,11 +243,13 @@ func TestSSRFTargetsRefused(t *testing.T) {
 type countRefused struct{ n *atomic.Int64 }
 
 func (c countRefused) Delivery(string) {}
+
 func (c countRefused) Attempt(result string, _ time.Duration) {
 	if result == "refused" {
 		c.n.Add(1)
 	}
 }
+
 func (c countRefused) Lag(int64, time.Duration) {}
 
 // TestReceiverDownThenReplayExactlyOnce: a receiver that is down for a while
@@ -277,7 +279,7 @@ func TestReceiverDownThenReplayExactlyOnce(t *testing.T) {
 		t.Fatalf("%d delivered while down", n)
 	}
 	rc.up(addr)
-	res, err := e.store.Replay(e.ctx, e.clock.Now(), "org_test", ep.ID, mustCursor(t, last), 1000)
+	res, err := e.store.Replay(e.ctx, e.clock.Now(), e.org.ID, ep.ID, mustCursor(t, last), 1000, store.Families())
 	if err != nil || res.Scheduled != 15 || res.More {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
@@ -311,7 +313,7 @@ func TestSecretRotationOverlap(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
 	ep, oldSecret := e.endpoint(rc.URL())
-	newSecret, err := e.store.RotateSecret(e.ctx, e.clock.Now(), "org_test", ep.ID, 24*time.Hour)
+	newSecret, err := e.store.RotateSecret(e.ctx, e.clock.Now(), e.org.ID, ep.ID, 24*time.Hour)
 	if err != nil || newSecret == oldSecret {
 		t.Fatal(err)
 	}
@@ -352,7 +354,7 @@ func TestPingIsTriedOnce(t *testing.T) {
 	rc := newReceiver(t)
 	rc.setAnswer(func(*http.Request, int) (int, http.Header) { return http.StatusInternalServerError, nil })
 	ep, secret := e.endpoint(rc.URL())
-	id, err := e.store.Test(e.ctx, e.clock.Now(), "org_test", ep.ID, func(id string) ([]byte, error) {
+	id, err := e.store.Test(e.ctx, e.clock.Now(), e.org.ID, ep.ID, func(id string) ([]byte, error) {
 		return []byte(`{"id":"` + id + `","type":"ping"}`), nil
 	})
 	if err != nil {

@@ -146,13 +146,15 @@ func (rc *receiver) succeeded() map[string]int {
 	return out
 }
 
-// env is one test's database, store and engine.
+// env is one test's database, store and engine, and the organization (a
+// paid key) its endpoints belong to.
 type env struct {
 	t     *testing.T
 	db    *feedtest.DB
 	store *store.Store
 	clock *fakeClock
 	ctx   context.Context
+	org   feedtest.Org
 }
 
 func newEnv(t *testing.T) *env {
@@ -163,13 +165,13 @@ func newEnv(t *testing.T) *env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return &env{t: t, db: db, store: store.New(db.Pool, box), clock: newFakeClock(), ctx: ctx}
+	return &env{t: t, db: db, store: store.New(db.Pool, box), clock: newFakeClock(), ctx: ctx, org: db.NewOrg(t, "test", "paid")}
 }
 
 // dispatcher builds an engine on the fake clock; loopback receivers need
 // the dev policy.
 func (e *env) dispatcher(policy egress.Policy, mod func(*delivery.Config)) *delivery.Dispatcher {
-	cfg := delivery.Config{Store: e.store, Client: policy.Client(5 * time.Second), Clock: e.clock, Timeout: 5 * time.Second}
+	cfg := delivery.Config{Store: e.store, Client: policy.Client(5 * time.Second), Clock: e.clock, Timeout: 5 * time.Second, Tiers: feedtest.Tiers()}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -183,10 +185,16 @@ func (e *env) dispatcher(policy egress.Policy, mod func(*delivery.Config)) *deli
 var dev = egress.Policy{AllowLoopback: true}
 
 func (e *env) endpoint(url string, families ...string) (store.Endpoint, string) {
+	return e.endpointOf(e.org, url, families...)
+}
+
+// endpointOf registers url for org (in the live environment).
+func (e *env) endpointOf(org feedtest.Org, url string, families ...string) (store.Endpoint, string) {
 	if len(families) == 0 {
 		families = store.Families()
 	}
-	ep, secret, err := e.store.CreateEndpoint(e.ctx, e.clock.Now(), "org_test", url, families, "test", 0)
+	ep, secret, err := e.store.CreateEndpoint(e.ctx, e.clock.Now(), store.EndpointSpec{Org: org.ID, Env: "live", URL: url,
+		Families: families, Description: "test"}, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -263,10 +271,13 @@ func (rc *receiver) holdAll() chan struct{} {
 	return release
 }
 
-// start runs an engine with cfg (real clock) until stop closes; wg.Wait
-// waits for it to finish.
+// start runs an engine with cfg (real clock; the test tiers unless cfg has
+// some) until stop closes; wg.Wait waits for it to finish.
 func (e *env) start(cfg delivery.Config, stop <-chan struct{}, wg *sync.WaitGroup) {
 	e.t.Helper()
+	if cfg.Tiers == nil {
+		cfg.Tiers = feedtest.Tiers()
+	}
 	d, err := delivery.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)

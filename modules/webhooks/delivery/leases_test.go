@@ -41,7 +41,7 @@ func TestTwoSidecarsDeliverEachAttemptOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for i := range 2 {
-		e.start(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Workers: 4, MaxInFlight: 6,
+		e.start(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Workers: 4, MaxInFlight: 6, MaxInFlightPerOrg: 3,
 			Batch: 20, Poll: 5 * time.Millisecond, Schedule: []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond},
 			Metrics: countDeliveries{&counts[i]}}, stop, &wg)
 	}
@@ -105,9 +105,11 @@ func TestTwoSidecarsDeliverEachAttemptOnce(t *testing.T) {
 
 type countDeliveries struct{ n *atomic.Int64 }
 
-func (c countDeliveries) Delivery(string)               { c.n.Add(1) }
+func (c countDeliveries) Delivery(string) { c.n.Add(1) }
+
 func (c countDeliveries) Attempt(string, time.Duration) {}
-func (c countDeliveries) Lag(int64, time.Duration)      {}
+
+func (c countDeliveries) Lag(int64, time.Duration) {}
 
 // TestInFlightBoundedPerEndpoint: with max_in_flight 2, two engines with 8
 // workers each never have more than 2 requests open at one receiver.
@@ -153,7 +155,7 @@ func TestDeliveriesContinueWhileAWriterHoldsTheFeed(t *testing.T) {
 	rc := newReceiver(t)
 	e.endpoint(rc.URL())
 	e.db.Insert(t, "bills", 1)
-	if _, err := e.store.FanOut(e.ctx, e.clock.Now(), 100); err != nil {
+	if _, err := e.store.FanOut(e.ctx, e.clock.Now(), 100, feedtest.Tiers()); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := e.db.Pool.Begin(e.ctx)
@@ -164,7 +166,7 @@ func TestDeliveriesContinueWhileAWriterHoldsTheFeed(t *testing.T) {
 	if _, err := feedtest.InsertTx(e.ctx, tx, "members", 1); err != nil {
 		t.Fatal(err)
 	}
-	d, err := delivery.New(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Poll: 10 * time.Millisecond})
+	d, err := delivery.New(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Poll: 10 * time.Millisecond, Tiers: feedtest.Tiers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestOutcomeRecordedAcrossADatabaseBlip(t *testing.T) {
 	})
 	ep, _ := e.endpoint(rc.URL())
 	e.db.Insert(t, "bills", 1)
-	d, err := delivery.New(delivery.Config{Store: viaProxy, Client: dev.Client(5 * time.Second), Clock: e.clock})
+	d, err := delivery.New(delivery.Config{Store: viaProxy, Client: dev.Client(5 * time.Second), Clock: e.clock, Tiers: feedtest.Tiers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,9 +272,9 @@ func TestLeaseRenewedWhileAnAttemptOutlastsIt(t *testing.T) {
 	}
 }
 
+// DefaultLease has passed, and not before.
 // TestCrashedInstancesAttemptDueAfterTheDefaultLease: an attempt claimed by an
 // instance that died (no renewals, no outcome) is sent again once
-// DefaultLease has passed, and not before.
 func TestCrashedInstancesAttemptDueAfterTheDefaultLease(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
@@ -284,7 +286,8 @@ func TestCrashedInstancesAttemptDueAfterTheDefaultLease(t *testing.T) {
 	}
 	// The crashed instance: claimed, never renewed, never finished.
 	claimed := e.clock.Now()
-	jobs, err := e.store.Claim(e.ctx, claimed, delivery.DefaultLease, 4, 1, store.RenderEnvelope)
+	jobs, err := e.store.Claim(e.ctx, claimed, store.ClaimParams{Lease: delivery.DefaultLease, MaxInFlight: 4, MaxInFlightPerOrg: 8, Limit: 1,
+		Tiers: feedtest.Tiers()}, store.RenderEnvelope)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}

@@ -6,24 +6,35 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
-// Run works until ctx is cancelled. Two loops: the fan-out (which may wait
-// for a writer holding the feed lock, so it never delays deliveries) and the
-// claimer, which claims as many attempts as there are free workers and polls
-// again at once while there is work, when a worker frees up or new events were
-// fanned out, and otherwise after Poll. Attempts in flight when ctx ends are
-// finished first (each bounded by the timeout) so an answered request is
-// recorded as such.
+// Run works until ctx is cancelled. Three loops and a listener: the fan-out
+// (which may wait for a writer holding the feed lock, so it never delays
+// deliveries), the reconciler (parks, resumes and cancels as the key store
+// changes) and the claimer, which claims as many attempts as there are free
+// workers and polls again at once while there is work, when a worker frees
+// up, new events were fanned out or deliveries were resumed, and otherwise
+// after Poll. Attempts in flight when ctx ends are finished first (each
+// bounded by the timeout) so an answered request is recorded as such.
 func (d *Dispatcher) Run(ctx context.Context) {
-	fanned := make(chan struct{}, 1)
+	work := make(chan struct{}, 1)
+	feed := make(chan struct{}, 1)
+	auth := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.fanOutLoop(ctx, fanned)
-	}()
+	for _, loop := range []func(){
+		func() { d.listen(ctx, feed, auth) },
+		func() { d.fanOutLoop(ctx, feed, work) },
+		func() { d.reconcileLoop(ctx, auth, work) },
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop()
+		}()
+	}
 
 	slots := make(chan struct{}, d.cfg.Workers)
 	freed := make(chan struct{}, d.cfg.Workers)
@@ -43,10 +54,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					defer wg.Done()
 					d.attempt(attemptCtx, ctx, j)
 					<-slots
-					select {
-					case freed <- struct{}{}:
-					default:
-					}
+					signal(freed)
 				}()
 			}
 			busy = err == nil && len(jobs) == free
@@ -59,7 +67,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-freed:
-		case <-fanned:
+		case <-work:
 		case <-t.C:
 		}
 		t.Stop()
@@ -78,18 +86,19 @@ func (d *Dispatcher) Prune(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// signal sends on a coalescing channel (capacity 1) without blocking.
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // fanOutLoop fans out every Poll, and at once when a writer NOTIFYs
-// store.FeedChannel (reports lag every 5 s), signalling fanned when it
-// created work.
-func (d *Dispatcher) fanOutLoop(ctx context.Context, fanned chan<- struct{}) {
+// store.FeedChannel (reports lag every 5 s), signalling work when it created
+// some.
+func (d *Dispatcher) fanOutLoop(ctx context.Context, feed <-chan struct{}, work chan<- struct{}) {
 	warn := warnEvery(d.cfg.Logger, time.Minute)
-	notified := make(chan struct{}, 1)
-	listening := make(chan struct{})
-	go func() {
-		defer close(listening)
-		d.listen(ctx, notified)
-	}()
-	defer func() { <-listening }()
 	var lastLag, lastPrune time.Time
 	for ctx.Err() == nil {
 		if d.cfg.Retention > 0 && time.Since(lastPrune) >= time.Hour {
@@ -101,12 +110,9 @@ func (d *Dispatcher) fanOutLoop(ctx context.Context, fanned chan<- struct{}) {
 		n, err := d.FanOut(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			warn("webhook fan-out failed (has `civicgate webhooks migrate` run?)", err)
+			warn("webhook fan-out failed (have `civicgate webhooks migrate` and `civicgate keys migrate` run on this database?)", err)
 		case n > 0:
-			select {
-			case fanned <- struct{}{}:
-			default:
-			}
+			signal(work)
 		}
 		if time.Since(lastLag) >= 5*time.Second {
 			lastLag = time.Now()
@@ -118,32 +124,60 @@ func (d *Dispatcher) fanOutLoop(ctx context.Context, fanned chan<- struct{}) {
 		select {
 		case <-ctx.Done():
 		case <-t.C:
-		case <-notified:
+		case <-feed:
 		}
 		t.Stop()
 	}
 }
 
-// listen keeps a LISTEN on store.FeedChannel open until ctx ends, signalling
-// notified (coalesced) for each notification. A lost connection is listened
-// again after a backoff of 1 s doubling to 30 s; polling goes on meanwhile.
-func (d *Dispatcher) listen(ctx context.Context, notified chan<- struct{}) {
+// reconcileLoop reconciles the outbox with the key store every Poll, and at
+// once when the key store NOTIFYs store.AuthChannel (a suspension, a
+// resumption, a key issued, rotated or revoked), signalling work when
+// deliveries were resumed. It runs apart from the fan-out, which may wait for
+// a writer holding the feed lock.
+func (d *Dispatcher) reconcileLoop(ctx context.Context, auth <-chan struct{}, work chan<- struct{}) {
 	warn := warnEvery(d.cfg.Logger, time.Minute)
-	signal := func() {
+	for ctx.Err() == nil {
+		r, err := d.Reconcile(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			warn("reconciling webhook deliveries with the key store failed", err)
+		case r.Resumed > 0:
+			signal(work)
+		}
+		t := time.NewTimer(d.cfg.Poll)
 		select {
-		case notified <- struct{}{}:
-		default:
+		case <-ctx.Done():
+		case <-t.C:
+		case <-auth:
+		}
+		t.Stop()
+	}
+}
+
+// listen keeps a LISTEN on store.FeedChannel and store.AuthChannel open until
+// ctx ends, signalling feed or auth (coalesced) for each notification. A lost
+// connection is listened again after a backoff of 1 s doubling to 30 s;
+// polling goes on meanwhile.
+func (d *Dispatcher) listen(ctx context.Context, feed, auth chan<- struct{}) {
+	warn := warnEvery(d.cfg.Logger, time.Minute)
+	// Once listening (again), look at once: changes may have come in the gap.
+	ready := func() { signal(feed); signal(auth) }
+	notified := func(channel string) {
+		if channel == store.AuthChannel {
+			signal(auth)
+		} else {
+			signal(feed)
 		}
 	}
 	wait := time.Second
 	for ctx.Err() == nil {
 		start := time.Now()
-		// Once listening (again), look at once: events may have come in the gap.
-		err := d.cfg.Store.Listen(ctx, signal, signal)
+		err := d.cfg.Store.Listen(ctx, ready, notified)
 		if ctx.Err() != nil {
 			return
 		}
-		warn("listening for change events failed; polling meanwhile", err)
+		warn("listening for change events and key changes failed; polling meanwhile", err)
 		if time.Since(start) > time.Minute {
 			wait = time.Second
 		}

@@ -65,10 +65,22 @@ func newEndpointID() (string, error) {
 // ErrTooMany is returned by CreateEndpoint when org already has max endpoints.
 var ErrTooMany = errors.New("store: too many webhook endpoints")
 
-// CreateEndpoint registers url for org (at most max endpoints per
-// organization; 0 = no bound) and returns it with its new secret (shown to
-// the caller once; stored sealed).
-func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, org, url string, families []string, description string, max int) (Endpoint, string, error) {
+// EndpointSpec is what an endpoint is registered with.
+type EndpointSpec struct {
+	Org string // the organization ({civic.org}): every API query filters on it
+	// Env is the key environment ({civic.env}) of the registering key: the
+	// endpoint's entitlements are those of the organization's active keys in
+	// it. "" = any environment.
+	Env         string
+	URL         string
+	Families    []string
+	Description string
+}
+
+// CreateEndpoint registers an endpoint (at most max per organization; 0 = no
+// bound) and returns it with its new secret (shown to the caller once;
+// stored sealed).
+func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, spec EndpointSpec, max int) (Endpoint, string, error) {
 	id, err := newEndpointID()
 	if err != nil {
 		return Endpoint{}, "", err
@@ -81,6 +93,11 @@ func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, org, url stri
 	if err != nil {
 		return Endpoint{}, "", err
 	}
+	var env *string
+	if spec.Env != "" {
+		env = &spec.Env
+	}
+	org := spec.Org
 	var e Endpoint
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if max > 0 {
@@ -98,9 +115,9 @@ func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, org, url stri
 		}
 		var err error
 		e, err = scanEndpoint(tx.QueryRow(ctx, `INSERT INTO civicgate.webhook_endpoints
-			(id, org_id, url, families, description, secret_sealed, start_seq, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, (SELECT coalesce(max(id), 0) FROM change_events), $7, $7)
-			RETURNING `+endpointColumns, id, org, url, families, description, sealed, now))
+			(id, org_id, env, url, families, description, secret_sealed, start_seq, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT coalesce(max(id), 0) FROM change_events), $8, $8)
+			RETURNING `+endpointColumns, id, org, env, spec.URL, spec.Families, spec.Description, sealed, now))
 		return err
 	})
 	if err != nil {
@@ -229,17 +246,19 @@ type ReplayResult struct {
 	More      bool  // more events follow LastSeq (call again from it)
 }
 
-// Replay schedules every event after seq (in the endpoint's families, at most
-// max) for delivery to org's endpoint id again, with the same webhook-ids.
-// An event that still has a pending delivery is not doubled: that delivery
-// is made due now instead. A replay re-enables an endpoint disabled by 410
-// (the subscriber says the receiver is back).
-func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after int64, max int) (ReplayResult, error) {
+// Replay schedules every event after seq (in the endpoint's families that
+// are also in entitled, the caller's families now; at most max) for delivery
+// to org's endpoint id again, with the same webhook-ids. An event that still
+// has a pending (or parked) delivery is not doubled: a pending one is made
+// due now instead. A replay re-enables an endpoint disabled by 410 (the
+// subscriber says the receiver is back).
+func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after int64, max int, entitled []string) (ReplayResult, error) {
 	var res ReplayResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var families []string
 		err := tx.QueryRow(ctx, `UPDATE civicgate.webhook_endpoints SET status = 'active', disabled_reason = '', updated_at = $3
-			WHERE id = $1 AND org_id = $2 RETURNING families`, id, org, now).Scan(&families)
+			WHERE id = $1 AND org_id = $2
+			RETURNING ARRAY(SELECT f FROM unnest(families) f WHERE f = ANY($4::text[]))`, id, org, now, entitled).Scan(&families)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -254,16 +273,16 @@ func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after
 		}
 		var last *int64
 		err = tx.QueryRow(ctx, `WITH ev AS (
-				SELECT id, event_id FROM change_events WHERE id > $2 AND family = ANY($3) ORDER BY id LIMIT $4),
+				SELECT id, event_id, family FROM change_events WHERE id > $2 AND family = ANY($3) ORDER BY id LIMIT $4),
 			hurry AS (
 				UPDATE civicgate.webhook_deliveries d SET next_attempt_at = $5
 				FROM ev WHERE d.endpoint_id = $1 AND d.event_id = ev.event_id AND d.status = 'pending'
 				RETURNING d.id),
 			ins AS (
-				INSERT INTO civicgate.webhook_deliveries (endpoint_id, kind, event_id, event_seq, next_attempt_at, created_at)
-				SELECT $1, 'replay', ev.event_id, ev.id, $5, $5 FROM ev
+				INSERT INTO civicgate.webhook_deliveries (endpoint_id, kind, event_id, event_seq, family, next_attempt_at, created_at)
+				SELECT $1, 'replay', ev.event_id, ev.id, ev.family, $5, $5 FROM ev
 				WHERE NOT EXISTS (SELECT 1 FROM civicgate.webhook_deliveries d
-					WHERE d.endpoint_id = $1 AND d.event_id = ev.event_id AND d.status IN ('pending', 'delivering'))
+					WHERE d.endpoint_id = $1 AND d.event_id = ev.event_id AND d.status IN ('pending', 'delivering', 'parked'))
 				RETURNING id)
 			SELECT (SELECT count(*) FROM ev), (SELECT max(id) FROM ev)`,
 			id, after, families, max, now).Scan(&res.Scheduled, &last)

@@ -13,6 +13,16 @@
 // draws ids until it commits, so ids become visible in id order. A writer
 // that also runs NOTIFY FeedChannel in that transaction has its events fanned
 // out at once; without it they are found by the next poll.
+//
+// It also reads the key store's tables in the same database (written by
+// modules/auth/keystore, read here without importing it):
+//
+//	civicgate.organizations(id text, status text: active|suspended)
+//	civicgate.api_keys(org_id text, env text, tier text, status text: active|revoked|rotated)
+//
+// so fan-out and claim honour each organization's status and the families of
+// the tiers of its active keys as they are when each statement runs (see
+// endpointState), and LISTENs on AuthChannel to park and resume at once.
 package store
 
 import (
@@ -29,36 +39,39 @@ import (
 )
 
 // FeedLockKey is the advisory lock every change_events writer holds until
-// commit (the value of the records backend's sync.EventLockKey; copied, not
+// commit (the value of the records backend's mirror.EventLockKey; copied, not
 // imported: modules never import the backend).
 const FeedLockKey int64 = 7_240_118_100
 
 // FeedChannel is the channel writers NOTIFY in the transaction that adds
-// change events (the records backend's sync.EventChannel; copied likewise).
+// change events (the records backend's mirror.EventChannel; copied likewise).
 const FeedChannel = "civicgate_change_events"
 
-// Listen holds one connection LISTENing on FeedChannel and calls notified for
-// every notification until ctx ends or the connection fails (the error is
-// returned; the caller listens again). ready, if not nil, is called once the
-// LISTEN is in place.
-func (s *Store) Listen(ctx context.Context, ready, notified func()) error {
+// Listen holds one connection LISTENing on FeedChannel and AuthChannel and
+// calls notified with the channel of every notification until ctx ends or
+// the connection fails (the error is returned; the caller listens again).
+// ready, if not nil, is called once both LISTENs are in place.
+func (s *Store) Listen(ctx context.Context, ready func(), notified func(channel string)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("store: listen: %w", err)
 	}
 	// The connection had a LISTEN: never hand it back to the pool.
 	defer func() { _ = conn.Hijack().Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{FeedChannel}.Sanitize()); err != nil {
-		return fmt.Errorf("store: listen: %w", err)
+	for _, ch := range []string{FeedChannel, AuthChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return fmt.Errorf("store: listen: %w", err)
+		}
 	}
 	if ready != nil {
 		ready()
 	}
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return fmt.Errorf("store: listen: %w", err)
 		}
-		notified()
+		notified(n.Channel)
 	}
 }
 

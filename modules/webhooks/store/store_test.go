@@ -27,6 +27,12 @@ func newStore(t *testing.T) (*feedtest.DB, *store.Store) {
 	return db, store.New(db.Pool, box)
 }
 
+// claimParams: a minute's lease, maxInFlight per endpoint, limit attempts,
+// no per-organization bound to speak of.
+func claimParams(maxInFlight, limit int) store.ClaimParams {
+	return store.ClaimParams{Lease: time.Minute, MaxInFlight: maxInFlight, MaxInFlightPerOrg: 1000, Limit: limit, Tiers: feedtest.Tiers()}
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -106,7 +112,8 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 	db, s := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", store.Families(), "", 0)
+	org := db.NewOrg(t, "a", "paid")
+	ep, _, err := s.CreateEndpoint(ctx, now, store.EndpointSpec{Org: org.ID, URL: "https://example.org/hook", Families: store.Families()}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +139,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 		}()
 		fanDone := make(chan error, 1)
 		go func() {
-			_, err := s.FanOut(ctx, now, 100)
+			_, err := s.FanOut(ctx, now, 100, feedtest.Tiers())
 			fanDone <- err
 		}()
 		waitAdvisoryWaiters(t, db, 2) // writer B and the fan-out both wait for writer A
@@ -148,7 +155,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 		if err := <-fanDone; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.FanOut(ctx, now, 100); err != nil {
+		if _, err := s.FanOut(ctx, now, 100, feedtest.Tiers()); err != nil {
 			t.Fatal(err)
 		}
 		want := append(idsA, idsB...)
@@ -209,10 +216,10 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 			for {
 				select {
 				case <-writersDone:
-					_, err := s.FanOut(ctx, now, 7)
+					_, err := s.FanOut(ctx, now, 7, feedtest.Tiers())
 					for err == nil {
 						var n int
-						if n, err = s.FanOut(ctx, now, 7); n == 0 {
+						if n, err = s.FanOut(ctx, now, 7, feedtest.Tiers()); n == 0 {
 							break
 						}
 					}
@@ -220,7 +227,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := s.FanOut(ctx, now, 7); err != nil {
+				if _, err := s.FanOut(ctx, now, 7, feedtest.Tiers()); err != nil {
 					fanErr <- err
 					return
 				}
@@ -295,12 +302,13 @@ func TestClaimLeasesEachAttemptOnceAndBoundsInFlight(t *testing.T) {
 	db, s := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", []string{"bills"}, "", 0)
+	org := db.NewOrg(t, "a", "paid")
+	ep, _, err := s.CreateEndpoint(ctx, now, store.EndpointSpec{Org: org.ID, URL: "https://example.org/hook", Families: []string{"bills"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Insert(t, "bills", 10)
-	if n, err := s.FanOut(ctx, now, 100); err != nil || n != 10 {
+	if n, err := s.FanOut(ctx, now, 100, feedtest.Tiers()); err != nil || n != 10 {
 		t.Fatalf("fan-out: %d %v", n, err)
 	}
 	var mu sync.Mutex
@@ -311,7 +319,7 @@ func TestClaimLeasesEachAttemptOnceAndBoundsInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			jobs, err := s.Claim(ctx, now, time.Minute, 3, 10, store.RenderEnvelope)
+			jobs, err := s.Claim(ctx, now, claimParams(3, 10), store.RenderEnvelope)
 			if err != nil {
 				t.Error(err)
 				return
@@ -337,14 +345,14 @@ func TestClaimLeasesEachAttemptOnceAndBoundsInFlight(t *testing.T) {
 	if err := s.Finish(ctx, now, all[0], store.Outcome{Status: "delivered", StatusCode: 200}); err != nil {
 		t.Fatal(err)
 	}
-	more, err := s.Claim(ctx, now, time.Minute, 3, 10, store.RenderEnvelope)
+	more, err := s.Claim(ctx, now, claimParams(3, 10), store.RenderEnvelope)
 	if err != nil || len(more) != 1 {
 		t.Fatalf("after one finished: %d %v", len(more), err)
 	}
 	// Leases expire: a minute later the three in flight are due again
 	// (attempt 2), and the old holders cannot record anything.
 	later := now.Add(61 * time.Second)
-	again, err := s.Claim(ctx, later, time.Minute, 10, 20, store.RenderEnvelope)
+	again, err := s.Claim(ctx, later, claimParams(10, 20), store.RenderEnvelope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,15 +370,16 @@ func TestPruneDeletesOnlyOldFinishedDeliveries(t *testing.T) {
 	db, s := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	ep, _, err := s.CreateEndpoint(ctx, now, "org_a", "https://example.org/hook", []string{"bills"}, "", 0)
+	org := db.NewOrg(t, "a", "paid")
+	ep, _, err := s.CreateEndpoint(ctx, now, store.EndpointSpec{Org: org.ID, URL: "https://example.org/hook", Families: []string{"bills"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Insert(t, "bills", 4)
-	if _, err := s.FanOut(ctx, now, 100); err != nil {
+	if _, err := s.FanOut(ctx, now, 100, feedtest.Tiers()); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.Claim(ctx, now, time.Minute, 10, 10, store.RenderEnvelope)
+	jobs, err := s.Claim(ctx, now, claimParams(10, 10), store.RenderEnvelope)
 	if err != nil || len(jobs) != 4 {
 		t.Fatalf("claim %d %v", len(jobs), err)
 	}
@@ -383,7 +392,7 @@ func TestPruneDeletesOnlyOldFinishedDeliveries(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("pruned %d %v, want 2", n, err)
 	}
-	ds, _, err := s.Deliveries(ctx, "org_a", ep.ID, 0, 10)
+	ds, _, err := s.Deliveries(ctx, org.ID, ep.ID, 0, 10)
 	if err != nil || len(ds) != 2 {
 		t.Fatalf("left %d %v", len(ds), err)
 	}

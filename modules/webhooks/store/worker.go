@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -20,9 +19,18 @@ import (
 // that follows the change_events contract can be between drawing ids and
 // committing then, so every id up to the newest visible one is final and the
 // position can never pass an event that commits later.
-func (s *Store) FanOut(ctx context.Context, now time.Time, batch int) (int, error) {
+//
+// An event becomes a delivery only for an endpoint whose organization may
+// receive (not suspended, an active key) and is entitled to the event's
+// family now (tiers, see endpointState): the same statement decides.
+// Events fanned out while that is not so are not delivered later (replay).
+func (s *Store) FanOut(ctx context.Context, now time.Time, batch int, tiers Tiers) (int, error) {
+	tp, err := tiers.param()
+	if err != nil {
+		return 0, err
+	}
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var last int64
 		err := tx.QueryRow(ctx, `SELECT last_seq FROM civicgate.webhook_fanout FOR UPDATE SKIP LOCKED`).Scan(&last)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -55,13 +63,14 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, batch int) (int, erro
 			return fmt.Errorf("store: fan-out: %w", err)
 		}
 		if hi != nil {
-			if _, err := tx.Exec(ctx, `INSERT INTO civicgate.webhook_deliveries (endpoint_id, kind, event_id, event_seq, next_attempt_at, created_at)
-				SELECT e.id, 'event', ce.event_id, ce.id, $3, $3
-				FROM change_events ce JOIN civicgate.webhook_endpoints e
-					ON e.status = 'active' AND ce.family = ANY(e.families) AND ce.id > e.start_seq
+			if _, err := tx.Exec(ctx, `WITH ent AS (`+endpointState("$4", "e.status = 'active'")+`)
+				INSERT INTO civicgate.webhook_deliveries (endpoint_id, kind, event_id, event_seq, family, next_attempt_at, created_at)
+				SELECT ent.id, 'event', ce.event_id, ce.id, ce.family, $3, $3
+				FROM change_events ce JOIN ent
+					ON ent.park_reason IS NULL AND ce.family = ANY(ent.families) AND ce.family = ANY(ent.fams) AND ce.id > ent.start_seq
 				WHERE ce.id > $1 AND ce.id <= $2
 				ORDER BY ce.id
-				ON CONFLICT DO NOTHING`, lo, *hi, now); err != nil {
+				ON CONFLICT DO NOTHING`, lo, *hi, now, tp); err != nil {
 				return fmt.Errorf("store: fan-out: %w", err)
 			}
 			lo = *hi
@@ -74,162 +83,6 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, batch int) (int, erro
 		return nil
 	})
 	return n, err
-}
-
-// Job is one claimed delivery attempt.
-type Job struct {
-	DeliveryID int64
-	Token      string // lease token: Finish must present it
-	EndpointID string
-	URL        string
-	Keys       [][]byte // signing keys, newest first
-	Kind       string   // event, replay or test
-	EventID    string   // webhook-id
-	Attempt    int      // 1-based number of this attempt
-	Body       []byte
-	Seq        int64  // change_events.id (0 for a ping)
-	Family     string // "" for a ping
-}
-
-// Claim leases up to limit due deliveries for this instance until now+lease,
-// never more than maxInFlight at a time per endpoint across all instances:
-// endpoint rows are locked (FOR NO KEY UPDATE SKIP LOCKED) while counting and
-// claiming, and deliveries are claimed with FOR UPDATE SKIP LOCKED, so two
-// instances never lease the same attempt. A delivering row whose lease ran
-// out (its instance died) is due again. Claiming counts the attempt.
-func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration, maxInFlight, limit int, render func(Event) ([]byte, error)) ([]Job, error) {
-	var jobs []Job
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		type ep struct {
-			id, url   string
-			active    bool
-			cur, prev []byte
-			prevUntil *time.Time
-		}
-		rows, err := tx.Query(ctx, `SELECT e.id, e.url, e.status = 'active', e.secret_sealed, e.prev_secret_sealed, e.prev_secret_until
-			FROM civicgate.webhook_endpoints e
-			WHERE EXISTS (SELECT 1 FROM civicgate.webhook_deliveries d
-				WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'delivering') AND d.next_attempt_at <= $1
-				  AND (d.status = 'pending' OR d.lease_until <= $1) AND (e.status = 'active' OR d.kind = 'test'))
-			  AND (SELECT count(*) FROM civicgate.webhook_deliveries d
-				WHERE d.endpoint_id = e.id AND d.status = 'delivering' AND d.lease_until > $1) < $3
-			ORDER BY (SELECT min(d.next_attempt_at) FROM civicgate.webhook_deliveries d
-				WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'delivering')), e.id
-			LIMIT $2
-			FOR NO KEY UPDATE OF e SKIP LOCKED`, now, limit, maxInFlight)
-		if err != nil {
-			return fmt.Errorf("store: claim: %w", err)
-		}
-		var eps []ep
-		for rows.Next() {
-			var e ep
-			if err := rows.Scan(&e.id, &e.url, &e.active, &e.cur, &e.prev, &e.prevUntil); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: claim: %w", err)
-			}
-			eps = append(eps, e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("store: claim: %w", err)
-		}
-		for _, e := range eps {
-			if len(jobs) >= limit {
-				break
-			}
-			keys, err := s.signingKeys(e.id, e.cur, e.prev, e.prevUntil, now)
-			if err != nil {
-				return fmt.Errorf("store: claim: endpoint %s: %w", e.id, err)
-			}
-			rows, err := tx.Query(ctx, `WITH due AS (
-					SELECT d.id FROM civicgate.webhook_deliveries d
-					WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'delivering') AND d.next_attempt_at <= $2
-					  AND (d.status = 'pending' OR d.lease_until <= $2) AND ($3 OR d.kind = 'test')
-					ORDER BY d.next_attempt_at, d.id
-					LIMIT GREATEST(0, LEAST($5::int, $4::int - (SELECT count(*) FROM civicgate.webhook_deliveries
-						WHERE endpoint_id = $1 AND status = 'delivering' AND lease_until > $2)))
-					FOR UPDATE SKIP LOCKED)
-				UPDATE civicgate.webhook_deliveries d
-				SET status = 'delivering', attempts = d.attempts + 1, lease_token = gen_random_uuid(), lease_until = $6
-				FROM due WHERE d.id = due.id
-				RETURNING d.id, d.lease_token::text, d.kind, d.event_id::text, d.event_seq, d.payload, d.attempts`,
-				e.id, now, e.active, maxInFlight, limit-len(jobs), now.Add(lease))
-			if err != nil {
-				return fmt.Errorf("store: claim: %w", err)
-			}
-			for rows.Next() {
-				j := Job{EndpointID: e.id, URL: e.url, Keys: keys}
-				var seq *int64
-				if err := rows.Scan(&j.DeliveryID, &j.Token, &j.Kind, &j.EventID, &seq, &j.Body, &j.Attempt); err != nil {
-					rows.Close()
-					return fmt.Errorf("store: claim: %w", err)
-				}
-				if seq != nil {
-					j.Body, j.Seq = nil, *seq
-				}
-				jobs = append(jobs, j)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("store: claim: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s.render(ctx, jobs, render)
-}
-
-// render fills the bodies of event jobs from change_events.
-func (s *Store) render(ctx context.Context, jobs []Job, render func(Event) ([]byte, error)) ([]Job, error) {
-	var seqs []int64
-	for _, j := range jobs {
-		if j.Seq != 0 {
-			seqs = append(seqs, j.Seq)
-		}
-	}
-	if len(seqs) == 0 {
-		return jobs, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+eventColumns+` FROM change_events WHERE id = ANY($1)`, seqs)
-	if err != nil {
-		return nil, fmt.Errorf("store: render: %w", err)
-	}
-	evs, err := scanEvents(rows)
-	if err != nil {
-		return nil, err
-	}
-	bySeq := make(map[int64]Event, len(evs))
-	for _, e := range evs {
-		bySeq[e.Seq] = e
-	}
-	for i := range jobs {
-		j := &jobs[i]
-		if j.Seq == 0 {
-			continue
-		}
-		e, ok := bySeq[j.Seq]
-		if !ok {
-			continue // pruned from the feed: Body stays nil; the worker dead-letters it
-		}
-		b, err := render(e)
-		if err != nil {
-			return nil, err
-		}
-		j.Body, j.Family = b, e.Family
-	}
-	return jobs, nil
-}
-
-// RenderEnvelope is the default body of an event delivery: its envelope as JSON.
-func RenderEnvelope(e Event) ([]byte, error) {
-	b, err := json.Marshal(e.Envelope())
-	if err != nil {
-		return nil, fmt.Errorf("store: render: %w", err)
-	}
-	return b, nil
 }
 
 // Outcome is how an attempt ended.
@@ -315,12 +168,12 @@ func (s *Store) Lag(ctx context.Context, now time.Time) (events int64, oldest ti
 	return events, oldest, nil
 }
 
-// Prune deletes up to limit finished (delivered or dead-lettered)
+// Prune deletes up to limit finished (delivered, dead-lettered or cancelled)
 // deliveries that finished before before, and returns how many it deleted.
 func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM civicgate.webhook_deliveries WHERE id IN (
 		SELECT id FROM civicgate.webhook_deliveries
-		WHERE status IN ('delivered', 'failed') AND finished_at < $1 LIMIT $2)`, before, limit)
+		WHERE status IN ('delivered', 'failed', 'cancelled') AND finished_at < $1 LIMIT $2)`, before, limit)
 	if err != nil {
 		return 0, fmt.Errorf("store: prune: %w", err)
 	}

@@ -1,8 +1,10 @@
 // Package feedtest gives the webhook tests a real change feed: it creates the
 // change_events table exactly as the documented contract describes it
 // (backend/migrations/sql/0100_sync.sql, copied: modules never import the
-// backend) plus the civic_webhooks tables, and writes events the way a
-// contract-abiding writer does (under the feed's advisory lock).
+// backend), the key store's tables (by the key store's own migration, so the
+// contract the webhooks read is the real one) and the civic_webhooks tables,
+// and writes events the way a contract-abiding writer does (under the feed's
+// advisory lock).
 package feedtest
 
 import (
@@ -15,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -52,10 +55,78 @@ func New(t testing.TB) *DB {
 	if _, err := pool.Exec(ctx, ChangeEventsDDL); err != nil {
 		t.Fatalf("change_events: %v", err)
 	}
+	if err := keystore.Migrate(ctx, pool); err != nil {
+		t.Fatalf("key store: %v", err)
+	}
 	if err := store.Migrate(ctx, pool); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return &DB{DSN: dsn, Pool: pool}
+}
+
+// Tiers is the tier map the tests deliver with: the families of
+// caddyfile/tiers.caddy (paid stands for paid_beta and enterprise).
+func Tiers() store.Tiers {
+	return store.Tiers{
+		"free": {"bills", "members"},
+		"paid": {"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures", "changes"},
+	}
+}
+
+// Org is an organization of the key store.
+type Org struct {
+	Name, ID string
+	KeyID    string // its first live key
+}
+
+func ctx30() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// NewOrg creates the organization name with one live key of tier (as
+// `civicgate keys issue` does).
+func (db *DB) NewOrg(t testing.TB, name, tier string) Org {
+	t.Helper()
+	ctx, cancel := ctx30()
+	defer cancel()
+	iss, err := keystore.Issue(ctx, db.Pool, name, tier, "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Org{Name: name, ID: iss.OrgID, KeyID: iss.ID}
+}
+
+// Issue gives org another live key of tier and returns its id.
+func (db *DB) Issue(t testing.TB, org Org, tier string) string {
+	t.Helper()
+	ctx, cancel := ctx30()
+	defer cancel()
+	iss, err := keystore.Issue(ctx, db.Pool, org.Name, tier, "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return iss.ID
+}
+
+// Revoke revokes a key (as `civicgate keys revoke` does).
+func (db *DB) Revoke(t testing.TB, keyID string) {
+	t.Helper()
+	ctx, cancel := ctx30()
+	defer cancel()
+	if err := keystore.Revoke(ctx, db.Pool, keyID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SetStatus suspends or resumes org (as `civicgate keys suspend|resume` do;
+// NOTIFY included).
+func (db *DB) SetStatus(t testing.TB, org Org, status string) {
+	t.Helper()
+	ctx, cancel := ctx30()
+	defer cancel()
+	if err := keystore.SetOrgStatus(ctx, db.Pool, org.Name, status); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Insert writes n events of family in one transaction under the feed lock

@@ -1,0 +1,60 @@
+package webhooks
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/civicgate/civicgate/modules/webhooks/store"
+)
+
+// TierConfig is one tier's policy, as civic_auth takes it: webhooks use the
+// families (what an organization's active keys entitle it to receive) and
+// accept the rate without using it.
+type TierConfig struct {
+	// Rate like "100/m" (checked loosely as <n>/<unit>; not used here).
+	Rate string `json:"rate"`
+	// Families the tier is entitled to; families that are not change-event
+	// families (changes) are ignored.
+	Families []string `json:"families,omitempty"`
+}
+
+var (
+	tierNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+	tierRateRE   = regexp.MustCompile(`^[0-9]+/[A-Za-z]+$`)
+	tierFamilyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+)
+
+// checkTier validates one tier line.
+func checkTier(name string, tc TierConfig) error {
+	if !tierNameRE.MatchString(name) {
+		return fmt.Errorf("tier %q: not a tier name", name)
+	}
+	if !tierRateRE.MatchString(tc.Rate) {
+		return fmt.Errorf("tier %s: rate %q is not like 100/m", name, tc.Rate)
+	}
+	for _, f := range tc.Families {
+		if !tierFamilyRE.MatchString(f) {
+			return fmt.Errorf("tier %s: family %q is not a family name", name, f)
+		}
+	}
+	return nil
+}
+
+// storeTiers validates the tier lines and returns the tier map fan-out and
+// claim decide with.
+func storeTiers(tiers map[string]TierConfig) (store.Tiers, error) {
+	out := make(store.Tiers, len(tiers))
+	for name, tc := range tiers {
+		if err := checkTier(name, tc); err != nil {
+			return nil, err
+		}
+		out[name] = append([]string{}, tc.Families...)
+	}
+	return out, nil
+}
+
+// errNoTiers is the provisioning error of a delivering app without tiers.
+var errNoTiers = errors.New("civic_webhooks: deliver is on but no tier is configured, so no organization would be entitled " +
+	"to any delivery: add the same `tier <name> <rate> <families...>` lines as civic_auth inside civic_webhooks " +
+	"(`import tiers.caddy` in the shipped Caddyfiles), or set `deliver off`")

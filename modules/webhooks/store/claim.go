@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Job is one claimed delivery attempt.
+type Job struct {
+	DeliveryID int64
+	Token      string // lease token: Finish must present it
+	EndpointID string
+	URL        string
+	Keys       [][]byte // signing keys, newest first
+	Kind       string   // event, replay or test
+	EventID    string   // webhook-id
+	Attempt    int      // 1-based number of this attempt
+	Body       []byte
+	Seq        int64  // change_events.id (0 for a ping)
+	Family     string // "" for a ping
+}
+
+// ClaimParams bounds one Claim.
+type ClaimParams struct {
+	// Lease is how long the claimed attempts are this instance's.
+	Lease time.Duration
+	// MaxInFlight bounds the attempts in flight per endpoint, across every
+	// instance.
+	MaxInFlight int
+	// MaxInFlightPerOrg bounds the attempts in flight per organization,
+	// across every instance.
+	MaxInFlightPerOrg int
+	// Limit bounds the attempts this claim returns (the free workers).
+	Limit int
+	// Tiers decides what each organization is entitled to.
+	Tiers Tiers
+}
+
+// claimLockClass is the first key of the per-organization advisory lock
+// claimers hold (the second is hashtext(org_id)).
+const claimLockClass = `hashtext('civicgate.webhook_claim')`
+
+// claimOrgs picks the organizations this claim works for (at most limit): the
+// ones with due deliveries and fewer than the per-organization bound in
+// flight, those with the fewest in flight first (then the oldest due work),
+// and locks each of them for the transaction with a try-lock, skipping the
+// ones another instance is claiming for right now.
+const claimOrgs = `SELECT c.org_id FROM (
+		SELECT g.org_id FROM (
+			SELECT e.org_id, min(due.next_attempt_at) AS first
+			FROM civicgate.webhook_endpoints e
+			CROSS JOIN LATERAL (SELECT x.next_attempt_at FROM civicgate.webhook_deliveries x
+				WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'delivering') AND x.next_attempt_at <= $1
+				  AND (x.status = 'pending' OR x.lease_until <= $1) AND (e.status = 'active' OR x.kind = 'test')
+				ORDER BY x.next_attempt_at LIMIT 1) due
+			GROUP BY e.org_id) g
+		CROSS JOIN LATERAL (SELECT count(*) AS n FROM civicgate.webhook_endpoints y
+			JOIN civicgate.webhook_deliveries x ON x.endpoint_id = y.id
+			WHERE y.org_id = g.org_id AND x.status = 'delivering' AND x.lease_until > $1) busy
+		WHERE busy.n < $3
+		ORDER BY busy.n, g.first, g.org_id
+		LIMIT $2) c
+	WHERE pg_try_advisory_xact_lock(` + claimLockClass + `, hashtext(c.org_id))`
+
+// claimStatement decides and claims in one statement, for the organizations in $1
+// (locked by this transaction), with the key store as it is now ($3 = the tier
+// map): deliveries of an organization that may not receive are parked, those
+// of a family it lost are cancelled, and of the rest the due ones are claimed
+// round-robin across organizations (each organization's k-th due delivery,
+// counting its attempts already in flight, before anyone's (k+1)-th), never
+// more than $4 in flight per endpoint nor $5 per organization, at most $6.
+func claimStatement() string {
+	return `WITH ent AS (` + endpointState("$3", "e.org_id = ANY($1)") + `),
+	inflight AS (
+		SELECT x.endpoint_id, count(*) AS n FROM civicgate.webhook_deliveries x
+		WHERE x.endpoint_id IN (SELECT id FROM ent) AND x.status = 'delivering' AND x.lease_until > $2
+		GROUP BY x.endpoint_id),
+	busy AS (
+		SELECT ent.org_id, coalesce(sum(i.n), 0) AS n FROM ent LEFT JOIN inflight i ON i.endpoint_id = ent.id
+		GROUP BY ent.org_id),
+	parked AS (` + parkSQL("$2") + `),
+	cancelled AS (` + cancelSQL("$2") + `),
+	cand AS (
+		SELECT c.id, ent.org_id, c.next_attempt_at, c.status, c.stored, c.family,
+			(c.kind = 'test' OR c.family IS NULL OR c.family = ANY(ent.fams)) AS entitled
+		FROM ent LEFT JOIN inflight i ON i.endpoint_id = ent.id
+		CROSS JOIN LATERAL (
+			SELECT x.id, x.next_attempt_at, x.status, x.kind, x.family AS stored,
+				coalesce(x.family, (SELECT ce.family FROM change_events ce WHERE ce.id = x.event_seq)) AS family
+			FROM civicgate.webhook_deliveries x
+			WHERE x.endpoint_id = ent.id AND x.status IN ('pending', 'delivering') AND x.next_attempt_at <= $2
+			  AND (x.status = 'pending' OR x.lease_until <= $2) AND (ent.status = 'active' OR x.kind = 'test')
+			ORDER BY x.next_attempt_at, x.id
+			LIMIT greatest(0, $4 - coalesce(i.n, 0))
+			FOR UPDATE OF x SKIP LOCKED) c
+		WHERE ent.park_reason IS NULL),
+	dropped AS (
+		UPDATE civicgate.webhook_deliveries d
+		SET status = 'cancelled', last_error = '` + ReasonNotEntitled + `' || cand.family, finished_at = $2,
+			lease_token = NULL, lease_until = NULL
+		FROM cand WHERE d.id = cand.id AND NOT cand.entitled AND (cand.status = 'delivering' OR cand.stored IS NULL)
+		RETURNING d.id),
+	ranked AS (
+		SELECT cand.id, cand.org_id, cand.next_attempt_at,
+			row_number() OVER (PARTITION BY cand.org_id ORDER BY cand.next_attempt_at, cand.id) AS org_rank
+		FROM cand WHERE cand.entitled),
+	pick AS (
+		SELECT r.id FROM ranked r JOIN busy b ON b.org_id = r.org_id
+		WHERE r.org_rank <= $5 - b.n
+		ORDER BY b.n + r.org_rank, r.next_attempt_at, r.id
+		LIMIT $6),
+	claimed AS (
+		UPDATE civicgate.webhook_deliveries d
+		SET status = 'delivering', attempts = d.attempts + 1, lease_token = gen_random_uuid(), lease_until = $7
+		FROM pick WHERE d.id = pick.id
+		RETURNING d.id, d.endpoint_id, d.lease_token::text AS token, d.kind, d.event_id::text AS event_id,
+			d.event_seq, d.payload, d.attempts)
+	SELECT c.id, c.token, c.endpoint_id, ent.url, ent.secret_sealed, ent.prev_secret_sealed, ent.prev_secret_until,
+		c.kind, c.event_id, c.event_seq, c.payload, c.attempts
+	FROM claimed c JOIN ent ON ent.id = c.endpoint_id
+	ORDER BY c.id`
+}
+
+// Claim leases up to p.Limit due deliveries for this instance until
+// now+p.Lease, deciding with the key store as it is when the claim runs
+// (see claimStatement): a delivery of a suspended organization (or one with no
+// active key) is parked, never claimed; one of a family the organization is
+// no longer entitled to is cancelled. Organizations are served round-robin,
+// the least busy first, with at most p.MaxInFlightPerOrg attempts in flight
+// each and p.MaxInFlight per endpoint, across all instances: a claimer works
+// for an organization only while holding its advisory lock (try-lock: another
+// instance claiming for it is skipped, never waited for), and counts what is
+// in flight after taking it. A delivering row whose lease ran out (its
+// instance died) is due again. Claiming counts the attempt.
+func (s *Store) Claim(ctx context.Context, now time.Time, p ClaimParams, render func(Event) ([]byte, error)) ([]Job, error) {
+	tp, err := p.Tiers.param()
+	if err != nil {
+		return nil, err
+	}
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	var jobs []Job
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, claimOrgs, now, p.Limit, p.MaxInFlightPerOrg)
+		if err != nil {
+			return fmt.Errorf("store: claim: %w", err)
+		}
+		orgs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("store: claim: %w", err)
+		}
+		if len(orgs) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, claimStatement(), orgs, now, tp, p.MaxInFlight, p.MaxInFlightPerOrg, p.Limit, now.Add(p.Lease))
+		if err != nil {
+			return fmt.Errorf("store: claim: %w", err)
+		}
+		defer rows.Close()
+		keys := map[string][][]byte{}
+		for rows.Next() {
+			var j Job
+			var cur, prev []byte
+			var prevUntil *time.Time
+			var seq *int64
+			if err := rows.Scan(&j.DeliveryID, &j.Token, &j.EndpointID, &j.URL, &cur, &prev, &prevUntil,
+				&j.Kind, &j.EventID, &seq, &j.Body, &j.Attempt); err != nil {
+				return fmt.Errorf("store: claim: %w", err)
+			}
+			k, ok := keys[j.EndpointID]
+			if !ok {
+				if k, err = s.signingKeys(j.EndpointID, cur, prev, prevUntil, now); err != nil {
+					return fmt.Errorf("store: claim: endpoint %s: %w", j.EndpointID, err)
+				}
+				keys[j.EndpointID] = k
+			}
+			j.Keys = k
+			if seq != nil {
+				j.Body, j.Seq = nil, *seq
+			}
+			jobs = append(jobs, j)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: claim: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.render(ctx, jobs, render)
+}
+
+// render fills the bodies of event jobs from change_events.
+func (s *Store) render(ctx context.Context, jobs []Job, render func(Event) ([]byte, error)) ([]Job, error) {
+	var seqs []int64
+	for _, j := range jobs {
+		if j.Seq != 0 {
+			seqs = append(seqs, j.Seq)
+		}
+	}
+	if len(seqs) == 0 {
+		return jobs, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+eventColumns+` FROM change_events WHERE id = ANY($1)`, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("store: render: %w", err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, err
+	}
+	bySeq := make(map[int64]Event, len(evs))
+	for _, e := range evs {
+		bySeq[e.Seq] = e
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Seq == 0 {
+			continue
+		}
+		e, ok := bySeq[j.Seq]
+		if !ok {
+			continue // pruned from the feed: Body stays nil; the worker dead-letters it
+		}
+		b, err := render(e)
+		if err != nil {
+			return nil, err
+		}
+		j.Body, j.Family = b, e.Family
+	}
+	return jobs, nil
+}
+
+// RenderEnvelope is the default body of an event delivery: its envelope as JSON.
+func RenderEnvelope(e Event) ([]byte, error) {
+	b, err := json.Marshal(e.Envelope())
+	if err != nil {
+		return nil, fmt.Errorf("store: render: %w", err)
+	}
+	return b, nil
+}
