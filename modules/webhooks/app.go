@@ -78,8 +78,13 @@ type App struct {
 	// are kept for the deliveries list (default 720h = 30 days).
 	Retention caddy.Duration `json:"retention,omitempty"`
 	// InsecureAllowLoopback (development only) lets endpoints target loopback
-	// addresses, over plain http too. Never in production.
+	// addresses, over plain http too — never Caddy's admin endpoint. Never in
+	// production.
 	InsecureAllowLoopback bool `json:"insecure_allow_loopback,omitempty"`
+	// InsecureAllowLoopbackTargets (development only) lets endpoints target
+	// exactly these loopback host:port pairs ("127.0.0.1:9999", "[::1]:9999",
+	// "localhost:9999"), over plain http too.
+	InsecureAllowLoopbackTargets []string `json:"insecure_allow_loopback_targets,omitempty"`
 
 	policy     egress.Policy
 	overlap    time.Duration
@@ -145,9 +150,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	timeout := durationOr(a.Timeout, DefaultTimeout)
 	a.overlap = durationOr(a.RotationOverlap, DefaultRotationOverlap)
-	a.policy = egress.Policy{AllowLoopback: a.InsecureAllowLoopback}
-	if a.InsecureAllowLoopback {
-		a.logger.Warn("insecure_allow_loopback is on: webhook endpoints may target loopback addresses over plain http (development only)")
+	if a.policy, err = a.egressPolicy(ctx); err != nil {
+		return err
 	}
 
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -190,6 +194,41 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 // delivers reports whether this instance runs the sidecar.
 func (a *App) delivers() bool { return a.Deliver == nil || *a.Deliver }
+
+// egressPolicy builds the SSRF policy: production unless
+// insecure_allow_loopback, and Caddy's admin endpoint denied in every case.
+func (a *App) egressPolicy(ctx caddy.Context) (egress.Policy, error) {
+	targets, err := parseLoopbackTargets(a.InsecureAllowLoopbackTargets)
+	if err != nil {
+		return egress.Policy{}, fmt.Errorf("civic_webhooks: %w", err)
+	}
+	if a.InsecureAllowLoopback && len(targets) > 0 {
+		return egress.Policy{}, errors.New("civic_webhooks: insecure_allow_loopback is either on or a list of host:port pairs, not both")
+	}
+	listens, ok := adminListens(ctx)
+	if !ok {
+		a.logger.Warn("cannot read Caddy's admin address from this Caddy version; denying only the default one as a webhook target",
+			zap.String("default", caddy.DefaultAdminListen))
+	}
+	deny, err := adminTargets(ctx, listens, interfaceAddrs(), lookupAdminHost)
+	if err != nil {
+		return egress.Policy{}, fmt.Errorf("civic_webhooks: Caddy's admin endpoint (never a webhook target): %w", err)
+	}
+	p := egress.Policy{AllowLoopback: a.InsecureAllowLoopback, LoopbackTargets: targets, Deny: deny}
+	for _, t := range targets {
+		if err := p.CheckAddrPort(t); err != nil {
+			return egress.Policy{}, fmt.Errorf("civic_webhooks: insecure_allow_loopback %s is Caddy's admin endpoint", t)
+		}
+	}
+	switch {
+	case a.InsecureAllowLoopback:
+		a.logger.Warn("insecure_allow_loopback is on: webhook endpoints may target loopback addresses (except Caddy's admin endpoint) over plain http (development only)")
+	case len(targets) > 0:
+		a.logger.Warn("insecure_allow_loopback: webhook endpoints may target these loopback addresses over plain http (development only)",
+			zap.Strings("targets", a.InsecureAllowLoopbackTargets))
+	}
+	return p, nil
+}
 
 func durationOr(d caddy.Duration, def time.Duration) time.Duration {
 	if d <= 0 {

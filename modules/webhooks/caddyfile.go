@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"strings"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -38,7 +40,7 @@ func parseSwitch(d *caddyfile.Dispenser, v string) (bool, error) {
 //	    batch <n>
 //	    rotation_overlap <duration>
 //	    retention <duration>
-//	    insecure_allow_loopback [on|off]
+//	    insecure_allow_loopback [on|off|<host:port>...]
 //	    tier <name> <rate> [<family>...]    # repeated: one line per tier (import tiers.caddy)
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -104,19 +106,25 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// unmarshalLoopback reads `insecure_allow_loopback [on|off]`.
+// unmarshalLoopback reads `insecure_allow_loopback` (on), `… on|off` or
+// `… <host:port>...` (exactly those loopback targets).
 func (a *App) unmarshalLoopback(d *caddyfile.Dispenser) error {
-	on := true
-	if d.NextArg() {
-		var err error
-		if on, err = parseSwitch(d, d.Val()); err != nil {
-			return err
+	args := d.RemainingArgs()
+	switch {
+	case len(args) == 0:
+		a.InsecureAllowLoopback = true
+	case len(args) == 1 && !strings.Contains(args[0], ":"):
+		on, err := parseSwitch(d, args[0])
+		if err != nil {
+			return d.Errf("insecure_allow_loopback: %q must be on, off or host:port pairs", args[0])
 		}
-		if d.NextArg() {
-			return d.ArgErr()
+		a.InsecureAllowLoopback = on
+	default:
+		if _, err := parseLoopbackTargets(args); err != nil {
+			return d.Err(err.Error())
 		}
+		a.InsecureAllowLoopbackTargets = args
 	}
-	a.InsecureAllowLoopback = on
 	return nil
 }
 
