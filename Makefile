@@ -64,9 +64,11 @@ bench: build services
 	@scripts/bench.sh
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 $(BENCH_GO_PKGS)
 
-## import-real: import the real upstream files in ../shared/data into a throwaway database.
+## import-real: import real upstream files from DATA (default: the development machines' copy beside the
+## repository, ../shared/data) into a throwaway database; docs/operations.md "Importing real upstream files".
+DATA ?=
 import-real: build services
-	@scripts/import-real.sh
+	@scripts/import-real.sh "$(DATA)"
 
 clean:
 	rm -rf $(BIN)
