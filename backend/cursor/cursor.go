@@ -1,4 +1,4 @@
-// Package cursor signs and verifies recordsd's opaque keyset cursors (DESIGN §3.3).
+// Package cursor signs and verifies recordsd's opaque keyset cursors (docs/design.md D5).
 //
 // A cursor is URL-safe base64 (no padding) of a JSON payload followed by its 32-byte HMAC-SHA256. The payload
 // carries the sort-key values of the last row of a page (ending with its id) and a hash binding the cursor to

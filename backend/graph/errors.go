@@ -9,7 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
-// CodeBadUserInput is the extensions.code of client mistakes (DESIGN §3.2).
+// CodeBadUserInput is the extensions.code of client mistakes (docs/design.md D4).
 const CodeBadUserInput = "BAD_USER_INPUT"
 
 // pageOrError returns p, or err translated: an InputError becomes a BAD_USER_INPUT GraphQL error at the

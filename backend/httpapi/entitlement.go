@@ -47,7 +47,7 @@ var bodyNotEntitled = errorBody{Error: "Tier not entitled to this endpoint famil
 var queryImplementors = []string{"Query"}
 
 // entitledOperation is recordsd's own entitlement check behind the gateway's
-// (docs/security.md "Defence in depth"): every root field the operation will
+// (docs/design.md D7; docs/security.md "What each layer checks"): every root field the operation will
 // execute — fragments expanded, @skip/@include applied with the request's
 // variables, exactly as gqlgen's executor collects them — must belong to a
 // family the identity assertion grants. A root field of no family (a schema

@@ -278,7 +278,7 @@ func TestIntrospectionAndTypename(t *testing.T) {
 }
 
 // TestDocumentErrors: parse and validation errors are the client's, answered
-// 200 with data null and the validator's message (DESIGN §3.6), never logged
+// 200 with data null and the validator's message (docs/api.md "Errors"), never logged
 // as faults; an Int literal beyond 32 bits is one of them (it used to reach
 // PostgreSQL and answer 500).
 func TestDocumentErrors(t *testing.T) {

@@ -48,7 +48,7 @@ func (s *Server) recoverPanic(ctx context.Context, v any) error {
 	return errors.New("internal error")
 }
 
-// graphqlRequest is the POST body (spec §4.1); members are checked for type by hand.
+// graphqlRequest is the POST body (docs/api.md "POST /v1/graphql"); members are checked for type by hand.
 type graphqlRequest struct {
 	Query         json.RawMessage `json:"query"`
 	Variables     json.RawMessage `json:"variables"`
@@ -129,13 +129,13 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 			writeErrors(w, http.StatusBadRequest, m)
 			return
 		}
-		// Parse and validation errors: 200 with data null (DESIGN §3.6).
+		// Parse and validation errors: 200 with data null (docs/api.md "Errors").
 		resp := s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
 		s.writeResponse(w, resp)
 		return
 	}
 	if err := intscalar.Variables(s.schema, rc.Operation.VariableDefinitions, rc.Variables); err != nil {
-		// A variable that does not coerce (DESIGN §3.6), answered as requestError answers gqlparser's.
+		// A variable that does not coerce (docs/api.md "Errors"), answered as requestError answers gqlparser's.
 		writeErrors(w, http.StatusBadRequest, err.Message)
 		return
 	}
@@ -153,7 +153,7 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	s.writeResponse(w, resp)
 }
 
-// requestError reports errors that DESIGN §3.6 answers with 400: operationName not in the document and
+// requestError reports errors that docs/api.md "Errors" answers with 400: operationName not in the document and
 // variables that do not coerce.
 func requestError(errs gqlerror.List) (string, bool) {
 	for _, e := range errs {
@@ -189,7 +189,7 @@ func (s *Server) writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 // [field, argument, …]), e.g. a variable number that is not an integer: client mistakes. Resolver errors
 // carry the path [field] only.
 // isDocumentError reports a parse or validation error of the request's
-// document, which DESIGN §3.6 answers as it is (200, data null): the client's
+// document, which docs/api.md "Errors" answers as it is (200, data null): the client's
 // mistake, not a fault.
 func isDocumentError(e *gqlerror.Error) bool {
 	code, _ := e.Extensions["code"].(string)

@@ -1,5 +1,5 @@
-// Package httpapi is recordsd's HTTP surface: POST /graphql (with the error policy of DESIGN §3.6),
-// GET /bills, GET /healthz, and the gateway-identity requirement (DESIGN §3.5).
+// Package httpapi is recordsd's HTTP surface: POST /graphql (with the error policy of docs/api.md "Errors"),
+// GET /bills, GET /healthz, and the gateway-identity requirement (docs/design.md D9).
 package httpapi
 
 import (
@@ -77,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 		return r
 	})
 	s.exec.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	s.exec.Use(extension.Introspection{}) // introspection is allowed (DESIGN §3.4); the gateway may restrict it
+	s.exec.Use(extension.Introspection{}) // introspection is allowed (docs/design.md D6); the gateway may restrict it
 	s.exec.SetErrorPresenter(s.presentError)
 	s.exec.SetRecoverFunc(s.recoverPanic)
 	return s, nil

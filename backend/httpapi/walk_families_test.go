@@ -13,7 +13,7 @@ import (
 )
 
 // TestWalkEveryFamily walks every list field with a small limit over rows with tied and NULL sort keys and
-// compares the result with the order SQL gives (DESIGN §3.3).
+// compares the result with the order SQL gives (docs/api.md "Paging").
 func TestWalkEveryFamily(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.exec(`INSERT INTO members (member_id, bioguide_id, name, state)

@@ -1,7 +1,7 @@
 // Package sync is the mirror-sync engine behind `recordsd sync`: importers (one package per upstream source)
 // yield normalized records; the engine upserts them in batch transactions, writes only records whose
 // normalized content changed (new last_synced_at) and one change_events row per created/updated/deleted
-// record in the same transaction (DESIGN §3.8), and persists the resume cursor of --url imports.
+// record in the same transaction (docs/design.md D14), and persists the resume cursor of --url imports.
 package mirror
 
 import (

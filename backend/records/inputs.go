@@ -5,7 +5,7 @@ import (
 	"regexp"
 )
 
-// Paging holds the two members every list input shares (spec §4.3).
+// Paging holds the two members every list input shares (docs/api.md "Paging").
 type Paging struct {
 	Cursor *string `json:"cursor"`
 	Limit  *int    `json:"limit"`
@@ -76,7 +76,7 @@ const (
 	DatasetOutlays        = "OUTLAYS"
 )
 
-// Page size bounds (spec §4.3, §8).
+// Page size bounds (docs/api.md "Paging").
 const (
 	DefaultLimit = 25
 	MaxLimit     = 100
@@ -107,7 +107,7 @@ func Limit(limit *int) (int, error) {
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 
-// ValidateMembers checks chamber (DESIGN §3.2).
+// ValidateMembers checks chamber (docs/design.md D4).
 func ValidateMembers(in MembersInput) error {
 	if in.Chamber != nil && *in.Chamber != "house" && *in.Chamber != "senate" {
 		return inputErrorf("chamber", "chamber must be house or senate, got %q", *in.Chamber)
@@ -115,7 +115,7 @@ func ValidateMembers(in MembersInput) error {
 	return nil
 }
 
-// ValidateBudgets checks the dataset-specific members and the month format (DESIGN §3.2).
+// ValidateBudgets checks the dataset-specific members and the month format (docs/design.md D4).
 func ValidateBudgets(in FederalBudgetsInput) error {
 	if in.Dataset != DatasetAppropriations && in.Dataset != DatasetOutlays {
 		return inputErrorf("dataset", "dataset must be APPROPRIATIONS or OUTLAYS")

@@ -1,5 +1,5 @@
 // Package records defines recordsd's domain types (bound directly by gqlgen and serialised by GET /bills)
-// and the validation of their filter inputs (DESIGN §3.1, §3.2).
+// and the validation of their filter inputs (docs/design.md D3, D4).
 package records
 
 // Bill is a bill or resolution. JSON names equal the GraphQL field names.

@@ -7,7 +7,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// TestSpecSignatures pins the spec's exact root signatures and field types (service-spec §2, §4.2; DESIGN §3.1).
+// TestSpecSignatures pins the spec's exact root signatures and field types (docs/api.md "Root fields and filters", "Item types"; docs/design.md D3).
 func TestSpecSignatures(t *testing.T) {
 	s, err := gqlparser.LoadSchema(&ast.Source{Name: FileName, Input: SDL})
 	if err != nil {

@@ -114,8 +114,8 @@ func TestRerunSkipsAndResetReloads(t *testing.T) {
 	}
 }
 
-// TestSmallScale loads the demo scale and checks the spec's non-null and format rules on every row and
-// that every filter of spec §4.2 selects some rows but not all.
+// TestSmallScale loads the demo scale and checks the interface's non-null and format rules on every row and
+// that every filter of docs/api.md "Root fields and filters" selects some rows but not all.
 func TestSmallScale(t *testing.T) {
 	pool := seeded(t, Scales["small"], 1)
 	sc := Scales["small"]
@@ -185,7 +185,7 @@ func TestSmallScale(t *testing.T) {
 	})
 
 	t.Run("every filter selects some but not all", func(t *testing.T) {
-		// The SQL mirrors DESIGN §3.2's semantics for each filter of spec §4.2, with a value a client would use.
+		// The SQL mirrors each filter's semantics (docs/design.md D4, docs/api.md "Root fields and filters"), with a value a client would use.
 		filters := []struct{ name, total, match string }{
 			{"bills congress", "SELECT count(*) FROM bills", "SELECT count(*) FROM bills WHERE congress = 118"},
 			{"bills type", "SELECT count(*) FROM bills", "SELECT count(*) FROM bills WHERE type = 'hjres'"},

@@ -59,7 +59,7 @@ func (s *Store) billsQuery(in records.BillsInput) (sql string, args []any, limit
 		q.cond("congress = %s", *in.Congress)
 	}
 	if in.Type != nil {
-		q.cond("type = %s", strings.ToLower(*in.Type)) // stored lowercase (DESIGN §3.1); accept "HR" too
+		q.cond("type = %s", strings.ToLower(*in.Type)) // stored lowercase (docs/design.md D3); accept "HR" too
 	}
 	if in.Q != nil {
 		q.cond("search @@ websearch_to_tsquery('english', %s)", records.NormalizeSearch(*in.Q))

@@ -1,5 +1,5 @@
-// Package store runs recordsd's read queries on PostgreSQL: filters (DESIGN §3.2) and keyset paging
-// (DESIGN §3.3). SQL is assembled from constant fragments; every value travels as a placeholder.
+// Package store runs recordsd's read queries on PostgreSQL: filters (docs/design.md D4) and keyset paging
+// (docs/design.md D5). SQL is assembled from constant fragments; every value travels as a placeholder.
 package store
 
 import (

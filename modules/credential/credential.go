@@ -5,7 +5,7 @@
 //
 // civic_auth removes the Authorization header before the request travels on
 // and stores the token here; graphql_guard reads it to refuse documents that
-// contain the token (spec §5.10). A handler used without civic_auth falls back
+// contain the token (docs/api.md "Authentication"). A handler used without civic_auth falls back
 // to the Authorization header itself (see BearerFromRequest).
 package credential
 

@@ -1,6 +1,6 @@
 // Package ratelimit implements the civic_rate_limit HTTP handler: per-key
 // GCRA rate limits (burst = quota) kept in Redis, with an in-memory fallback
-// (spec §7, §8; DESIGN.md §2, §3.4, §3.6, §4).
+// (docs/design.md D11; headers and bodies: docs/api.md "Rate limits").
 package ratelimit
 
 // GCRA (generic cell rate algorithm) with burst = quota. All times are in

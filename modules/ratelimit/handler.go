@@ -149,7 +149,7 @@ func (c *policyCache) get(name, rawRate string) (*policyStrings, error) {
 	return p, nil
 }
 
-// ServeHTTP admits or refuses the request (DESIGN.md §3.6).
+// ServeHTTP admits or refuses the request (docs/api.md "Rate limits").
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {

@@ -231,7 +231,7 @@ func TestRedisCutLocalMode(t *testing.T) {
 }
 
 // TestStoreErrorOpenAndClosed: open admits with RateLimit-Policy only,
-// closed answers 500 (DESIGN §3.6: Redis down with no fallback).
+// closed answers 500 (docs/api.md "Errors": the rate-limit store down in closed mode).
 func TestStoreErrorOpenAndClosed(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	proxy := testenv.NewProxy(t, testenv.RedisAddr())
