@@ -2,7 +2,7 @@
 
 package graph
 
-// recordsd: read-only legislative, regulatory, budget and lobbying records (service-spec §2, §4; DESIGN §3.1).
+// recordsd: read-only legislative, regulatory, budget and lobbying records.
 // Every list field is keyset-paged: pass `nextCursor` back as `input.cursor`; `limit` is 1..100, default 25.
 type Query struct {
 }
