@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -143,6 +144,9 @@ func (s *Store) Claim(ctx context.Context, now time.Time, p ClaimParams, render 
 	}
 	if p.Limit <= 0 {
 		return nil, nil
+	}
+	if p.MaxInFlight <= 0 || p.MaxInFlightPerOrg <= 0 {
+		return nil, errors.New("store: claim: the in-flight bounds must be positive")
 	}
 	var jobs []Job
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
