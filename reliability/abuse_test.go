@@ -20,7 +20,7 @@ func TestHostileCorpus(t *testing.T) {
 
 func runCorpus(t *testing.T, e *env) {
 	keys := strings.NewReplacer("{{KEY}}", e.enterprise, "{{FREE}}", e.free, "{{KEYESC}}", jsonEscapeAll(e.enterprise))
-	for _, h := range corpus() {
+	for _, h := range append(corpus(), securityCorpus()...) {
 		t.Run(h.name, func(t *testing.T) {
 			head := keys.Replace(h.head)
 			if !strings.Contains(head, "\r\nHost:") {

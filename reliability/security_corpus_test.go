@@ -1,0 +1,43 @@
+package reliability
+
+import "strconv"
+
+// securityCorpus holds the requests of the 2026-11 security review (issue 15,
+// docs/security.md): documents shaped to evade the entitlement check, sent
+// with a free key (families bills and members). Each must be refused exactly
+// as the plain request for the paid field is.
+func securityCorpus() []hostile {
+	const notEntitled = `{"error":"Tier not entitled to this endpoint family"}`
+	free := func(query string) (string, string) {
+		body := gqlBody(query)
+		return "POST /v1/graphql HTTP/1.1\r\nAuthorization: Bearer {{FREE}}\r\nContent-Type: application/json", body
+	}
+	var out []hostile
+	for _, c := range []struct{ name, why, query, opName string }{
+		{"fragment shared by two operations", "a fragment first walked for operation A must still count for B (it leaked lobbying data)",
+			`query A { ...F } query B { ...F } fragment F on Query { lobbyingDisclosures(input:{limit:2}) { items { id registrant_name income } } }`, "B"},
+		{"fragment chain", "B spreads F, F spreads G, G was walked for A first",
+			`query A { ...G } query B { ...F } fragment F on Query { ...G } fragment G on Query { regulatoryFilings(input:{limit:1}) { items { id } } }`, "B"},
+		{"alias of an entitled name", "an alias named like an entitled field is still the paid field",
+			`{ bills: federalBudgets(input:{dataset: OUTLAYS, limit:1}) { items { id } } }`, ""},
+		{"nested inline fragments", "inline fragments with and without a type condition",
+			`{ ... on Query { ... { lobbyingDisclosures { items { id } } } } }`, ""},
+		{"include true", "a directive that keeps the field",
+			`{ bills(input:{limit:1}) { items { id } } lobbyingDisclosures @include(if: true) { items { id } } }`, ""},
+		{"fragment spread in the third operation", "the paid fragment spread last, by the selected operation",
+			`query A { ...E } query B { ...E } query C { ...E ...P } fragment E on Query { bills(input:{limit:1}) { items { id } } } fragment P on Query { federalBudgets(input:{dataset: APPROPRIATIONS}) { items { id } } }`, "C"},
+	} {
+		head, body := free(c.query)
+		if c.opName != "" {
+			body = `{"query":` + strconv.Quote(c.query) + `,"operationName":"` + c.opName + `"}`
+		}
+		out = append(out, hostile{name: "entitlement: " + c.name, why: c.why, head: head, body: body, status: 403, want: notEntitled})
+	}
+	// The guard decides before variables are known: a field under @skip with a
+	// variable counts, even when the variable would skip it (docs/security.md).
+	out = append(out, hostile{name: "entitlement: skip by variable", why: "conservative: a skippable paid field is still a paid field",
+		head:   "POST /v1/graphql HTTP/1.1\r\nAuthorization: Bearer {{FREE}}\r\nContent-Type: application/json",
+		body:   `{"query":"query($s: Boolean!) { bills(input:{limit:1}) { nextCursor } lobbyingDisclosures @skip(if: $s) { nextCursor } }","variables":{"s":true}}`,
+		status: 403, want: notEntitled})
+	return out
+}
