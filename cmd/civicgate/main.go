@@ -12,6 +12,7 @@ import (
 	_ "github.com/civicgate/civicgate/modules/auth"
 	_ "github.com/civicgate/civicgate/modules/auth/keycmd"
 	_ "github.com/civicgate/civicgate/modules/gqlguard"
+	_ "github.com/civicgate/civicgate/modules/logredact"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
 	_ "github.com/civicgate/civicgate/modules/webhooks"
 	_ "github.com/civicgate/civicgate/modules/webhooks/webhookcmd"
