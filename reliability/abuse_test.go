@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestHostileCorpus(t *testing.T) {
 
 func runCorpus(t *testing.T, e *env) {
 	keys := strings.NewReplacer("{{KEY}}", e.enterprise, "{{FREE}}", e.free, "{{KEYESC}}", jsonEscapeAll(e.enterprise))
-	for _, h := range append(corpus(), securityCorpus()...) {
+	for _, h := range slices.Concat(corpus(), securityCorpus(), webhookTargetCorpus()) {
 		t.Run(h.name, func(t *testing.T) {
 			head := keys.Replace(h.head)
 			if !strings.Contains(head, "\r\nHost:") {

@@ -41,3 +41,27 @@ func securityCorpus() []hostile {
 		status: 403, want: notEntitled})
 	return out
 }
+
+// webhookTargetCorpus: registration refuses every spelling of a special
+// address with the reason, instead of accepting it and failing at dial time
+// (issue 15, item 6). Sent with the enterprise key (family changes).
+func webhookTargetCorpus() []hostile {
+	var out []hostile
+	for _, c := range []struct{ url, want string }{
+		{"https://127.1/hook", `loopback address 127.0.0.1:443 (written \"127.1\")`},
+		{"https://2130706433/hook", `loopback address 127.0.0.1:443 (written \"2130706433\")`},
+		{"https://0x7f000001/hook", `loopback address 127.0.0.1:443 (written \"0x7f000001\")`},
+		{"https://0177.0.0.1/hook", `loopback address 127.0.0.1:443 (written \"0177.0.0.1\")`},
+		{"https://10.1/hook", `special-purpose address 10.0.0.1 (written \"10.1\")`},
+		{"https://[::127.0.0.1]/hook", `special-purpose address ::7f00:1`},
+		{"https://[::ffff:127.0.0.1]/hook", `IPv4-mapped address ::ffff:127.0.0.1 (write the IPv4 address)`},
+		{"https://[::ffff:a9fe:a9fe]/hook", `IPv4-mapped address ::ffff:169.254.169.254 (write the IPv4 address)`},
+		{"http://127.0.0.1:2019/load", `127.0.0.1:2019 is Caddy's admin endpoint`},
+	} {
+		body := `{"url":"` + c.url + `","families":["bills"]}`
+		out = append(out, hostile{name: "webhook target " + c.url, why: "a special address in any spelling is refused at registration, with the reason",
+			head: "POST /v1/webhook-endpoints HTTP/1.1\r\nAuthorization: Bearer {{KEY}}\r\nContent-Type: application/json", body: body,
+			status: 400, want: `{"errors":[{"message":"url: ` + c.want + `"}]}`})
+	}
+	return out
+}
