@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -28,6 +29,14 @@ const (
 	DefaultNegativeCacheTTL = time.Second
 	DefaultCacheSize        = 100_000
 	DefaultLookupTimeout    = 2 * time.Second
+	// DefaultNegativeCacheSize bounds the unknown hashes remembered.
+	DefaultNegativeCacheSize = 10_000
+	// DefaultFailedLookups is the per-client limit on lookups of unknown keys:
+	// a burst of 60, then one a second, so one bad key retried in a loop (one
+	// lookup per default negative_cache_ttl) never trips it.
+	DefaultFailedLookups = "60/m"
+	// DefaultFailedLookupClients bounds the client addresses tracked for it.
+	DefaultFailedLookupClients = 65_536
 )
 
 // App is the civic_auth Caddy app: the tier policy (written once), the key
@@ -46,8 +55,19 @@ type App struct {
 	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
 	// NegativeCacheTTL is how long an unknown hash is remembered (default 1s).
 	NegativeCacheTTL caddy.Duration `json:"negative_cache_ttl,omitempty"`
-	// CacheSize bounds the number of cached hashes (default 100000).
+	// CacheSize bounds the number of cached known keys (default 100000).
 	CacheSize int `json:"cache_size,omitempty"`
+	// NegativeCacheSize bounds the number of cached unknown hashes, held
+	// apart from known keys so they never evict one (default 10000).
+	NegativeCacheSize int `json:"negative_cache_size,omitempty"`
+	// FailedLookups limits, per client address, the lookups of keys that turn
+	// out unknown: "N/s", "N/m" or "N/h" (a burst of N, then N per window),
+	// or "off" (default 60/m). Over it, keys not cached as known get 429
+	// without a lookup.
+	FailedLookups string `json:"failed_lookups,omitempty"`
+	// FailedLookupClients bounds the client addresses tracked for
+	// FailedLookups; the least recently seen is dropped (default 65536).
+	FailedLookupClients int `json:"failed_lookup_clients,omitempty"`
 	// LookupTimeout bounds one store lookup (default 2s).
 	LookupTimeout caddy.Duration `json:"lookup_timeout,omitempty"`
 	// Tiers maps a tier name to its rate and families.
@@ -59,6 +79,8 @@ type App struct {
 	dsn     string
 	tiers   map[string]*tierPolicy
 	cache   *keyCache
+	flight  *singleflight.Group // one store lookup per hash at a time
+	failed  *failLimiter        // nil with failed_lookups off
 	store   store
 	pool    *pgxpool.Pool
 	metrics *authMetrics
@@ -137,6 +159,7 @@ var (
 // builds the cache and the (lazily connecting) store.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	var err error
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.IdentitySecret, ""))
 	if len(a.secret) < identity.MinSecretLen {
@@ -150,11 +173,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("civic_auth: identity_ttl %s over %s", a.idTTL, identity.MaxTTL)
 	}
 	a.timeout = durationOr(a.LookupTimeout, DefaultLookupTimeout)
-	size := a.CacheSize
-	if size <= 0 {
-		size = DefaultCacheSize
+	a.cache = newKeyCache(intOr(a.CacheSize, DefaultCacheSize), intOr(a.NegativeCacheSize, DefaultNegativeCacheSize),
+		durationOr(a.CacheTTL, DefaultCacheTTL), durationOr(a.NegativeCacheTTL, DefaultNegativeCacheTTL))
+	a.flight = new(singleflight.Group)
+	if a.failed, err = newFailLimiter(a.FailedLookups, intOr(a.FailedLookupClients, DefaultFailedLookupClients)); err != nil {
+		return fmt.Errorf("civic_auth: %w", err)
 	}
-	a.cache = newKeyCache(size, durationOr(a.CacheTTL, DefaultCacheTTL), durationOr(a.NegativeCacheTTL, DefaultNegativeCacheTTL))
 
 	if len(a.Tiers) == 0 {
 		return errors.New("civic_auth: no tier configured")
@@ -175,7 +199,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.tiers[name] = &tierPolicy{name: name, families: tc.Families, rateVal: tc.Rate, familiesVal: strings.Join(tc.Families, ",")}
 	}
 
-	var err error
 	if a.metrics, err = newAuthMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return err
 	}
@@ -213,6 +236,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("civic_auth: keys source %q must be postgres or file", a.Keys.Source)
 	}
 	return nil
+}
+
+func intOr(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }
 
 func durationOr(d caddy.Duration, def time.Duration) time.Duration {
@@ -315,65 +345,6 @@ func (a *App) invalidate(payload string) {
 	default:
 		a.cache.flush()
 	}
-}
-
-// errStore is returned when the store failed and nothing usable is cached.
-var errStore = errors.New("civic_auth: key store unavailable")
-
-// resolve returns the cache entry for h, asking the store when the cached one
-// is missing or expired. While the store fails, an expired entry of a known
-// key is served; otherwise errStore.
-func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (*entry, error) {
-	old := a.cache.get(h)
-	if old != nil && a.cache.fresh(old, now) {
-		return old, nil
-	}
-	lctx, cancel := context.WithTimeout(ctx, a.timeout)
-	rec, err := a.store.lookup(lctx, h)
-	cancel()
-	switch {
-	case err == nil:
-		e := a.newEntry(rec, now)
-		if old != nil && old.found && old.rec == rec {
-			e.ident.Store(old.ident.Load())
-		}
-		a.cache.put(h, e)
-		return e, nil
-	case errors.Is(err, keystore.ErrNotFound):
-		e := &entry{fetched: now}
-		a.cache.put(h, e)
-		return e, nil
-	default:
-		if old != nil && old.found {
-			old.staleUntil.Store(now.Add(a.cache.ttl).UnixNano())
-			a.logger.Warn("key store unavailable; serving cached key", zap.String("key_id", old.rec.KeyID), zap.Error(err))
-			return old, nil
-		}
-		a.logger.Error("key store unavailable", zap.Error(err))
-		return nil, errStore
-	}
-}
-
-func (a *App) newEntry(rec keystore.Record, now time.Time) *entry {
-	return &entry{
-		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier],
-		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
-	}
-}
-
-// identityFor returns e's identity assertion, signing a new one when none
-// exists or half the lifetime of the current one has passed.
-func (a *App) identityFor(e *entry, now time.Time) (*signedIdentity, error) {
-	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
-		return s, nil
-	}
-	tok, err := identity.Sign(a.secret, identity.Caller{KeyID: e.rec.KeyID, Org: e.rec.OrgID, Tier: e.rec.Tier, Env: e.rec.Env, Families: e.families()}, now, a.idTTL)
-	if err != nil {
-		return nil, err
-	}
-	s := &signedIdentity{token: tok, header: []string{tok}, refresh: now.Add(a.idTTL / 2)}
-	e.ident.Store(s)
-	return s, nil
 }
 
 // Interface guards

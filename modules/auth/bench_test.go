@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -30,7 +31,8 @@ func benchApp(b *testing.B, key string) *App {
 		tiers: map[string]*tierPolicy{"enterprise": {
 			name: "enterprise", families: []string{"bills", "members"}, rateVal: "1000/m", familiesVal: "bills,members",
 		}},
-		cache: newKeyCache(1000, time.Hour, time.Second),
+		cache:  newKeyCache(1000, 1000, time.Hour, time.Second),
+		flight: new(singleflight.Group),
 		store: fileStore{keystore.HashKey(key): {
 			KeyID: "key_bench", OrgID: "org_bench", OrgName: "bench", OrgStatus: "active", Env: "live", Tier: "enterprise", Status: "active",
 		}},

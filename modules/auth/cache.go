@@ -36,23 +36,34 @@ type signedIdentity struct {
 	refresh time.Time
 }
 
-// keyCache is a bounded map of hash → entry. Entries past their TTL are
-// refreshed from the store, but served stale while the store is unreachable.
+// keyCache holds lookups in two bounded maps: known keys (found entries) and
+// unknown hashes (ErrNotFound). They are bounded separately, so a flood of
+// random keys can fill the unknown map but never evict a known key. Entries
+// past their TTL are refreshed from the store, but known keys are served stale
+// while the store is unreachable.
 type keyCache struct {
-	mu     sync.RWMutex
-	m      map[keystore.Hash]*entry
-	max    int
-	ttl    time.Duration
-	negTTL time.Duration
+	mu         sync.RWMutex
+	known      map[keystore.Hash]*entry
+	unknown    map[keystore.Hash]*entry
+	maxKnown   int
+	maxUnknown int
+	ttl        time.Duration
+	negTTL     time.Duration
 }
 
-func newKeyCache(max int, ttl, negTTL time.Duration) *keyCache {
-	return &keyCache{m: make(map[keystore.Hash]*entry), max: max, ttl: ttl, negTTL: negTTL}
+func newKeyCache(maxKnown, maxUnknown int, ttl, negTTL time.Duration) *keyCache {
+	return &keyCache{
+		known: make(map[keystore.Hash]*entry), unknown: make(map[keystore.Hash]*entry),
+		maxKnown: maxKnown, maxUnknown: maxUnknown, ttl: ttl, negTTL: negTTL,
+	}
 }
 
 func (c *keyCache) get(h keystore.Hash) *entry {
 	c.mu.RLock()
-	e := c.m[h]
+	e := c.known[h]
+	if e == nil {
+		e = c.unknown[h]
+	}
 	c.mu.RUnlock()
 	return e
 }
@@ -66,29 +77,42 @@ func (c *keyCache) fresh(e *entry, now time.Time) bool {
 	return now.Sub(e.fetched) < ttl || now.UnixNano() < e.staleUntil.Load()
 }
 
+// put stores e in the map its kind belongs to (and removes h from the other).
 func (c *keyCache) put(h keystore.Hash, e *entry) {
 	c.mu.Lock()
-	if _, ok := c.m[h]; !ok && len(c.m) >= c.max {
-		for k := range c.m { // evict an arbitrary entry
-			delete(c.m, k)
+	if e.found {
+		delete(c.unknown, h)
+		putBounded(c.known, c.maxKnown, h, e)
+	} else {
+		delete(c.known, h)
+		putBounded(c.unknown, c.maxUnknown, h, e)
+	}
+	c.mu.Unlock()
+}
+
+// putBounded sets m[h] = e, first evicting an arbitrary entry when m is full.
+func putBounded(m map[keystore.Hash]*entry, max int, h keystore.Hash, e *entry) {
+	if _, ok := m[h]; !ok && len(m) >= max {
+		for k := range m {
+			delete(m, k)
 			break
 		}
 	}
-	c.m[h] = e
-	c.mu.Unlock()
+	m[h] = e
 }
 
 func (c *keyCache) deleteHash(h keystore.Hash) {
 	c.mu.Lock()
-	delete(c.m, h)
+	delete(c.known, h)
+	delete(c.unknown, h)
 	c.mu.Unlock()
 }
 
 func (c *keyCache) deleteOrg(orgID string) {
 	c.mu.Lock()
-	for h, e := range c.m {
+	for h, e := range c.known {
 		if e.rec.OrgID == orgID {
-			delete(c.m, h)
+			delete(c.known, h)
 		}
 	}
 	c.mu.Unlock()
@@ -96,8 +120,16 @@ func (c *keyCache) deleteOrg(orgID string) {
 
 func (c *keyCache) flush() {
 	c.mu.Lock()
-	clear(c.m)
+	clear(c.known)
+	clear(c.unknown)
 	c.mu.Unlock()
+}
+
+// sizes returns how many known and unknown entries are held.
+func (c *keyCache) sizes() (known, unknown int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.known), len(c.unknown)
 }
 
 // families are the families e's tier is entitled to (none for a tier this

@@ -24,7 +24,10 @@ func init() {
 //	    cache_ttl <duration>
 //	    negative_cache_ttl <duration>
 //	    cache_size <n>
+//	    negative_cache_size <n>
 //	    lookup_timeout <duration>
+//	    failed_lookups <N/s|N/m|N/h>|off
+//	    failed_lookup_clients <n>
 //	    tier <name> <rate> [<family>...]
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -73,12 +76,30 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.LookupTimeout = dur
 			}
-		case "cache_size":
+		case "cache_size", "negative_cache_size", "failed_lookup_clients":
 			var n int
 			if err := caddyopt.PositiveInt(d, &n); err != nil {
 				return err
 			}
-			a.CacheSize = n
+			switch opt {
+			case "cache_size":
+				a.CacheSize = n
+			case "negative_cache_size":
+				a.NegativeCacheSize = n
+			default:
+				a.FailedLookupClients = n
+			}
+		case "failed_lookups":
+			var v string
+			if err := caddyopt.OneArg(d, &v); err != nil {
+				return err
+			}
+			if v != "off" {
+				if _, _, err := parseRate(v); err != nil {
+					return d.Errf("failed_lookups: %v; want N/s, N/m, N/h or off", err)
+				}
+			}
+			a.FailedLookups = v
 		case "tier":
 			args := d.RemainingArgs()
 			if len(args) < 2 {

@@ -88,16 +88,17 @@ func TestProvisionRefusesBadConfig(t *testing.T) {
 		t.Fatalf("control config refused: %v", err)
 	}
 	for name, mutate := range map[string]func(*App){
-		"short secret":  func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_SHORT_SECRET}" },
-		"unset secret":  func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_UNSET_SECRET}" },
-		"environment":   func(a *App) { a.Environment = "prod" },
-		"no tiers":      func(a *App) { a.Tiers = nil },
-		"bad rate":      func(a *App) { a.Tiers["free"] = TierConfig{Rate: "fast"} },
-		"bad family":    func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"Bills!"}} },
-		"identity ttl":  func(a *App) { a.IdentityTTL = caddy.Duration(2 * time.Minute) },
-		"source":        func(a *App) { a.Keys.Source = "ldap" },
-		"empty dsn":     func(a *App) { a.Keys = KeysConfig{Source: "postgres", DSN: "{env.CIVIC_AUTH_UNSET_DSN}"} },
-		"bad keys file": func(a *App) { a.Keys.File = writeFile(t, `{"keys":[{"id":"k","sha256":"zz"}]}`) },
+		"short secret":   func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_SHORT_SECRET}" },
+		"unset secret":   func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_UNSET_SECRET}" },
+		"environment":    func(a *App) { a.Environment = "prod" },
+		"no tiers":       func(a *App) { a.Tiers = nil },
+		"bad rate":       func(a *App) { a.Tiers["free"] = TierConfig{Rate: "fast"} },
+		"bad family":     func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"Bills!"}} },
+		"identity ttl":   func(a *App) { a.IdentityTTL = caddy.Duration(2 * time.Minute) },
+		"source":         func(a *App) { a.Keys.Source = "ldap" },
+		"empty dsn":      func(a *App) { a.Keys = KeysConfig{Source: "postgres", DSN: "{env.CIVIC_AUTH_UNSET_DSN}"} },
+		"bad keys file":  func(a *App) { a.Keys.File = writeFile(t, `{"keys":[{"id":"k","sha256":"zz"}]}`) },
+		"failed lookups": func(a *App) { a.FailedLookups = "lots" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := good()

@@ -3,6 +3,7 @@ package auth
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +62,7 @@ var (
 	bodySuspended   = []byte(`{"error":"Organization suspended"}`)
 	bodyNotEntitled = []byte(`{"error":"Tier not entitled to this endpoint family"}`)
 	bodyInternal    = []byte(`{"error":"Internal Server Error"}`)
+	bodyThrottled   = []byte(`{"error":"Rate limit exceeded"}`)
 )
 
 var (
@@ -80,8 +82,21 @@ func (h *Handler) refuse(w http.ResponseWriter, status int, body []byte, outcome
 	return nil
 }
 
+// refuseThrottled answers 429 with Retry-After in whole seconds (≥ 1).
+func (h *Handler) refuseThrottled(w http.ResponseWriter, wait time.Duration) error {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	w.Header()["Retry-After"] = []string{strconv.Itoa(secs)}
+	return h.refuse(w, http.StatusTooManyRequests, bodyThrottled, outcomeThrottled)
+}
+
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	// A key in the URL is refused before the header is read and without a
+	// lookup; the log names the path (redacted), never the query.
+	if where := keyInURL(r.URL); where != "" {
+		h.logger.Info("API key sent in the URL; refused", zap.String("in", where), zap.String("path", redactedPath(r.URL)))
+		return h.refuse(w, http.StatusBadRequest, bodyKeyInURL, outcomeKeyInURL)
+	}
 	vals := r.Header["Authorization"]
 	var v string
 	if len(vals) > 0 {
@@ -99,9 +114,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 
 	now := time.Now()
-	e, err := h.app.resolve(r.Context(), keystore.HashKey(token), now)
+	e, wait, err := h.app.resolveFor(r, keystore.HashKey(token), now)
 	if err != nil {
 		return h.refuse(w, http.StatusInternalServerError, bodyInternal, outcomeError)
+	}
+	if wait > 0 {
+		return h.refuseThrottled(w, wait)
 	}
 	if !e.found {
 		return h.refuse(w, http.StatusUnauthorized, bodyInvalid, outcomeInvalid)

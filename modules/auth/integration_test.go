@@ -3,241 +3,17 @@ package auth
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
-
-const (
-	adminPort  = 2991
-	testSecret = "integration-secret-0123456789abcdef0123"
-)
-
-// recorder is an upstream that remembers every request it saw, in full.
-type recorder struct {
-	mu   sync.Mutex
-	reqs []recorded
-	srv  *httptest.Server
-}
-
-type recorded struct {
-	header http.Header
-	dump   string
-}
-
-func newRecorder(t *testing.T) *recorder {
-	rec := &recorder{}
-	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s %s\n", r.Method, r.URL.String())
-		_ = r.Header.Write(&b)
-		b.Write(body)
-		rec.mu.Lock()
-		rec.reqs = append(rec.reqs, recorded{header: r.Header.Clone(), dump: b.String()})
-		rec.mu.Unlock()
-		_, _ = io.WriteString(w, "upstream ok")
-	}))
-	t.Cleanup(rec.srv.Close)
-	return rec
-}
-
-func (rec *recorder) last(t *testing.T) recorded {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.reqs) == 0 {
-		t.Fatal("upstream saw no request")
-	}
-	return rec.reqs[len(rec.reqs)-1]
-}
-
-func (rec *recorder) all() string {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	var b strings.Builder
-	for _, r := range rec.reqs {
-		b.WriteString(r.dump)
-	}
-	return b.String()
-}
-
-type gateway struct {
-	base     string
-	logPath  string
-	upstream *recorder
-}
-
-// startGateway runs the gateway in-process (caddytest) with its key store at
-// storeDSN.
-func startGateway(t *testing.T, storeDSN, cacheTTL string) *gateway {
-	t.Helper()
-	t.Setenv("CIVIC_AUTH_TEST_DSN", storeDSN)
-	t.Setenv("CIVIC_AUTH_TEST_SECRET", testSecret)
-	port := testenv.FreePort(t)
-	g := &gateway{
-		base:     fmt.Sprintf("http://localhost:%d", port),
-		logPath:  filepath.Join(t.TempDir(), "caddy.log"),
-		upstream: newRecorder(t),
-	}
-	cfg := fmt.Sprintf(`{
-	admin localhost:%[1]d
-	http_port %[2]d
-	https_port %[3]d
-	log {
-		output file %[4]s
-		level DEBUG
-	}
-	civic_auth {
-		keys postgres {env.CIVIC_AUTH_TEST_DSN}
-		environment live
-		identity_secret {env.CIVIC_AUTH_TEST_SECRET}
-		identity_ttl 30s
-		cache_ttl %[6]s
-		negative_cache_ttl 200ms
-		lookup_timeout 1s
-		tier free 30/m bills members
-		tier enterprise 1000/m bills members changes
-	}
-}
-http://localhost:%[2]d {
-	log {
-		output file %[4]s
-	}
-	route /bills* {
-		civic_auth {
-			require_family bills
-		}
-		reverse_proxy %[5]s
-	}
-	route /changes* {
-		civic_auth {
-			require_family changes
-		}
-		reverse_proxy %[5]s
-	}
-	route /echo {
-		civic_auth
-		respond "{civic.key_id}|{civic.org}|{civic.tier}|{civic.env}|{civic.rate}|{civic.families}"
-	}
-}
-`, adminPort, port, testenv.FreePort(t), g.logPath, g.upstream.srv.URL, cacheTTL)
-	caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort}).InitServer(cfg, "caddyfile")
-	return g
-}
-
-func migratedDB(t *testing.T) (string, *pgxpool.Pool) {
-	t.Helper()
-	dsn := testenv.Postgres(t)
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := keystore.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return dsn, pool
-}
-
-func issue(t *testing.T, pool *pgxpool.Pool, org, tier, env string) keystore.Issued {
-	t.Helper()
-	iss, err := keystore.Issue(context.Background(), pool, org, tier, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return iss
-}
-
-type response struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func get(t *testing.T, url string, header ...string) response {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{res.StatusCode, res.Header, string(body)}
-}
-
-// httpGetQuiet is a GET for polling loops and goroutines (no testing.T).
-func httpGetQuiet(url string, header ...string) (string, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	return string(body), err
-}
-
-func expectRefusal(t *testing.T, got response, status int, body string) {
-	t.Helper()
-	if got.status != status || got.body != body {
-		t.Fatalf("got %d %q, want %d %q", got.status, got.body, status, body)
-	}
-	if ct := got.header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("Content-Type %q", ct)
-	}
-	wa := got.header.Values("Www-Authenticate")
-	if status == http.StatusUnauthorized && (len(wa) != 1 || wa[0] != `Bearer realm="civicgate"`) {
-		t.Fatalf("WWW-Authenticate %q", wa)
-	}
-	if status != http.StatusUnauthorized && len(wa) != 0 {
-		t.Fatalf("unexpected WWW-Authenticate %q on %d", wa, status)
-	}
-}
-
-// awaitBody polls url until it answers want, failing after within.
-func awaitBody(t *testing.T, url, key, want string, within time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		got := get(t, url, "Authorization", "Bearer "+key)
-		if got.body == want {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			t.Fatalf("%s still answers %d %q after %s, want %q", url, got.status, got.body, within, want)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a wait-and-hope
-	}
-}
 
 func TestRefusals(t *testing.T) {
 	dsn, pool := migratedDB(t)
@@ -279,7 +55,10 @@ func TestRefusals(t *testing.T) {
 		{"garbage", bills, []string{"Authorization", "Bearer not a key"}, 401, `{"error":"Malformed authorization header"}`},
 		{"empty header", bills, []string{"Authorization", ""}, 401, `{"error":"Malformed authorization header"}`},
 		{"two headers", bills, []string{"Authorization", "Bearer " + ent.Key, "Authorization", "Bearer " + ent.Key}, 401, `{"error":"Malformed authorization header"}`},
-		{"token in query only", bills + "?access_token=" + ent.Key, nil, 401, `{"error":"Missing bearer token"}`},
+		{"token in query only", bills + "?access_token=" + ent.Key, nil, 400, bodyKeyInURLText},
+		{"token in query and header", bills + "?api_key=" + ent.Key, []string{"Authorization", "Bearer " + ent.Key}, 400, bodyKeyInURLText},
+		{"token percent-encoded in query", bills + "?access_token=cg%5flive%5f" + ent.Key[8:], nil, 400, bodyKeyInURLText},
+		{"token in path", bills + "/" + ent.Key, []string{"Authorization", "Bearer " + ent.Key}, 400, bodyKeyInURLText},
 		{"unknown", bills, []string{"Authorization", "Bearer " + unknown}, 401, `{"error":"Invalid API key"}`},
 		{"revoked", bills, []string{"Authorization", "Bearer " + revoked.Key}, 401, `{"error":"API key revoked"}`},
 		{"rotated out", bills, []string{"Authorization", "Bearer " + rotatedOut.Key}, 401, `{"error":"API key rotated out"}`},

@@ -18,10 +18,12 @@ const (
 	outcomeSuspended   = "suspended"
 	outcomeNotEntitled = "not_entitled"
 	outcomeError       = "error"
+	outcomeKeyInURL    = "key_in_url" // refused: something key-shaped in the URL
+	outcomeThrottled   = "throttled"  // refused: too many unknown keys from the client
 )
 
 var outcomes = []string{outcomeOK, outcomeMissing, outcomeMalformed, outcomeInvalid, outcomeRevoked, outcomeRotated,
-	outcomeWrongEnv, outcomeSuspended, outcomeNotEntitled, outcomeError}
+	outcomeWrongEnv, outcomeSuspended, outcomeNotEntitled, outcomeError, outcomeKeyInURL, outcomeThrottled}
 
 // authMetrics holds one pre-resolved counter per outcome (no per-request label lookups).
 type authMetrics struct {

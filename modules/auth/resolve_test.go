@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
@@ -37,46 +38,46 @@ func TestResolveCacheAndStaleServing(t *testing.T) {
 	known, unknown := keystore.HashKey("known"), keystore.HashKey("unknown")
 	st := &flakyStore{recs: map[keystore.Hash]keystore.Record{known: {KeyID: "key_1", Status: "active", Tier: "free"}}}
 	const ttl = time.Second
-	a := &App{timeout: time.Second, cache: newKeyCache(10, ttl, ttl/2), store: st, logger: zap.NewNop(),
+	a := &App{timeout: time.Second, cache: newKeyCache(10, 10, ttl, ttl/2), flight: new(singleflight.Group), store: st, logger: zap.NewNop(),
 		tiers: map[string]*tierPolicy{"free": {name: "free"}}}
 	ctx := context.Background()
 	t0 := time.Unix(1_800_000_000, 0)
 
-	e, err := a.resolve(ctx, known, t0)
+	e, _, err := a.resolve(ctx, known, t0)
 	if err != nil || !e.found || e.tier == nil || st.calls != 1 {
 		t.Fatalf("first lookup: %+v %v calls=%d", e, err, st.calls)
 	}
-	if _, err := a.resolve(ctx, known, t0.Add(ttl/2)); err != nil || st.calls != 1 {
+	if _, _, err := a.resolve(ctx, known, t0.Add(ttl/2)); err != nil || st.calls != 1 {
 		t.Fatalf("fresh entry went to the store: calls=%d", st.calls)
 	}
-	if e, _ := a.resolve(ctx, unknown, t0); e.found || st.calls != 2 {
+	if e, _, _ := a.resolve(ctx, unknown, t0); e.found || st.calls != 2 {
 		t.Fatal("unknown hash")
 	}
-	if e, _ := a.resolve(ctx, unknown, t0.Add(ttl/4)); e.found || st.calls != 2 {
+	if e, _, _ := a.resolve(ctx, unknown, t0.Add(ttl/4)); e.found || st.calls != 2 {
 		t.Fatal("negative entry not cached")
 	}
 
 	st.down = true
 	t1 := t0.Add(2 * ttl)
-	if e, err := a.resolve(ctx, known, t1); err != nil || !e.found || st.calls != 3 {
+	if e, _, err := a.resolve(ctx, known, t1); err != nil || !e.found || st.calls != 3 {
 		t.Fatalf("stale entry not served while the store is down: %v calls=%d", err, st.calls)
 	}
-	if _, err := a.resolve(ctx, known, t1.Add(ttl/2)); err != nil || st.calls != 3 {
+	if _, _, err := a.resolve(ctx, known, t1.Add(ttl/2)); err != nil || st.calls != 3 {
 		t.Fatalf("store asked again before the stale window ended: calls=%d", st.calls)
 	}
-	if _, err := a.resolve(ctx, known, t1.Add(2*ttl)); err != nil || st.calls != 4 {
+	if _, _, err := a.resolve(ctx, known, t1.Add(2*ttl)); err != nil || st.calls != 4 {
 		t.Fatalf("store not retried after the stale window: calls=%d", st.calls)
 	}
-	if _, err := a.resolve(ctx, unknown, t1); !errors.Is(err, errStore) {
+	if _, _, err := a.resolve(ctx, unknown, t1); !errors.Is(err, errStore) {
 		t.Fatalf("unknown key with the store down: %v", err)
 	}
-	if _, err := a.resolve(ctx, keystore.HashKey("never seen"), t1); !errors.Is(err, errStore) {
+	if _, _, err := a.resolve(ctx, keystore.HashKey("never seen"), t1); !errors.Is(err, errStore) {
 		t.Fatalf("uncached key with the store down: %v", err)
 	}
 
 	st.down = false
 	a.invalidate("key:" + known.String())
-	if e, err := a.resolve(ctx, known, t1.Add(2*ttl+time.Millisecond)); err != nil || !e.found || st.calls != 7 { // 4 + two failed lookups of uncached keys + this one
+	if e, _, err := a.resolve(ctx, known, t1.Add(2*ttl+time.Millisecond)); err != nil || !e.found || st.calls != 7 { // 4 + two failed lookups of uncached keys + this one
 		t.Fatalf("after invalidation: %v calls=%d", err, st.calls)
 	}
 	a.invalidate("org:" + e.rec.OrgID) // OrgID "" matches the test record
@@ -86,15 +87,13 @@ func TestResolveCacheAndStaleServing(t *testing.T) {
 }
 
 func TestCacheBounded(t *testing.T) {
-	c := newKeyCache(3, time.Second, time.Second)
+	c := newKeyCache(3, 2, time.Second, time.Second)
 	for i := 0; i < 10; i++ {
-		c.put(keystore.HashKey(string(rune('a'+i))), &entry{})
+		c.put(keystore.HashKey(string(rune('a'+i))), &entry{found: true})
+		c.put(keystore.HashKey(string(rune('A'+i))), &entry{})
 	}
-	c.mu.RLock()
-	n := len(c.m)
-	c.mu.RUnlock()
-	if n != 3 {
-		t.Fatalf("cache holds %d entries, bound 3", n)
+	if known, unknown := c.sizes(); known != 3 || unknown != 2 {
+		t.Fatalf("cache holds %d known and %d unknown entries, bounds 3 and 2", known, unknown)
 	}
 }
 

@@ -1,0 +1,190 @@
+package auth
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+)
+
+// parseRate parses a rate like 20/m (rateRE) into a count and its window.
+func parseRate(s string) (int, time.Duration, error) {
+	if !rateRE.MatchString(s) {
+		return 0, 0, fmt.Errorf("rate %q is not like 100/m", s)
+	}
+	n, err := strconv.Atoi(s[:len(s)-2])
+	if err != nil || n > 1_000_000 {
+		return 0, 0, fmt.Errorf("rate %q: count out of range", s)
+	}
+	switch s[len(s)-1] {
+	case 's':
+		return n, time.Second, nil
+	case 'm':
+		return n, time.Minute, nil
+	default:
+		return n, time.Hour, nil
+	}
+}
+
+// failLimiter limits, per client address, the store lookups of keys that turn
+// out unknown (GCRA: a burst of N, then one more every window/N). Its table of
+// addresses is bounded; the least recently seen address is dropped first.
+type failLimiter struct {
+	interval  int64 // ns: window / N
+	tolerance int64 // ns: (N-1) × interval, so N in a row pass
+	max       int
+
+	mu     sync.Mutex
+	slots  map[netip.Addr]*failSlot
+	newest *failSlot // most recently seen; newest.older … oldest
+	oldest *failSlot
+}
+
+type failSlot struct {
+	addr         netip.Addr
+	tat          int64 // GCRA theoretical arrival time, unix ns
+	newer, older *failSlot
+}
+
+// newFailLimiter returns the limiter for a failed_lookups value ("" is the
+// default, "off" is none) tracking at most clients addresses.
+func newFailLimiter(rate string, clients int) (*failLimiter, error) {
+	switch rate {
+	case "off":
+		return nil, nil
+	case "":
+		rate = DefaultFailedLookups
+	}
+	n, window, err := parseRate(rate)
+	if err != nil {
+		return nil, fmt.Errorf("failed_lookups: %w", err)
+	}
+	interval := int64(window) / int64(n)
+	return &failLimiter{
+		interval: interval, tolerance: int64(n-1) * interval, max: clients,
+		slots: make(map[netip.Addr]*failSlot),
+	}, nil
+}
+
+// reserve counts one failed lookup for addr ahead of the lookup, unless addr
+// is over its limit: then it returns how long until one is allowed again.
+// A lookup that did not fail gives its reservation back with refund, so
+// concurrent requests cannot all pass the check before any failure is
+// counted.
+func (l *failLimiter) reserve(addr netip.Addr, now time.Time) (wait time.Duration, ok bool) {
+	t := now.UnixNano()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.slot(addr)
+	tat := max(s.tat, t)
+	if tat-t > l.tolerance {
+		return time.Duration(tat - t - l.tolerance), false
+	}
+	s.tat = tat + l.interval
+	return 0, true
+}
+
+// refund gives back a reservation whose lookup did not fail.
+func (l *failLimiter) refund(addr netip.Addr) {
+	l.mu.Lock()
+	if s := l.slots[addr]; s != nil {
+		s.tat -= l.interval
+	}
+	l.mu.Unlock()
+}
+
+// slot returns addr's slot, now the newest, taking over the oldest slot when
+// the table is full. l.mu is held.
+func (l *failLimiter) slot(addr netip.Addr) *failSlot {
+	s := l.slots[addr]
+	switch {
+	case s != nil:
+		if s == l.newest {
+			return s
+		}
+		l.unlink(s)
+	case len(l.slots) >= l.max:
+		s = l.oldest
+		l.unlink(s)
+		delete(l.slots, s.addr)
+		*s = failSlot{addr: addr}
+		l.slots[addr] = s
+	default:
+		s = &failSlot{addr: addr}
+		l.slots[addr] = s
+	}
+	s.older = l.newest
+	if l.newest != nil {
+		l.newest.newer = s
+	}
+	l.newest = s
+	if l.oldest == nil {
+		l.oldest = s
+	}
+	return s
+}
+
+// unlink takes s out of the recency list. l.mu is held.
+func (l *failLimiter) unlink(s *failSlot) {
+	if s.newer != nil {
+		s.newer.older = s.older
+	} else {
+		l.newest = s.older
+	}
+	if s.older != nil {
+		s.older.newer = s.newer
+	} else {
+		l.oldest = s.newer
+	}
+	s.newer, s.older = nil, nil
+}
+
+// clientAddr is the address failed lookups are counted under: Caddy's client
+// IP (which honours the server's trusted_proxies), IPv4 as is, IPv6 by its /64
+// (one host's usual allocation). Outside a Caddy server, RemoteAddr's host.
+// Addresses that do not parse share the zero address.
+func clientAddr(r *http.Request) netip.Addr {
+	s, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	if s == "" {
+		s, _, _ = net.SplitHostPort(r.RemoteAddr)
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// resolveFor resolves h for request r under the failed-lookup limit: a key
+// cached as known is resolved as usual; any other key is refused (wait > 0)
+// while r's client is over the limit, and otherwise counts against it when
+// the store says it is unknown.
+func (a *App) resolveFor(r *http.Request, h keystore.Hash, now time.Time) (e *entry, wait time.Duration, err error) {
+	cached := a.cache.get(h)
+	if a.failed == nil || cached != nil && cached.found {
+		e, _, err = a.resolveCached(r.Context(), h, cached, now)
+		return e, 0, err
+	}
+	client := clientAddr(r)
+	wait, ok := a.failed.reserve(client, now)
+	if !ok {
+		return nil, max(wait, time.Nanosecond), nil
+	}
+	e, looked, err := a.resolveCached(r.Context(), h, cached, now)
+	if err != nil || !looked || e.found {
+		a.failed.refund(client)
+	}
+	return e, 0, err
+}

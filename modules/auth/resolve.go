@@ -1,0 +1,98 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+)
+
+// errStore is returned when the store failed and nothing usable is cached.
+var errStore = errors.New("civic_auth: key store unavailable")
+
+// resolve returns the cache entry for h, asking the store when the cached one
+// is missing or expired; looked reports whether this call asked the store
+// (not when it only shared a concurrent call's lookup).
+func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (e *entry, looked bool, err error) {
+	return a.resolveCached(ctx, h, a.cache.get(h), now)
+}
+
+// resolveCached is resolve with h's cache entry (or nil) already read.
+// Concurrent lookups of one hash collapse into one store call, made with the
+// lookup timeout but not the first caller's cancellation (the others wait on
+// it too). While the store fails, an expired entry of a known key is served;
+// otherwise errStore.
+func (a *App) resolveCached(ctx context.Context, h keystore.Hash, cached *entry, now time.Time) (*entry, bool, error) {
+	if cached != nil && a.cache.fresh(cached, now) {
+		return cached, false, nil
+	}
+	looked := false // set only when this call's function runs (Do runs it in this goroutine)
+	v, err, _ := a.flight.Do(string(h[:]), func() (any, error) {
+		e, l, err := a.refresh(context.WithoutCancel(ctx), h, now)
+		looked = l
+		return e, err
+	})
+	if err != nil {
+		return nil, looked, err
+	}
+	return v.(*entry), looked, nil
+}
+
+// refresh asks the store about h and caches the answer (one flight).
+// looked reports whether the store was asked.
+func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*entry, bool, error) {
+	old := a.cache.get(h)
+	if old != nil && a.cache.fresh(old, now) { // a flight that ended meanwhile cached it
+		return old, false, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, a.timeout)
+	rec, err := a.store.lookup(lctx, h)
+	cancel()
+	switch {
+	case err == nil:
+		e := a.newEntry(rec, now)
+		if old != nil && old.found && old.rec == rec {
+			e.ident.Store(old.ident.Load())
+		}
+		a.cache.put(h, e)
+		return e, true, nil
+	case errors.Is(err, keystore.ErrNotFound):
+		e := &entry{fetched: now}
+		a.cache.put(h, e)
+		return e, true, nil
+	default:
+		if old != nil && old.found {
+			old.staleUntil.Store(now.Add(a.cache.ttl).UnixNano())
+			a.logger.Warn("key store unavailable; serving cached key", zap.String("key_id", old.rec.KeyID), zap.Error(err))
+			return old, true, nil
+		}
+		a.logger.Error("key store unavailable", zap.Error(err))
+		return nil, true, errStore
+	}
+}
+
+func (a *App) newEntry(rec keystore.Record, now time.Time) *entry {
+	return &entry{
+		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier],
+		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
+	}
+}
+
+// identityFor returns e's identity assertion, signing a new one when none
+// exists or half the lifetime of the current one has passed.
+func (a *App) identityFor(e *entry, now time.Time) (*signedIdentity, error) {
+	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
+		return s, nil
+	}
+	tok, err := identity.Sign(a.secret, identity.Caller{KeyID: e.rec.KeyID, Org: e.rec.OrgID, Tier: e.rec.Tier, Env: e.rec.Env, Families: e.families()}, now, a.idTTL)
+	if err != nil {
+		return nil, err
+	}
+	s := &signedIdentity{token: tok, header: []string{tok}, refresh: now.Add(a.idTTL / 2)}
+	e.ident.Store(s)
+	return s, nil
+}
