@@ -20,7 +20,8 @@ func TestHostileCorpus(t *testing.T) {
 }
 
 func runCorpus(t *testing.T, e *env) {
-	keys := strings.NewReplacer("{{KEY}}", e.enterprise, "{{FREE}}", e.free, "{{KEYESC}}", jsonEscapeAll(e.enterprise))
+	keys := strings.NewReplacer("{{KEY}}", e.enterprise, "{{FREE}}", e.free, "{{KEYESC}}", jsonEscapeAll(e.enterprise),
+		"{{FREEPCT}}", strings.ReplaceAll(e.free, "_", "%5F"))
 	for _, h := range slices.Concat(corpus(), securityCorpus(), webhookTargetCorpus()) {
 		t.Run(h.name, func(t *testing.T) {
 			head := keys.Replace(h.head)

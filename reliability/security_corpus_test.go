@@ -39,6 +39,23 @@ func securityCorpus() []hostile {
 		head:   "POST /v1/graphql HTTP/1.1\r\nAuthorization: Bearer {{FREE}}\r\nContent-Type: application/json",
 		body:   `{"query":"query($s: Boolean!) { bills(input:{limit:1}) { nextCursor } lobbyingDisclosures @skip(if: $s) { nextCursor } }","variables":{"s":true}}`,
 		status: 403, want: notEntitled})
+	// A key in the URL (Congress.gov's API takes ?api_key=): refused before any
+	// lookup, whatever else the request carries, and — as every entry — never
+	// written to a log (TestHostileCorpus searches every process log for it).
+	const keyInURL = `{"errors":[{"message":"API key must not be sent in the URL; use the Authorization header"}]}`
+	for _, c := range []struct{ name, head string }{
+		{"access_token in the query", "GET /bills?limit=2&access_token={{FREE}} HTTP/1.1"},
+		{"api_key beside a valid header", "GET /bills?api_key={{FREE}} HTTP/1.1\r\nAuthorization: Bearer {{FREE}}"},
+		{"percent-encoded key", "GET /bills?api_key={{FREEPCT}} HTTP/1.1"},
+		{"key in the path", "GET /v1/{{FREE}}/bills HTTP/1.1"},
+		{"key in a GraphQL URL", "POST /v1/graphql?key={{KEY}} HTTP/1.1\r\nContent-Type: application/json"},
+	} {
+		out = append(out, hostile{name: "key in URL: " + c.name, why: "a key in the URL is already exposed; 400 before any lookup",
+			head: c.head, status: 400, want: keyInURL})
+	}
+	out = append(out, hostile{name: "key in Referer", why: "a header that carries a key is logged redacted (civic_redact)",
+		head:   "GET /nowhere HTTP/1.1\r\nAuthorization: Bearer {{FREE}}\r\nReferer: https://example.org/app?api_key={{FREE}}",
+		status: 404, want: `{"error":"Not Found"}`})
 	return out
 }
 
