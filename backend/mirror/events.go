@@ -1,0 +1,32 @@
+package mirror
+
+import (
+	"time"
+)
+
+// EventLockKey is the pg_advisory_xact_lock key every change_events writer holds until commit, so event ids
+// commit in id order and a reader polling `id > cursor` never skips a committed event.
+const EventLockKey = 7_240_118_100
+
+// EventChannel is NOTIFYed in every transaction that holds EventLockKey, so
+// the webhook fan-out (modules/webhooks/store.FeedChannel) hears of new events
+// at commit instead of at its next poll. PostgreSQL delivers it only if the
+// transaction commits.
+const EventChannel = "civicgate_change_events"
+
+var eventColumns = []string{"family", "record_id", "type", "changed_fields", "record", "source", "occurred_at"}
+
+func withSyncedAt(fam Family, content map[string]any, now time.Time) map[string]any {
+	out := make(map[string]any, len(content)+1)
+	for k, v := range content {
+		out[k] = v
+	}
+	key := "last_synced_at"
+	if fam == Bills {
+		key = "lastSyncedAt"
+	}
+	if fam != Members { // Member has no sync timestamp field in the API
+		out[key] = now.Format("2006-01-02T15:04:05.000000Z")
+	}
+	return out
+}
