@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench-backend: seed 1M bills and ≥200k of every other family into a SEPARATE database, serve it with
-# bin/recordsd on a free port, measure GraphQL latency with cmd/recordsbench, and write the backend section
+# bin/recordsd on a free port, measure GraphQL latency with bench/cmd/recordsbench, and write the backend section
 # of BENCHMARKS.md. The Makefile has already built bin/ and started PostgreSQL.
 #
 #   scripts/bench-backend.sh [--fresh]     --fresh drops and re-seeds the bench database
@@ -54,7 +54,7 @@ counts=$(psql "$DATABASE_URL" -Atqc "SELECT format('bills %s, members %s (terms 
 	(SELECT count(*) FROM federal_budget_lines WHERE dataset='APPROPRIATIONS'), (SELECT count(*) FROM federal_budget_lines WHERE dataset='OUTLAYS'),
 	(SELECT count(*) FROM lobbying_disclosures))")
 
-go build -o bin/recordsbench ./cmd/recordsbench
+go build -o bin/recordsbench ./bench/cmd/recordsbench
 
 RECORDSD_CURSOR_SECRET=$(head -c 32 /dev/urandom | base64 | tr -d '=+/\n')
 export RECORDSD_CURSOR_SECRET

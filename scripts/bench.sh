@@ -3,7 +3,7 @@
 # (small scale), starts recordsd, a bare Caddy reverse_proxy (bench/Caddyfile.bare)
 # and the full gateway (bench/Caddyfile.gateway: the shipped routes with auth,
 # rate limit on Redis, guard), all plain HTTP/1.1 keep-alive on loopback, and runs
-# cmd/loadgen against direct / bare / gateway, interleaved, at 1 and 16
+# bench/cmd/loadgen against direct / bare / gateway, interleaved, at 1 and 16
 # connections. Writes the "Side by side" section of BENCHMARKS.md.
 # The Makefile has already built bin/ and started PostgreSQL and Redis.
 #
@@ -86,7 +86,7 @@ redis_addr=${redis_addr%/*}
 log "building bin/civicgate, bin/recordsd, bin/loadgen"
 go build -o bin/civicgate ./cmd/civicgate
 go build -o bin/recordsd ./cmd/recordsd
-go build -o bin/loadgen ./cmd/loadgen
+go build -o bin/loadgen ./bench/cmd/loadgen
 
 log "database ${db}: migrate, seed small, key tables"
 psql "$admin_url" -qc "CREATE DATABASE \"${db}\"" >/dev/null
