@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
@@ -28,70 +27,25 @@ func init() {
 //	    lookup_timeout <duration>
 //	    failed_lookups <N/s|N/m|N/h>|off
 //	    failed_lookup_clients <n>
-//	    tier <name> <rate> [<family>...]
+//	    tier <name> <rate> [<family>...]    # repeated: one line per tier (import tiers.caddy)
 //	}
+//
+// Every option but tier may be given once; each tier name once.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // option name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch opt := d.Val(); opt {
-		case "keys":
-			var src, where string
-			if !d.Args(&src, &where) || d.NextArg() {
-				return d.ArgErr()
-			}
-			a.Keys.Source = src
-			switch src {
-			case "postgres":
-				a.Keys.DSN = where
-			case "file":
-				a.Keys.File = where
-			default:
-				return d.Errf("keys source %q must be postgres or file", src)
-			}
-		case "environment", "identity_secret":
-			var v string
-			if err := caddyopt.OneArg(d, &v); err != nil {
-				return err
-			}
-			if opt == "environment" {
-				a.Environment = v
-			} else {
-				a.IdentitySecret = v
-			}
-		case "identity_ttl", "cache_ttl", "negative_cache_ttl", "lookup_timeout":
-			var dur caddy.Duration
-			if err := caddyopt.Duration(d, &dur); err != nil {
-				return err
-			}
-			switch opt {
-			case "identity_ttl":
-				a.IdentityTTL = dur
-			case "cache_ttl":
-				a.CacheTTL = dur
-			case "negative_cache_ttl":
-				a.NegativeCacheTTL = dur
-			default:
-				a.LookupTimeout = dur
-			}
-		case "cache_size", "negative_cache_size", "failed_lookup_clients":
-			var n int
-			if err := caddyopt.PositiveInt(d, &n); err != nil {
-				return err
-			}
-			switch opt {
-			case "cache_size":
-				a.CacheSize = n
-			case "negative_cache_size":
-				a.NegativeCacheSize = n
-			default:
-				a.FailedLookupClients = n
-			}
-		case "failed_lookups":
-			var v string
-			if err := caddyopt.OneArg(d, &v); err != nil {
+	return caddyopt.Read(d, "civic_auth", caddyopt.Block{
+		"keys":                  caddyopt.Func(a.unmarshalKeys),
+		"environment":           caddyopt.OneOf(&a.Environment, "live", "test"),
+		"identity_secret":       caddyopt.String(&a.IdentitySecret),
+		"identity_ttl":          caddyopt.PositiveDuration(&a.IdentityTTL),
+		"cache_ttl":             caddyopt.PositiveDuration(&a.CacheTTL),
+		"negative_cache_ttl":    caddyopt.PositiveDuration(&a.NegativeCacheTTL),
+		"lookup_timeout":        caddyopt.PositiveDuration(&a.LookupTimeout),
+		"cache_size":            caddyopt.Positive(&a.CacheSize),
+		"negative_cache_size":   caddyopt.Positive(&a.NegativeCacheSize),
+		"failed_lookup_clients": caddyopt.Positive(&a.FailedLookupClients),
+		"failed_lookups": caddyopt.Func(func(o *caddyopt.Args) error {
+			v, err := o.One()
+			if err != nil {
 				return err
 			}
 			if v != "off" {
@@ -100,25 +54,37 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			a.FailedLookups = v
-		case "tier":
-			args := d.RemainingArgs()
-			if len(args) < 2 {
-				return d.ArgErr()
-			}
-			if !rateRE.MatchString(args[1]) {
-				return d.Errf("tier %s: rate %q is not like 100/m", args[0], args[1])
+			return nil
+		}),
+		"tier": caddyopt.EachNamed(1, func(o *caddyopt.Args) error {
+			name, args := o.Name(), o.Rest()
+			if !rateRE.MatchString(args[0]) {
+				return d.Errf("tier %s: rate %q is not like 100/m", name, args[0])
 			}
 			if a.Tiers == nil {
 				a.Tiers = make(map[string]TierConfig)
 			}
-			if _, dup := a.Tiers[args[0]]; dup {
-				return d.Errf("tier %s defined twice", args[0])
-			}
-			a.Tiers[args[0]] = TierConfig{Rate: args[1], Families: args[2:]}
-		default:
-			return d.Errf("unknown civic_auth option %q", opt)
-		}
+			a.Tiers[name] = TierConfig{Rate: args[0], Families: args[1:]}
+			return nil
+		}),
+	})
+}
+
+// unmarshalKeys reads `keys postgres <dsn>` or `keys file <path>`.
+func (a *App) unmarshalKeys(o *caddyopt.Args) error {
+	src, where, err := o.Two()
+	if err != nil {
+		return err
 	}
+	switch src {
+	case "postgres":
+		a.Keys.DSN = where
+	case "file":
+		a.Keys.File = where
+	default:
+		return o.Errf("want postgres <dsn> or file <path>, got %q", src)
+	}
+	a.Keys.Source = src
 	return nil
 }
 
@@ -128,21 +94,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	    require_family <family>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch d.Val() {
-		case "require_family":
-			if !d.Args(&h.RequireFamily) || d.NextArg() {
-				return d.ArgErr()
-			}
-		default:
-			return d.Errf("unknown civic_auth option %q", d.Val())
-		}
-	}
-	return nil
+	return caddyopt.Read(d, "civic_auth", caddyopt.Block{
+		"require_family": caddyopt.String(&h.RequireFamily),
+	})
 }
 
 // Interface guards
