@@ -49,20 +49,21 @@ vet:
 staticcheck:
 	$(GO) tool staticcheck ./...
 
-## bench-backend: 1M bills + 200k of each other family in a separate database, latency table.
-bench-backend: build services
-	@scripts/bench-backend.sh
-
-## bench-modules: Go benchmarks of the gateway modules.
-bench-modules: services
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./modules/...
-
-## bench: side by side, gateway vs bare Caddy vs recordsd direct (scripts/bench.sh, writes BENCHMARKS.md),
-## then the gateway's Go benchmarks (handler chain, auth, rate limit, guard).
-BENCH_GO_PKGS := ./bench ./modules/auth ./modules/ratelimit ./modules/gqlguard
+## bench: every benchmark, through its one entry point bench/run.sh (results: BENCHMARKS.md). BENCH picks the
+## suites, space- or comma-separated: side-by-side (gateway vs bare Caddy vs recordsd direct, rewrites
+## BENCHMARKS.md), gateway (the gateway's Go benchmarks: handler chain, auth, rate limit, guard), modules (every
+## module's Go benchmarks), backend (recordsd over 1M bills; BENCH_FRESH=1 re-seeds), all. Empty: side-by-side,
+## then gateway. `bench/run.sh --help` lists the suites and their BENCH_* settings.
+BENCH ?=
 bench: build services
-	@scripts/bench.sh
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 $(BENCH_GO_PKGS)
+	@GO=$(GO) bench/run.sh $(BENCH)
+
+## bench-backend, bench-modules: the names the backend and modules suites had before bench/run.sh.
+bench-backend: build services
+	@GO=$(GO) bench/run.sh backend
+
+bench-modules: services
+	@GO=$(GO) bench/run.sh modules
 
 ## import-real: import real upstream files from DATA (default: the development machines' copy beside the
 ## repository, ../shared/data) into a throwaway database; docs/operations.md "Importing real upstream files".

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# make bench-backend: seed 1M bills and ≥200k of every other family into a SEPARATE database, serve it with
-# bin/recordsd on a free port, measure GraphQL latency with bench/cmd/recordsbench, and write the backend section
-# of BENCHMARKS.md. The Makefile has already built bin/ and started PostgreSQL.
+# The backend suite of bench/run.sh (`make bench BENCH=backend`, alias `make bench-backend`; run it through
+# bench/run.sh, which makes sure PostgreSQL runs): seed 1M bills and ≥200k of every other family into a SEPARATE
+# database, serve it with bin/recordsd on a free port, measure GraphQL latency with bench/cmd/recordsbench, and
+# write the backend section of BENCHMARKS.md. Builds bin/recordsd and bin/recordsbench itself.
 #
-#   scripts/bench-backend.sh [--fresh]     --fresh drops and re-seeds the bench database
+#   bench/run.sh backend [--fresh]     --fresh (or BENCH_FRESH=1) drops and re-seeds the bench database
 # Env: CIVICGATE_PG_HOST/PORT (default 127.0.0.1:5432, user postgres), BENCH_DB (default civicgate_bench),
 #      BENCH_REQUESTS (timed requests per scenario and client count, default 400).
 set -euo pipefail
@@ -13,11 +14,14 @@ fresh=0
 for a in "$@"; do
 	case $a in
 	--fresh) fresh=1 ;;
-	*) echo "usage: $0 [--fresh]" >&2; exit 2 ;;
+	*) echo "usage: bench/run.sh backend [--fresh]" >&2; exit 2 ;;
 	esac
 done
 
 log() { echo "bench-backend: $*" >&2; }
+go build -o bin/recordsd ./cmd/recordsd
+go build -o bin/recordsbench ./bench/cmd/recordsbench
+
 pg_host=${CIVICGATE_PG_HOST:-127.0.0.1}
 pg_port=${CIVICGATE_PG_PORT:-5432}
 db=${BENCH_DB:-civicgate_bench}
@@ -54,8 +58,6 @@ counts=$(psql "$DATABASE_URL" -Atqc "SELECT format('bills %s, members %s (terms 
 	(SELECT count(*) FROM federal_budget_lines WHERE dataset='APPROPRIATIONS'), (SELECT count(*) FROM federal_budget_lines WHERE dataset='OUTLAYS'),
 	(SELECT count(*) FROM lobbying_disclosures))")
 
-go build -o bin/recordsbench ./bench/cmd/recordsbench
-
 RECORDSD_CURSOR_SECRET=$(head -c 32 /dev/urandom | base64 | tr -d '=+/\n')
 export RECORDSD_CURSOR_SECRET
 srvlog=$(mktemp)
@@ -82,7 +84,7 @@ section=$(mktemp)
 {
 	echo "## Backend (recordsd)"
 	echo
-	echo "Command: \`make bench-backend\` (\`scripts/bench-backend.sh\`; \`--fresh\` re-seeds). Database \`${db}\`: ${counts}."
+	echo "Command: \`make bench BENCH=backend\` (\`bench/run.sh backend\`, bench/backend.sh; \`--fresh\` or BENCH_FRESH=1 re-seeds). Database \`${db}\`: ${counts}."
 	echo "Load: ${seed_note}."
 	echo
 	echo "Machine: $(nproc) cores (${cpu}), $(go version | cut -d' ' -f3-), $(psql "$DATABASE_URL" -Atqc 'SHOW server_version' | cut -d' ' -f1) PostgreSQL, $(date -u '+%Y-%m-%d %H:%M UTC'); load average before ${load_before}. The VM is shared with other engineers' builds and tests: the load average says how busy it was."

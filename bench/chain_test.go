@@ -1,7 +1,8 @@
 // Package bench holds the in-process half of the side-by-side benchmark
 // (issue 9): the allocations and CPU the civic handlers add to one request
 // inside a provisioned Caddy server. The load-generator half is
-// scripts/bench.sh and cmd/loadgen.
+// bench/side-by-side.sh and bench/cmd/loadgen; bench/run.sh runs both
+// (make bench).
 package bench
 
 import (

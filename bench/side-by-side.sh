@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# make bench: side-by-side performance (issue 9). Seeds a throwaway database
+# The side-by-side suite of bench/run.sh (`make bench`, `make bench BENCH=side-by-side`;
+# run it through bench/run.sh, which makes sure PostgreSQL and Redis run).
+# Side-by-side performance (issue 9). Seeds a throwaway database
 # (small scale), starts recordsd, a bare Caddy reverse_proxy (bench/Caddyfile.bare)
 # and the full gateway (bench/Caddyfile.gateway: the shipped routes with auth,
 # rate limit on Redis, guard), all plain HTTP/1.1 keep-alive on loopback, and runs
 # bench/cmd/loadgen against direct / bare / gateway, interleaved, at 1 and 16
-# connections. Writes the "Side by side" section of BENCHMARKS.md.
-# The Makefile has already built bin/ and started PostgreSQL and Redis.
+# connections. Writes the "Side by side" section of BENCHMARKS.md. Builds
+# bin/civicgate, bin/recordsd and bin/loadgen itself.
 #
 # Env: BENCH_ROUNDS (10), BENCH_DURATION (2s), BENCH_WARMUP (0.5s), BENCH_CONNS (1,16),
 #      BENCH_MIXES ("records light"), BENCH_PORT_BASE (18180: +1 recordsd, +2 bare,
@@ -139,7 +141,7 @@ section="$work/section.md"
 {
 	echo "## Side by side: gateway vs bare Caddy vs direct (issue 9)"
 	echo
-	echo "Command: \`make bench\` (\`scripts/bench.sh\`; env BENCH_ROUNDS=${rounds} BENCH_DURATION=${duration} BENCH_WARMUP=${warmup} BENCH_CONNS=${conns} BENCH_MIXES=\"${mixes}\")."
+	echo "Command: \`make bench\` (its first suite: \`bench/run.sh side-by-side\`, bench/side-by-side.sh; env BENCH_ROUNDS=${rounds} BENCH_DURATION=${duration} BENCH_WARMUP=${warmup} BENCH_CONNS=${conns} BENCH_MIXES=\"${mixes}\")."
 	echo "Machine: ${machine}; $(date -u '+%Y-%m-%d %H:%M UTC'); load average before ${load_before}, after ${load_after}."
 	echo "The VM is shared with other engineers' builds and tests: compare only the ratios of one run; the load averages above say how busy its 2 cores were."
 	echo
@@ -150,7 +152,7 @@ section="$work/section.md"
 	echo "on ${redis_note}, tier quota 10⁹/h so never hit, leases of 1000 tokens, \`on_store_error local\` as shipped → graphql_guard with a warm cache →"
 	echo "reverse_proxy). Same binary, same global options (\`metrics\` on, no access log), same upstream"
 	echo "transport. Plain HTTP/1.1 keep-alive on loopback for all three: TLS would cost both Caddy variants the same and is"
-	echo "not what is compared. \`bin/loadgen\` (cmd/loadgen) runs closed-loop connections (one client per connection),"
+	echo "not what is compared. \`bin/loadgen\` (bench/cmd/loadgen) runs closed-loop connections (one client per connection),"
 	echo "checks every answer (200, \`data\`, no \`errors\`; and before timing, that all three targets return identical bytes)."
 	echo "CPU µs/req is utime+stime from /proc/<pid>/stat over the measured seconds ÷ requests (10 ms ticks); Redis"
 	echo "cmds/req is the INFO commandstats delta ÷ requests."

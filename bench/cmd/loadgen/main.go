@@ -4,7 +4,7 @@
 // prints a Markdown report: ratios of one target to another first, then the
 // medians over rounds of requests per second, p50/p99 latency, errors, CPU
 // microseconds per request of each named process (from /proc/<pid>/stat) and
-// Redis commands per request (INFO commandstats). Used by scripts/bench.sh.
+// Redis commands per request (INFO commandstats). Run by bench/run.sh side-by-side (make bench).
 //
 //	loadgen --target direct=http://127.0.0.1:18081/graphql --target bare=http://127.0.0.1:18082/v1/graphql \
 //	        --target gateway=http://127.0.0.1:18083/v1/graphql --auth gateway --proc recordsd=PID ... \

@@ -1,7 +1,7 @@
 // Command recordsbench measures end-to-end latency of recordsd's GraphQL endpoint (HTTP POST, keep-alive):
 // first page, a page 1000 pages deep (reached once by walking nextCursor, then requested repeatedly), every
 // filter of every family, and bills(q:) with a rare and a common term, at several client counts with a fixed
-// number of requests each. It prints a Markdown table. Used by scripts/bench-backend.sh.
+// number of requests each. It prints a Markdown table. Run by bench/run.sh backend (make bench BENCH=backend).
 //
 //	recordsbench --url http://127.0.0.1:8081/graphql [--requests 400] [--clients 1,4] [--depth 1000]
 package main

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The one entry point of every benchmark: `make bench` runs it (make passes BENCH as the suites). Every result,
+# with its command and machine, is in BENCHMARKS.md; docs/operations.md "Benchmarks" describes the suites.
+#
+#   bench/run.sh [SUITE ...] [--fresh] [-n]   suites: space- or comma-separated, run in the order given;
+#                                             -n (--dry-run) prints what would run and stops
+#
+#   side-by-side  gateway vs bare Caddy vs recordsd direct, driven by bench/cmd/loadgen (bench/side-by-side.sh);
+#                 rewrites the "Side by side" section of BENCHMARKS.md (BENCH_WRITE=0: print only)
+#   gateway       the gateway's Go benchmarks: the handler chain (bench/chain_test.go), auth, rate limit, guard
+#                 (-count 3; BENCHMARKS.md "Gateway modules")
+#   modules       every module's Go benchmarks, ./modules/... (-count 5)
+#   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites the
+#                 "Backend (recordsd)" section; --fresh (or BENCH_FRESH=1) drops and re-seeds its database
+#   default       side-by-side, then gateway: what `make bench` runs when BENCH is empty (≈ 9 min)
+#   all           side-by-side, gateway, modules, backend
+#
+# Without arguments the suites come from BENCH (default: default). Each suite's own settings are BENCH_*
+# variables, listed at the top of bench/side-by-side.sh and bench/backend.sh. GO names the go command (go).
+# Makes sure PostgreSQL and Redis run first (scripts/services.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+log() { echo "bench: $*" >&2; }
+usage() {
+	local status=${1:-2} fd=2
+	[ "$status" = 0 ] && fd=1
+	sed -n '/^# The one entry point/,/^# Makes sure/p' "$0" | sed 's/^# \{0,1\}//' >&"$fd"
+	exit "$status"
+}
+
+args=()
+fresh=${BENCH_FRESH:-0}
+dry=0
+for a in "$@"; do
+	case $a in
+	--fresh) fresh=1 ;;
+	-n | --dry-run) dry=1 ;;
+	-h | --help | help) usage 0 ;;
+	-*) log "unknown option $a"; usage ;;
+	*) args+=("$a") ;;
+	esac
+done
+[ ${#args[@]} -gt 0 ] || args=("${BENCH:-default}")
+
+# Expand commas, "default" and "all"; check every name before anything runs.
+suites=()
+for a in "${args[@]}"; do
+	IFS=', ' read -ra parts <<<"$a"
+	for s in "${parts[@]}"; do
+		case $s in
+		side-by-side | gateway | modules | backend) suites+=("$s") ;;
+		default) suites+=(side-by-side gateway) ;;
+		all) suites+=(side-by-side gateway modules backend) ;;
+		*) log "unknown suite \"$s\""; usage ;;
+		esac
+	done
+done
+[ ${#suites[@]} -gt 0 ] || usage
+
+backend_args=()
+if [ "$fresh" = 1 ]; then backend_args=(--fresh); fi
+
+# suite_cmd SUITE sets cmd to the command line of one suite.
+suite_cmd() {
+	case $1 in
+	side-by-side) cmd=(bash bench/side-by-side.sh) ;;
+	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/gqlguard) ;;
+	modules) cmd=("$GO" test -run '^$' -bench . -benchmem -count 5 ./modules/...) ;;
+	backend) cmd=(bash bench/backend.sh "${backend_args[@]}") ;;
+	esac
+}
+
+if [ "$dry" = 1 ]; then
+	echo "scripts/services.sh all"
+	for s in "${suites[@]}"; do
+		suite_cmd "$s"
+		echo "${cmd[*]}"
+	done
+	exit 0
+fi
+
+scripts/services.sh all
+for s in "${suites[@]}"; do
+	suite_cmd "$s"
+	log "suite ${s}: ${cmd[*]}"
+	"${cmd[@]}"
+done
