@@ -1,9 +1,8 @@
 package ratelimit
 
 import (
-	"strconv"
+	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
@@ -23,35 +22,18 @@ func init() {
 //	    rate   <quota/window or placeholder>
 //	    policy <name or placeholder>
 //	}
+//
+// Each option may be given once; a literal rate is checked here, one with a
+// placeholder per request.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		var dst *string
-		switch d.Val() {
-		case "key":
-			dst = &h.Key
-		case "rate":
-			dst = &h.Rate
-		case "policy":
-			dst = &h.Policy
-		default:
-			return d.Errf("unknown civic_rate_limit option %q", d.Val())
-		}
-		if *dst != "" {
-			return d.Errf("duplicate %s", d.Val())
-		}
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
-		*dst = d.Val()
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-	}
-	return nil
+	return caddyopt.Read(d, "civic_rate_limit", caddyopt.Block{
+		"key": caddyopt.String(&h.Key),
+		"rate": caddyopt.Rate(&h.Rate, func(v string) error {
+			_, err := parseRate(v)
+			return err
+		}),
+		"policy": caddyopt.String(&h.Policy),
+	})
 }
 
 // UnmarshalCaddyfile parses the global option block:
@@ -61,78 +43,30 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	    username         <name>
 //	    password         <secret>           # {env.X}
 //	    key_prefix       <prefix>
-//	    timeout          <duration>         # ≤ 50ms
+//	    timeout          <duration>         # 0 … 50ms (0: the default, 50ms)
 //	    on_store_error   local|open|closed
 //	    lease            <share>            # 0 … 0.05
 //	    breaker_failures <n>
-//	    breaker_cooldown <duration>
+//	    breaker_cooldown <duration>         # 0: the default, 1s
 //	    max_keys         <n>
 //	}
+//
+// Each option may be given once.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // option name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		opt := d.Val()
-		if opt == "addrs" {
-			a.Addrs = d.RemainingArgs()
-			if len(a.Addrs) == 0 {
-				return d.ArgErr()
-			}
-			continue
-		}
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
-		val := d.Val()
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		switch opt {
-		case "redis":
-			a.Redis = val
-		case "master_name":
-			a.MasterName = val
-		case "username":
-			a.Username = val
-		case "password":
-			a.Password = val
-		case "key_prefix":
-			a.KeyPrefix = val
-		case "on_store_error":
-			a.OnStoreError = val
-		case "timeout", "breaker_cooldown":
-			dur, err := caddy.ParseDuration(val)
-			if err != nil {
-				return d.Errf("%s: %v", opt, err)
-			}
-			if opt == "timeout" {
-				a.Timeout = caddy.Duration(dur)
-			} else {
-				a.BreakerCooldown = caddy.Duration(dur)
-			}
-		case "lease":
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				return d.Errf("lease: %v", err)
-			}
-			a.Lease = &f
-		case "breaker_failures", "max_keys":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 1 {
-				return d.Errf("%s: want a positive integer", opt)
-			}
-			if opt == "max_keys" {
-				a.MaxKeys = n
-			} else {
-				a.BreakerFailures = n
-			}
-		default:
-			return d.Errf("unknown civic_rate_limit global option %q", opt)
-		}
-	}
-	return nil
+	return caddyopt.Read(d, "civic_rate_limit", caddyopt.Block{
+		"redis":            caddyopt.String(&a.Redis),
+		"addrs":            caddyopt.Strings(&a.Addrs),
+		"master_name":      caddyopt.String(&a.MasterName),
+		"username":         caddyopt.String(&a.Username),
+		"password":         caddyopt.String(&a.Password),
+		"key_prefix":       caddyopt.String(&a.KeyPrefix),
+		"timeout":          caddyopt.DurationIn(&a.Timeout, 0, 50*time.Millisecond),
+		"on_store_error":   caddyopt.OneOf(&a.OnStoreError, modeLocal, modeOpen, modeClosed),
+		"lease":            caddyopt.Float(&a.Lease, 0, 0.05),
+		"breaker_failures": caddyopt.Positive(&a.BreakerFailures),
+		"breaker_cooldown": caddyopt.DurationIn(&a.BreakerCooldown, 0, caddyopt.Forever),
+		"max_keys":         caddyopt.Positive(&a.MaxKeys),
+	})
 }
 
 // Interface guards
