@@ -1,6 +1,6 @@
 // Package adapttest runs the Caddyfile adapter tests every module has: golden
 // files (a Caddyfile, a line of dashes, the JSON it must adapt to) and
-// configurations the adapter must refuse.
+// configurations the adapter must refuse, each with the message it must give.
 package adapttest
 
 import (
@@ -38,14 +38,29 @@ func Golden(t *testing.T) {
 	}
 }
 
-// Refused checks that each named Caddyfile fails to adapt (an adapter
-// error, not merely a different result).
-func Refused(t *testing.T, configs map[string]string) {
+// Refusal is a Caddyfile the adapter must refuse, and a part of the message
+// it must refuse it with (e.g. "graphql_guard: max_depth given twice"):
+// {Cfg: the Caddyfile, Msg: a substring of the adapter's error}. An alias of
+// an unnamed struct, so that tables may write {cfg, msg}.
+type Refusal = struct{ Cfg, Msg string }
+
+// Refused checks that each named Caddyfile fails to adapt with an error
+// containing its Msg — not merely any error, which a typo in the test
+// Caddyfile would produce as well. Pair it with Adapts on the same shapes
+// with valid values.
+func Refused(t *testing.T, configs map[string]Refusal) {
 	t.Helper()
-	for name, cfg := range configs {
+	for name, c := range configs {
 		t.Run(name, func(t *testing.T) {
-			if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg+"\n"), nil); err == nil {
-				t.Fatal("adapted without error")
+			if c.Msg == "" {
+				t.Fatal("no expected message: set Refusal.Msg")
+			}
+			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(c.Cfg+"\n"), nil)
+			if err == nil {
+				t.Fatalf("adapted without error, want an error containing %q", c.Msg)
+			}
+			if !strings.Contains(err.Error(), c.Msg) {
+				t.Fatalf("error %q, want one containing %q", err, c.Msg)
 			}
 		})
 	}

@@ -1,10 +1,7 @@
 package auth
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/civicgate/civicgate/internal/adapttest"
 )
@@ -12,57 +9,70 @@ import (
 // TestCaddyfileAdapt runs the golden files in testdata/caddyfile_adapt.
 func TestCaddyfileAdapt(t *testing.T) { adapttest.Golden(t) }
 
-func TestCaddyfileErrors(t *testing.T) {
-	adapttest.Refused(t, map[string]string{
-		"directive argument":    ":8080 {\ncivic_auth * extra\n}",
-		"directive unknown":     ":8080 {\ncivic_auth {\nrequire_famly bills\n}\n}",
-		"require_family no arg": ":8080 {\ncivic_auth {\nrequire_family\n}\n}",
-		"global unknown option": "{\ncivic_auth {\nkeyz file x\n}\n}\n:8080 {\nrespond ok\n}",
-		"global bad source":     "{\ncivic_auth {\nkeys redis x\n}\n}\n:8080 {\nrespond ok\n}",
-		"global bad rate":       "{\ncivic_auth {\ntier free lots bills\n}\n}\n:8080 {\nrespond ok\n}",
-		"global duplicate tier": "{\ncivic_auth {\ntier free 1/m\ntier free 2/m\n}\n}\n:8080 {\nrespond ok\n}",
-		"global bad duration":   "{\ncivic_auth {\ncache_ttl soon\n}\n}\n:8080 {\nrespond ok\n}",
-		"global tier no rate":   "{\ncivic_auth {\ntier free\n}\n}\n:8080 {\nrespond ok\n}",
-		"global bad cache size": "{\ncivic_auth {\ncache_size -1\n}\n}\n:8080 {\nrespond ok\n}",
-	})
-}
-
-// TestCaddyfileValidControl guards TestCaddyfileErrors: the same shape with
-// valid values must adapt.
-func TestCaddyfileValidControl(t *testing.T) {
-	adapttest.Adapts(t, "{\ncivic_auth {\ntier free 1/m bills\ncache_ttl 1s\n}\n}\n:8080 {\ncivic_auth {\nrequire_family bills\n}\n}")
-}
-
 // global wraps civic_auth options in a global option block with a site.
 func global(opts string) string {
 	return "{\ncivic_auth {\ntier free 1/m bills\n" + opts + "\n}\n}\n:8080 {\ncivic_auth\n}"
 }
 
-// TestCaddyfileFloodOptionErrors: the flood options' refusals, messages
-// checked.
-func TestCaddyfileFloodOptionErrors(t *testing.T) {
-	for name, c := range map[string]struct{ cfg, msg string }{
+// directive puts a civic_auth directive in a site.
+func directive(d string) string { return ":8080 {\n" + d + "\n}" }
+
+// onceOnly: every global option but tier, each with a valid value.
+var onceOnly = map[string]string{
+	"keys": "file /k.json", "environment": "live", "identity_secret": "s", "identity_ttl": "30s", "cache_ttl": "1s",
+	"negative_cache_ttl": "1s", "cache_size": "10", "negative_cache_size": "10", "lookup_timeout": "2s",
+	"failed_lookups": "20/m", "failed_lookup_clients": "100",
+}
+
+func TestCaddyfileErrors(t *testing.T) {
+	configs := map[string]adapttest.Refusal{
+		"directive argument":     {directive("civic_auth * extra"), "wrong argument count or unexpected line ending after 'extra'"},
+		"directive unknown":      {directive("civic_auth {\nrequire_famly bills\n}"), `civic_auth: unknown option "require_famly"`},
+		"require_family no arg":  {directive("civic_auth {\nrequire_family\n}"), "wrong argument count or unexpected line ending after 'require_family'"},
+		"require_family twice":   {directive("civic_auth {\nrequire_family bills\nrequire_family members\n}"), "civic_auth: require_family given twice"},
+		"global argument":        {"{\ncivic_auth extra {\n}\n}\n:8080 {\nrespond ok\n}", "wrong argument count or unexpected line ending after 'extra'"},
+		"global given twice":     {"{\ncivic_auth {\ntier free 1/m\n}\ncivic_auth {\ntier free 1/m\n}\n}\n:8080 {\nrespond ok\n}", "civic_auth: global option given twice"},
+		"global unknown option":  {global("keyz file x"), `civic_auth: unknown option "keyz"`},
+		"global bad source":      {global("keys redis x"), `civic_auth: keys: want postgres <dsn> or file <path>, got "redis"`},
+		"global keys one arg":    {global("keys file"), "wrong argument count or unexpected line ending after 'file'"},
+		"global bad environment": {global("environment prod"), `civic_auth: environment: want live or test, got "prod"`},
+		"global bad rate":        {global("tier paid lots bills"), `tier paid: rate "lots" is not like 100/m`},
+		"global duplicate tier":  {global("tier free 2/m"), "civic_auth: tier free given twice"},
+		"global bad duration":    {global("cache_ttl soon"), `civic_auth: cache_ttl: want a duration above zero, got "soon"`},
+		"global zero duration":   {global("identity_ttl 0s"), `civic_auth: identity_ttl: want a duration above zero, got "0s"`},
+		"global tier no rate":    {global("tier paid"), "wrong argument count or unexpected line ending after 'paid'"},
+		"global bad cache size":  {global("cache_size -1"), `civic_auth: cache_size: want a positive integer, got "-1"`},
+		"global option block":    {global("cache_size 5 {\nx\n}"), "civic_auth: cache_size takes no block"},
+
+		// the flood options (docs/operations.md)
 		"failed_lookups no arg":          {global("failed_lookups"), "wrong argument count or unexpected line ending after 'failed_lookups'"},
 		"failed_lookups two args":        {global("failed_lookups 20/m 30/m"), "wrong argument count"},
 		"failed_lookups not a rate":      {global("failed_lookups lots"), `failed_lookups: rate "lots" is not like 100/m; want N/s, N/m, N/h or off`},
 		"failed_lookups per day":         {global("failed_lookups 20/d"), `rate "20/d" is not like 100/m`},
 		"failed_lookups zero":            {global("failed_lookups 0/m"), `rate "0/m" is not like 100/m`},
 		"failed_lookups too many":        {global("failed_lookups 2000000/s"), `rate "2000000/s": count out of range`},
-		"negative_cache_size zero":       {global("negative_cache_size 0"), `negative_cache_size: want a positive integer, got "0"`},
-		"negative_cache_size word":       {global("negative_cache_size lots"), `negative_cache_size: want a positive integer, got "lots"`},
-		"failed_lookup_clients negative": {global("failed_lookup_clients -5"), `failed_lookup_clients: want a positive integer, got "-5"`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(c.cfg+"\n"), nil)
-			if err == nil || !strings.Contains(err.Error(), c.msg) {
-				t.Fatalf("error %v, want one containing %q", err, c.msg)
-			}
-		})
+		"negative_cache_size zero":       {global("negative_cache_size 0"), `civic_auth: negative_cache_size: want a positive integer, got "0"`},
+		"negative_cache_size word":       {global("negative_cache_size lots"), `civic_auth: negative_cache_size: want a positive integer, got "lots"`},
+		"failed_lookup_clients negative": {global("failed_lookup_clients -5"), `civic_auth: failed_lookup_clients: want a positive integer, got "-5"`},
 	}
+	for opt, v := range onceOnly {
+		configs[opt+" twice"] = adapttest.Refusal{Cfg: global(opt + " " + v + "\n" + opt + " " + v), Msg: "civic_auth: " + opt + " given twice"}
+	}
+	adapttest.Refused(t, configs)
 }
 
-// TestCaddyfileFloodOptionsValidControl guards TestCaddyfileFloodOptionErrors.
-func TestCaddyfileFloodOptionsValidControl(t *testing.T) {
+// TestCaddyfileValidControl guards TestCaddyfileErrors: the same shapes with
+// valid values adapt — every once-only option once, tiers with distinct
+// names, each flood option's boundary values.
+func TestCaddyfileValidControl(t *testing.T) {
+	adapttest.Adapts(t, "{\ncivic_auth {\ntier free 1/m bills\ncache_ttl 1s\n}\n}\n:8080 {\ncivic_auth {\nrequire_family bills\n}\n}")
+	opts := "tier paid 2/m bills members\nkeys postgres {env.DATABASE_URL}\nenvironment test"
+	for opt, v := range onceOnly {
+		if opt != "keys" && opt != "environment" {
+			opts += "\n" + opt + " " + v
+		}
+	}
+	adapttest.Adapts(t, global(opts))
 	for _, opts := range []string{"failed_lookups 20/m", "failed_lookups 1/s", "failed_lookups 1000000/h", "failed_lookups off",
 		"negative_cache_size 1", "failed_lookup_clients 65536"} {
 		adapttest.Adapts(t, global(opts))

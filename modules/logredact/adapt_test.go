@@ -1,10 +1,7 @@
 package logredact
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/civicgate/civicgate/internal/adapttest"
 )
@@ -19,21 +16,14 @@ func site(format string) string {
 
 // TestCaddyfileErrors: each bad format block is refused with its message.
 func TestCaddyfileErrors(t *testing.T) {
-	for name, c := range map[string]struct{ cfg, msg string }{
+	adapttest.Refused(t, map[string]adapttest.Refusal{
 		"argument":        {site("civic_redact json"), "wrong argument count or unexpected line ending after 'json'"},
-		"unknown option":  {site("civic_redact {\n\t\t\twrapp json\n\t\t}"), `unknown civic_redact option "wrapp"`},
+		"unknown option":  {site("civic_redact {\n\t\t\twrapp json\n\t\t}"), `civic_redact: unknown option "wrapp"`},
 		"wrap no encoder": {site("civic_redact {\n\t\t\twrap\n\t\t}"), "wrong argument count or unexpected line ending after 'wrap'"},
 		"wrap unknown":    {site("civic_redact {\n\t\t\twrap yaml\n\t\t}"), "module not registered: caddy.logging.encoders.yaml"},
-		"wrap twice":      {site("civic_redact {\n\t\t\twrap json\n\t\t\twrap console\n\t\t}"), "duplicate wrap"},
+		"wrap twice":      {site("civic_redact {\n\t\t\twrap json\n\t\t\twrap console\n\t\t}"), "civic_redact: wrap given twice"},
 		"bad inner":       {site("civic_redact {\n\t\t\twrap json {\n\t\t\t\tnope 1\n\t\t\t}\n\t\t}"), "unrecognized subdirective nope"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(c.cfg+"\n"), nil)
-			if err == nil || !strings.Contains(err.Error(), c.msg) {
-				t.Fatalf("error %v, want one containing %q", err, c.msg)
-			}
-		})
-	}
+	})
 }
 
 // TestCaddyfileValidControl guards TestCaddyfileErrors: the same shapes with

@@ -8,13 +8,10 @@ import (
 	"fmt"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/logging"
 	"go.uber.org/zap/buffer"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
@@ -99,37 +96,9 @@ func (e *Encoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffe
 	return buf, nil
 }
 
-// UnmarshalCaddyfile sets up the encoder from Caddyfile tokens:
-//
-//	format civic_redact {
-//	    wrap <encoder> [{ <encoder options> }]
-//	}
-func (e *Encoder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return caddyopt.Options(d, func(opt string) error {
-		if opt != "wrap" {
-			return d.Errf("unknown civic_redact option %q", opt)
-		}
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
-		name := d.Val()
-		unm, err := caddyfile.UnmarshalModule(d, "caddy.logging.encoders."+name)
-		if err != nil {
-			return err
-		}
-		enc, ok := unm.(zapcore.Encoder)
-		if !ok {
-			return d.Errf("civic_redact: wrap %s: not a log encoder", name)
-		}
-		e.WrappedRaw = caddyconfig.JSONModuleObject(enc, "format", name, nil)
-		return nil
-	})
-}
-
 // Interface guards
 var (
 	_ zapcore.Encoder                  = (*Encoder)(nil)
 	_ caddy.Provisioner                = (*Encoder)(nil)
 	_ caddy.ConfiguresFormatterDefault = (*Encoder)(nil)
-	_ caddyfile.Unmarshaler            = (*Encoder)(nil)
 )
