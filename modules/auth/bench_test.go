@@ -94,3 +94,53 @@ func BenchmarkSHA256Key(b *testing.B) {
 	}
 	_ = sink
 }
+
+// BenchmarkHandlerRefusals: the refusal paths (no lookup, or an unknown key
+// cached as unknown, or a tier without the required family) write a fixed
+// body and must not allocate.
+func BenchmarkHandlerRefusals(b *testing.B) {
+	key, err := keystore.NewKey("live")
+	if err != nil {
+		b.Fatal(err)
+	}
+	unknown, err := keystore.NewKey("live")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, require string
+		auth          []string
+		status        int
+	}{
+		{"missing", "", nil, http.StatusUnauthorized},
+		{"malformed", "", []string{"Basic abc"}, http.StatusUnauthorized},
+		{"invalid", "", []string{"Bearer " + unknown}, http.StatusUnauthorized},
+		{"not_entitled", "changes", []string{"Bearer " + key}, http.StatusForbidden},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := &Handler{RequireFamily: tc.require, app: benchApp(b, key), logger: zap.NewNop()}
+			r := httptest.NewRequest(http.MethodPost, "/v1/graphql", nil)
+			r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
+			w := &statusWriter{discardWriter: discardWriter{h: http.Header{}}}
+			next := nextFunc(func(http.ResponseWriter, *http.Request) error { b.Fatal("admitted"); return nil })
+			b.ReportAllocs()
+			for b.Loop() {
+				if tc.auth == nil {
+					delete(r.Header, "Authorization")
+				} else {
+					r.Header["Authorization"] = tc.auth
+				}
+				if err := h.ServeHTTP(w, r, next); err != nil || w.status != tc.status {
+					b.Fatalf("status %d, %v", w.status, err)
+				}
+			}
+		})
+	}
+}
+
+type statusWriter struct {
+	discardWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(status int) { s.status = status }

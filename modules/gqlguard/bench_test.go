@@ -2,12 +2,14 @@ package gqlguard
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator"
@@ -127,4 +129,38 @@ func fragmentChain(size int) string {
 		fmt.Fprintf(&b, "fragment F%d on Query { ...F%d ...F%d } ", i, i+1, i+1)
 	}
 	return b.String()
+}
+
+// BenchmarkServeRefusals: the handler's early refusals (method, content
+// type, entitlement), each a fixed body.
+func BenchmarkServeRefusals(b *testing.B) {
+	g := provisioned(b, &Guard{Families: map[string][]string{"bills": {"bills", "bill"}}})
+	body := []byte(`{"query":` + jsonString(benchBillsQuery) + `}`)
+	for _, tc := range []struct {
+		name, method, ct string
+		status           int
+	}{
+		{"method", http.MethodGet, "application/json", http.StatusMethodNotAllowed},
+		{"content_type", http.MethodPost, "text/plain", http.StatusUnsupportedMediaType},
+		{"not_entitled", http.MethodPost, "application/json", http.StatusForbidden},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			next := &recordNext{}
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(tc.method, "/", bytes.NewReader(body))
+				r.Header.Set("Content-Type", tc.ct)
+				repl := caddy.NewReplacer()
+				repl.Set("civic.families", "members")
+				r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+				w := httptest.NewRecorder()
+				if err := g.ServeHTTP(w, r, next); err != nil {
+					b.Fatal(err)
+				}
+				if w.Code != tc.status {
+					b.Fatalf("status %d: %s", w.Code, w.Body.String())
+				}
+			}
+		})
+	}
 }

@@ -155,3 +155,38 @@ func BenchmarkHandlerLocal(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHandlerRefused: the whole handler answering 429 (memory store,
+// the key's quota spent): headers, Retry-After and the fixed body.
+func BenchmarkHandlerRefused(b *testing.B) {
+	h := &Handler{Key: "{http.request.header.X-Key}", Rate: "1/h", Policy: "bench",
+		limiter: newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000}), logger: zap.NewNop(), policies: new(policyCache)}
+	h.keyName = placeholderName(h.Key)
+	r, _ := parseRate(h.Rate)
+	h.fixed = &r
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Key", "k")
+	repl := caddyhttp.NewTestReplacer(req)
+	req = req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl))
+	w := &statusWriter{h: http.Header{}}
+	if err := h.ServeHTTP(w, req, next); err != nil || w.status != 0 { // spends the quota
+		b.Fatal(w.status, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		if err := h.ServeHTTP(w, req, next); err != nil || w.status != http.StatusTooManyRequests {
+			b.Fatal(w.status, err)
+		}
+	}
+}
+
+type statusWriter struct {
+	h      http.Header
+	status int
+}
+
+func (s *statusWriter) Header() http.Header         { return s.h }
+func (s *statusWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (s *statusWriter) WriteHeader(status int)      { s.status = status }
