@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // rootCatalog is every Query root field with a fixed selection (fixed
@@ -326,7 +326,7 @@ func post(t *testing.T, s *stack.Stack, key string, body []byte) (*http.Response
 
 func postRecordsd(t *testing.T, s *stack.Stack, secret, body []byte) (int, string) {
 	t.Helper()
-	tok, err := identity.Sign(secret, identity.Caller{KeyID: "key_diff", Org: "diffsmall", Tier: "free", Env: "live", Families: []string{"bills", "members"}}, time.Now(), 30*time.Second)
+	tok, err := contract.SignIdentity(secret, contract.Caller{KeyID: "key_diff", Org: "diffsmall", Tier: "free", Env: "live", Families: []string{"bills", "members"}}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func postRecordsd(t *testing.T, s *stack.Stack, secret, body []byte) (int, strin
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(identity.Header, tok)
+	req.Header.Set(contract.IdentityHeader, tok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// Exact bodies of DESIGN §3.6 that the fault tests expect.
+// Exact bodies of docs/api.md "Errors" that the fault tests expect.
 const (
 	bodyInternal   = `{"error":"Internal Server Error"}`
 	bodyBadGateway = `{"error":"Bad Gateway"}`
@@ -332,7 +332,7 @@ func isBillsPage(body string) bool {
 // with a gateway identity signed by the stack's secret.
 func recordsdRuntime(t *testing.T, s *stack.Stack) map[string]float64 {
 	t.Helper()
-	tok, err := identity.Sign([]byte(s.Getenv("CIVIC_IDENTITY_SECRET")), identity.Caller{KeyID: "key_soak", Org: "soak", Tier: "enterprise", Env: "live", Families: []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}}, time.Now(), 30*time.Second)
+	tok, err := contract.SignIdentity([]byte(s.Getenv("CIVIC_IDENTITY_SECRET")), contract.Caller{KeyID: "key_soak", Org: "soak", Tier: "enterprise", Env: "live", Families: []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func recordsdRuntime(t *testing.T, s *stack.Stack) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(identity.Header, tok)
+	req.Header.Set(contract.IdentityHeader, tok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("recordsd runtime: %v", err)

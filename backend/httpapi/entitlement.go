@@ -6,7 +6,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // Endpoint families (docs/api.md "Tiers and families"; the gateway's
@@ -53,7 +53,7 @@ var queryImplementors = []string{"Query"}
 // family the identity assertion grants. A root field of no family (a schema
 // addition nobody assigned) is refused too: fail closed. Introspection and
 // __typename are free.
-func entitledOperation(rc *graphql.OperationContext, claims *identity.Claims) bool {
+func entitledOperation(rc *graphql.OperationContext, claims *contract.Claims) bool {
 	if rc.Operation == nil || rc.Operation.Operation != ast.Query {
 		return false
 	}

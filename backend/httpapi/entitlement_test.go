@@ -14,7 +14,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/civicgate/civicgate/backend/httpapi"
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 const notEntitled = `{"error":"Tier not entitled to this endpoint family"}`
@@ -22,7 +22,7 @@ const notEntitled = `{"error":"Tier not entitled to this endpoint family"}`
 // assertion signs an identity for a caller entitled to families.
 func assertion(t *testing.T, families ...string) string {
 	t.Helper()
-	tok, err := identity.Sign(identitySecret, identity.Caller{KeyID: "key_free", Org: "org1", Tier: "t", Env: "live", Families: families}, time.Now(), 30*time.Second)
+	tok, err := contract.SignIdentity(identitySecret, contract.Caller{KeyID: "key_free", Org: "org1", Tier: "t", Env: "live", Families: families}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestEntitlementsEnforcedBehindTheGateway(t *testing.T) {
 		{"introspection is free", `{"query":"{ __schema { queryType { name } } __typename }"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body, _ := e.do(http.MethodPost, "/graphql", []byte(tc.body), map[string]string{identity.Header: free})
+			status, body, _ := e.do(http.MethodPost, "/graphql", []byte(tc.body), map[string]string{contract.IdentityHeader: free})
 			if tc.refused {
 				if status != http.StatusForbidden || string(body) != notEntitled {
 					t.Fatalf("= %d %s, want 403 %s", status, body, notEntitled)
@@ -81,16 +81,16 @@ func TestEntitlementsEnforcedBehindTheGateway(t *testing.T) {
 func TestBillsEndpointEntitled(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.seedFixtures()
-	status, body, _ := e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{identity.Header: assertion(t, "members")})
+	status, body, _ := e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{contract.IdentityHeader: assertion(t, "members")})
 	if status != http.StatusForbidden || string(body) != notEntitled {
 		t.Fatalf("GET /bills without bills = %d %s", status, body)
 	}
-	status, body, _ = e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{identity.Header: assertion(t, "bills")})
+	status, body, _ = e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{contract.IdentityHeader: assertion(t, "bills")})
 	if status != http.StatusOK {
 		t.Fatalf("GET /bills with bills = %d %s", status, body)
 	}
 	// An assertion without the fam claim (a gateway older than recordsd) owns nothing.
-	status, body, _ = e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{identity.Header: assertion(t)})
+	status, body, _ = e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{contract.IdentityHeader: assertion(t)})
 	if status != http.StatusForbidden || string(body) != notEntitled {
 		t.Fatalf("GET /bills with no families = %d %s", status, body)
 	}

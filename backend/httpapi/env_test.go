@@ -17,7 +17,7 @@ import (
 	"github.com/civicgate/civicgate/backend/migrations"
 	"github.com/civicgate/civicgate/backend/store"
 	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -109,7 +109,7 @@ func (e *env) exec(sql string, args ...any) {
 
 func token(t testing.TB) string {
 	t.Helper()
-	tok, err := identity.Sign(identitySecret, identity.Caller{KeyID: "key1", Org: "org1", Tier: "paid_beta", Env: "test", Families: allFamilies}, time.Now(), 30*time.Second)
+	tok, err := contract.SignIdentity(identitySecret, contract.Caller{KeyID: "key1", Org: "org1", Tier: "paid_beta", Env: "test", Families: allFamilies}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func (e *env) do(method, path string, body []byte, hdr map[string]string) (int, 
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set(identity.Header, token(e.t))
+	req.Header.Set(contract.IdentityHeader, token(e.t))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

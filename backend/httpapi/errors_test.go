@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func TestBillByID(t *testing.T) {
@@ -182,8 +182,8 @@ func mustJSON(v any) []byte {
 
 func TestIdentityRequired(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	expired, _ := identity.Sign(identitySecret, identity.Caller{KeyID: "k", Org: "o", Tier: "free", Env: "test"}, time.Now().Add(-2*time.Minute), 30*time.Second)
-	forged, _ := identity.Sign([]byte("another-secret-another-secret-!!"), identity.Caller{KeyID: "k", Org: "o", Tier: "free", Env: "test"}, time.Now(), 30*time.Second)
+	expired, _ := contract.SignIdentity(identitySecret, contract.Caller{KeyID: "k", Org: "o", Tier: "free", Env: "test"}, time.Now().Add(-2*time.Minute), 30*time.Second)
+	forged, _ := contract.SignIdentity([]byte("another-secret-another-secret-!!"), contract.Caller{KeyID: "k", Org: "o", Tier: "free", Env: "test"}, time.Now(), 30*time.Second)
 	for name, tok := range map[string]string{"missing": "", "expired": expired, "forged": forged, "garbage": "not.a.jwt"} {
 		for _, path := range []string{"/graphql", "/bills"} {
 			method := http.MethodGet
@@ -193,7 +193,7 @@ func TestIdentityRequired(t *testing.T) {
 			}
 			req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(string(body)))
 			if tok != "" {
-				req.Header.Set(identity.Header, tok)
+				req.Header.Set(contract.IdentityHeader, tok)
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

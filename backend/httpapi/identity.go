@@ -4,14 +4,14 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 type claimsKey struct{}
 
 // Claims returns the verified gateway identity of the request, or nil (dev mode).
-func Claims(ctx context.Context) *identity.Claims {
-	c, _ := ctx.Value(claimsKey{}).(*identity.Claims)
+func Claims(ctx context.Context) *contract.Claims {
+	c, _ := ctx.Value(claimsKey{}).(*contract.Claims)
 	return c
 }
 
@@ -23,12 +23,12 @@ func (s *Server) requireIdentity(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tok := r.Header.Get(identity.Header)
+		tok := r.Header.Get(contract.IdentityHeader)
 		if tok == "" {
 			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Missing gateway identity"})
 			return
 		}
-		claims, err := identity.Verify(s.cfg.IdentitySecret, tok, s.cfg.Now())
+		claims, err := contract.VerifyIdentity(s.cfg.IdentitySecret, tok, s.cfg.Now())
 		if err != nil {
 			s.log.Info("refused gateway identity", "cause", err.Error())
 			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Missing gateway identity"})

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // TestExactPathRouting: paths that are not exactly ours get the JSON 404,
@@ -47,7 +47,7 @@ func TestClientGoneIsNotAnErrorLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(identity.Header, token(t))
+		req.Header.Set(contract.IdentityHeader, token(t))
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 			t.Fatalf("answered %d while PostgreSQL was stalled", resp.StatusCode)
@@ -69,7 +69,7 @@ func TestClientGoneIsNotAnErrorLog(t *testing.T) {
 // TestRuntimeStats: GET /debug/runtime needs the gateway identity and reports the goroutine count.
 func TestRuntimeStats(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	status, body, _ := e.do(http.MethodGet, "/debug/runtime", nil, map[string]string{identity.Header: ""})
+	status, body, _ := e.do(http.MethodGet, "/debug/runtime", nil, map[string]string{contract.IdentityHeader: ""})
 	if status != 401 {
 		t.Fatalf("without identity: %d %s", status, body)
 	}

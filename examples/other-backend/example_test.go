@@ -19,7 +19,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/stack"
 	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/modules/auth/identity"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // upstream is the "other" GraphQL backend: it records what reached it and
@@ -122,7 +122,7 @@ func TestLibraryBehindCivicgate(t *testing.T) {
 		if r.Header.Get("Authorization") != "" {
 			t.Fatal("Authorization forwarded upstream")
 		}
-		claims, err := identity.Verify([]byte(secret), r.Header.Get("X-Civic-Identity"), time.Now())
+		claims, err := contract.VerifyIdentity([]byte(secret), r.Header.Get("X-Civic-Identity"), time.Now())
 		if err != nil || claims.Tier != "reader" {
 			t.Fatalf("identity %+v %v", claims, err)
 		}

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
@@ -162,15 +162,15 @@ func (a *App) Provision(ctx caddy.Context) error {
 	var err error
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.IdentitySecret, ""))
-	if len(a.secret) < identity.MinSecretLen {
-		return fmt.Errorf("civic_auth: identity_secret must be at least %d bytes (set it from an {env.*} placeholder)", identity.MinSecretLen)
+	if len(a.secret) < contract.IdentityMinSecretLen {
+		return fmt.Errorf("civic_auth: identity_secret must be at least %d bytes (set it from an {env.*} placeholder)", contract.IdentityMinSecretLen)
 	}
 	if !keystore.ValidEnv(a.Environment) {
 		return fmt.Errorf("civic_auth: environment %q must be live or test", a.Environment)
 	}
 	a.idTTL = durationOr(a.IdentityTTL, DefaultIdentityTTL)
-	if a.idTTL > identity.MaxTTL {
-		return fmt.Errorf("civic_auth: identity_ttl %s over %s", a.idTTL, identity.MaxTTL)
+	if a.idTTL > contract.IdentityMaxTTL {
+		return fmt.Errorf("civic_auth: identity_ttl %s over %s", a.idTTL, contract.IdentityMaxTTL)
 	}
 	a.timeout = durationOr(a.LookupTimeout, DefaultLookupTimeout)
 	a.cache = newKeyCache(intOr(a.CacheSize, DefaultCacheSize), intOr(a.NegativeCacheSize, DefaultNegativeCacheSize),

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // benchApp is a provisioned-by-hand app over an in-memory store: the cached
@@ -76,7 +76,7 @@ func BenchmarkHandlerCachedKey(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if ok != b.N || r.Header.Get(identity.Header) == "" {
+	if ok != b.N || r.Header.Get(contract.IdentityHeader) == "" {
 		b.Fatalf("%d of %d requests passed", ok, b.N)
 	}
 	if v, _ := repl.Get("civic.rate"); v != "1000/m" {

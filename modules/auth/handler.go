@@ -11,9 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/credential"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
@@ -167,9 +166,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 	delete(r.Header, "Authorization")
-	r.Header[identity.Header] = assertion.header
+	r.Header[contract.IdentityHeader] = assertion.header
 	h.app.metrics.inc(outcomeOK)
-	return next.ServeHTTP(w, r.WithContext(credential.WithBearer(r.Context(), token)))
+	return next.ServeHTTP(w, r.WithContext(contract.WithBearer(r.Context(), token)))
 }
 
 // Interface guards

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func TestRefusals(t *testing.T) {
@@ -98,7 +98,7 @@ func TestPlaceholdersAndUpstreamHeaders(t *testing.T) {
 		t.Fatalf("placeholders: %d %q, want %q", got.status, got.body, want)
 	}
 
-	forged, err := identity.Sign([]byte(testSecret), identity.Caller{KeyID: "key_forged", Org: "evil", Tier: "enterprise", Env: "live"}, time.Now(), 30*time.Second)
+	forged, err := contract.SignIdentity([]byte(testSecret), contract.Caller{KeyID: "key_forged", Org: "evil", Tier: "enterprise", Env: "live"}, time.Now(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,18 +112,18 @@ func TestPlaceholdersAndUpstreamHeaders(t *testing.T) {
 		t.Fatalf("Authorization forwarded: %q", v)
 	}
 	for k := range up.header {
-		if strings.HasPrefix(k, "X-Civic-") && k != identity.Header {
+		if strings.HasPrefix(k, "X-Civic-") && k != contract.IdentityHeader {
 			t.Fatalf("client header %s forwarded", k)
 		}
 	}
 	if up.header.Get("X-Other") != "kept" {
 		t.Fatal("unrelated header dropped")
 	}
-	ids := up.header.Values(identity.Header)
+	ids := up.header.Values(contract.IdentityHeader)
 	if len(ids) != 1 || ids[0] == forged {
 		t.Fatalf("identity header %q", ids)
 	}
-	claims, err := identity.Verify([]byte(testSecret), ids[0], time.Now())
+	claims, err := contract.VerifyIdentity([]byte(testSecret), ids[0], time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

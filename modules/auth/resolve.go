@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/civicgate/civicgate/modules/auth/identity"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // errStore is returned when the store failed and nothing usable is cached.
@@ -88,7 +88,7 @@ func (a *App) identityFor(e *entry, now time.Time) (*signedIdentity, error) {
 	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
 		return s, nil
 	}
-	tok, err := identity.Sign(a.secret, identity.Caller{KeyID: e.rec.KeyID, Org: e.rec.OrgID, Tier: e.rec.Tier, Env: e.rec.Env, Families: e.families()}, now, a.idTTL)
+	tok, err := contract.SignIdentity(a.secret, contract.Caller{KeyID: e.rec.KeyID, Org: e.rec.OrgID, Tier: e.rec.Tier, Env: e.rec.Env, Families: e.families()}, now, a.idTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -16,11 +16,10 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/validator"
-
-	"github.com/civicgate/civicgate/internal/intscalar"
 	"go.uber.org/zap"
 
-	"github.com/civicgate/civicgate/modules/credential"
+	"github.com/civicgate/civicgate/internal/intscalar"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // ServeHTTP checks the request; a request that passes continues to next with
@@ -150,7 +149,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 		writeJSON(w, http.StatusRequestEntityTooLarge, messageBody(msgBodyTooLarge))
 		return nil, outcomeTooLarge
 	}
-	token, hasToken := credential.BearerFromRequest(r)
+	token, hasToken := contract.BearerFromRequest(r)
 
 	// The usual body is located in place (scanRequest) and decoded only as
 	// far as needed; anything unusual goes through decodeRequest.

@@ -1,13 +1,15 @@
-// Package credential carries the caller's bearer token from the authenticating
-// handler to later handlers in the same request, through the request context
-// only: never through headers, placeholders or variables, which reach logs and
-// upstreams.
+package contract
+
+// The credential hand-off carries the caller's bearer token from the
+// authenticating handler to later handlers in the same request, through the
+// request context only: never through headers, placeholders or variables,
+// which reach logs and upstreams.
 //
 // civic_auth removes the Authorization header before the request travels on
-// and stores the token here; graphql_guard reads it to refuse documents that
-// contain the token (docs/api.md "Authentication"). A handler used without civic_auth falls back
-// to the Authorization header itself (see BearerFromRequest).
-package credential
+// and stores the token here (WithBearer); graphql_guard reads it to refuse
+// documents that contain the token (docs/api.md "Authentication"). A handler
+// used without civic_auth falls back to the Authorization header itself (see
+// BearerFromRequest).
 
 import (
 	"context"
@@ -15,9 +17,9 @@ import (
 	"strings"
 )
 
-type ctxKey struct{}
+type bearerKey struct{}
 
-// bearerCtx is context.WithValue(parent, ctxKey{}, token) in one allocation
+// bearerCtx is context.WithValue(parent, bearerKey{}, token) in one allocation
 // (WithValue would also box the token string).
 type bearerCtx struct {
 	context.Context
@@ -25,13 +27,13 @@ type bearerCtx struct {
 }
 
 func (c *bearerCtx) Value(key any) any {
-	if _, ok := key.(ctxKey); ok {
+	if _, ok := key.(bearerKey); ok {
 		return c
 	}
 	return c.Context.Value(key)
 }
 
-func (c *bearerCtx) String() string { return "credential.WithBearer" } // never the token
+func (c *bearerCtx) String() string { return "contract.WithBearer" } // never the token
 
 // WithBearer returns a copy of ctx that carries the bearer token.
 func WithBearer(ctx context.Context, token string) context.Context {
@@ -40,7 +42,7 @@ func WithBearer(ctx context.Context, token string) context.Context {
 
 // Bearer returns the token stored by WithBearer.
 func Bearer(ctx context.Context) (string, bool) {
-	c, ok := ctx.Value(ctxKey{}).(*bearerCtx)
+	c, ok := ctx.Value(bearerKey{}).(*bearerCtx)
 	if !ok {
 		return "", false
 	}

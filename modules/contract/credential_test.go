@@ -1,4 +1,4 @@
-package credential
+package contract
 
 import (
 	"context"

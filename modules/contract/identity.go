@@ -1,11 +1,10 @@
-// Package identity is the contract between the gateway and the upstream it
-// fronts: the gateway asserts who is calling as a short-lived HS256 JWT in the
-// X-Civic-Identity request header (DESIGN.md §3.5), and the upstream verifies it
-// with the same shared secret. The bearer token itself never leaves the gateway.
-//
-// Any upstream may import this package to verify assertions; it depends on
-// nothing but golang-jwt.
-package identity
+package contract
+
+// The identity assertion (docs/design.md D9): the gateway asserts who is
+// calling as a short-lived HS256 JWT in the X-Civic-Identity request header,
+// and the upstream verifies it with the same shared secret. The bearer token
+// itself never leaves the gateway. civic_auth signs (SignIdentity); recordsd,
+// or any upstream, verifies (VerifyIdentity).
 
 import (
 	"errors"
@@ -15,17 +14,17 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Header is the request header that carries the assertion upstream.
-const Header = "X-Civic-Identity"
-
-// Issuer is the iss claim of every assertion.
-const Issuer = "civicgate"
-
-// MaxTTL is the longest lifetime an assertion may have.
-const MaxTTL = 60 * time.Second
-
-// MinSecretLen is the shortest shared secret accepted, in bytes.
-const MinSecretLen = 32
+// Constants of the identity assertion.
+const (
+	// IdentityHeader is the request header that carries the assertion upstream.
+	IdentityHeader = "X-Civic-Identity"
+	// IdentityIssuer is the iss claim of every assertion.
+	IdentityIssuer = "civicgate"
+	// IdentityMaxTTL is the longest lifetime an assertion may have.
+	IdentityMaxTTL = 60 * time.Second
+	// IdentityMinSecretLen is the shortest shared secret accepted, in bytes.
+	IdentityMinSecretLen = 32
+)
 
 // Claims is what the gateway asserts about a request's caller.
 type Claims struct {
@@ -43,7 +42,7 @@ type Claims struct {
 	jwt.RegisteredClaims
 }
 
-// Caller is what Sign asserts: the key and what it is entitled to.
+// Caller is what SignIdentity asserts: the key and what it is entitled to.
 type Caller struct {
 	KeyID    string
 	Org      string
@@ -65,17 +64,18 @@ func (c *Claims) Entitled(family string) bool {
 // KeyID is the key the request was made with (the sub claim).
 func (c *Claims) KeyID() string { return c.Subject }
 
-// ErrSecretTooShort is returned for a shared secret under MinSecretLen bytes.
-var ErrSecretTooShort = fmt.Errorf("identity: shared secret must be at least %d bytes", MinSecretLen)
+// ErrSecretTooShort is returned for a shared secret under
+// IdentityMinSecretLen bytes.
+var ErrSecretTooShort = fmt.Errorf("identity: shared secret must be at least %d bytes", IdentityMinSecretLen)
 
-// Sign returns a compact JWT asserting the caller (key, org, tier, env and
-// families), valid from now for ttl (at most MaxTTL).
-func Sign(secret []byte, c Caller, now time.Time, ttl time.Duration) (string, error) {
-	if len(secret) < MinSecretLen {
+// SignIdentity returns a compact JWT asserting the caller (key, org, tier, env and
+// families), valid from now for ttl (at most IdentityMaxTTL).
+func SignIdentity(secret []byte, c Caller, now time.Time, ttl time.Duration) (string, error) {
+	if len(secret) < IdentityMinSecretLen {
 		return "", ErrSecretTooShort
 	}
-	if ttl <= 0 || ttl > MaxTTL {
-		return "", fmt.Errorf("identity: ttl %s outside (0, %s]", ttl, MaxTTL)
+	if ttl <= 0 || ttl > IdentityMaxTTL {
+		return "", fmt.Errorf("identity: ttl %s outside (0, %s]", ttl, IdentityMaxTTL)
 	}
 	fams := c.Families
 	if fams == nil {
@@ -87,7 +87,7 @@ func Sign(secret []byte, c Caller, now time.Time, ttl time.Duration) (string, er
 		Env:      c.Env,
 		Families: fams,
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer:    Issuer,
+			Issuer:    IdentityIssuer,
 			Subject:   c.KeyID,
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
@@ -100,32 +100,32 @@ func Sign(secret []byte, c Caller, now time.Time, ttl time.Duration) (string, er
 	return tok, nil
 }
 
-// ErrInvalid is wrapped by every verification failure.
-var ErrInvalid = errors.New("identity: invalid assertion")
+// ErrInvalidIdentity is wrapped by every verification failure.
+var ErrInvalidIdentity = errors.New("identity: invalid assertion")
 
-// Verify checks an assertion's signature (HS256 only), issuer, expiry and
+// VerifyIdentity checks an assertion's signature (HS256 only), issuer, expiry and
 // lifetime at time now, and returns its claims.
-func Verify(secret []byte, token string, now time.Time) (*Claims, error) {
-	if len(secret) < MinSecretLen {
+func VerifyIdentity(secret []byte, token string, now time.Time) (*Claims, error) {
+	if len(secret) < IdentityMinSecretLen {
 		return nil, ErrSecretTooShort
 	}
 	var claims Claims
 	parser := jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithIssuer(Issuer),
+		jwt.WithIssuer(IdentityIssuer),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(func() time.Time { return now }),
 	)
 	_, err := parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return secret, nil })
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidIdentity, err)
 	}
 	if claims.Subject == "" || claims.IssuedAt == nil {
-		return nil, fmt.Errorf("%w: missing sub or iat", ErrInvalid)
+		return nil, fmt.Errorf("%w: missing sub or iat", ErrInvalidIdentity)
 	}
-	if claims.ExpiresAt.Sub(claims.IssuedAt.Time) > MaxTTL {
-		return nil, fmt.Errorf("%w: lifetime over %s", ErrInvalid, MaxTTL)
+	if claims.ExpiresAt.Sub(claims.IssuedAt.Time) > IdentityMaxTTL {
+		return nil, fmt.Errorf("%w: lifetime over %s", ErrInvalidIdentity, IdentityMaxTTL)
 	}
 	return &claims, nil
 }

@@ -1,0 +1,14 @@
+// Package contract is what civicgate's modules, and the upstream behind them,
+// exchange — one package, so that both sides of every exchange read the same
+// definition:
+//
+//   - the identity assertion civic_auth sends upstream in X-Civic-Identity
+//     (SignIdentity, VerifyIdentity, Claims; docs/design.md D9), verified by
+//     recordsd or any other upstream;
+//   - the bearer token handed from civic_auth to graphql_guard through the
+//     request context (WithBearer, BearerFromRequest).
+//
+// It depends on the standard library and golang-jwt only, never on Caddy or
+// another module, so an upstream (backend/ imports nothing else of modules/)
+// may import it.
+package contract
