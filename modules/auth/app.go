@@ -61,8 +61,8 @@ type App struct {
 	// apart from known keys so they never evict one (default 10000).
 	NegativeCacheSize int `json:"negative_cache_size,omitempty"`
 	// FailedLookups limits, per client address, the lookups of keys that turn
-	// out unknown: "N/s", "N/m" or "N/h" (a burst of N, then N per window),
-	// or "off" (default 60/m). Over it, keys not cached as known get 429
+	// out unknown: a rate (contract.ParseRate: N/s, N/m, N/h, N/d, N/<duration>;
+	// a burst of N, then N per window), or "off" (default 60/m). Over it, keys not cached as known get 429
 	// without a lookup.
 	FailedLookups string `json:"failed_lookups,omitempty"`
 	// FailedLookupClients bounds the client addresses tracked for
@@ -102,7 +102,7 @@ type KeysConfig struct {
 
 // TierConfig is one tier's policy.
 type TierConfig struct {
-	// Rate like "100/m", published as {civic.rate}.
+	// Rate like "100/m" (contract.ParseRate), published as {civic.rate}.
 	Rate string `json:"rate"`
 	// Families the tier is entitled to, published as {civic.families}.
 	Families []string `json:"families,omitempty"`
@@ -150,10 +150,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: "civic_auth", New: func() caddy.Module { return new(App) }}
 }
 
-var (
-	rateRE   = regexp.MustCompile(`^[1-9][0-9]*/(s|m|h)$`)
-	familyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-)
+var familyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // Provision validates the configuration, resolves {env.*} placeholders and
 // builds the cache and the (lazily connecting) store.
@@ -188,8 +185,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if !keystore.ValidTier(name) {
 			return fmt.Errorf("civic_auth: bad tier name %q", name)
 		}
-		if !rateRE.MatchString(tc.Rate) {
-			return fmt.Errorf("civic_auth: tier %s: rate %q is not like 100/m", name, tc.Rate)
+		if _, err := contract.ParseRate(tc.Rate); err != nil {
+			return fmt.Errorf("civic_auth: tier %s: %w", name, err)
 		}
 		for _, f := range tc.Families {
 			if !familyRE.MatchString(f) {

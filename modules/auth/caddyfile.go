@@ -1,10 +1,13 @@
 package auth
 
 import (
+	"fmt"
+
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
@@ -25,7 +28,7 @@ func init() {
 //	    cache_size <n>
 //	    negative_cache_size <n>
 //	    lookup_timeout <duration>
-//	    failed_lookups <N/s|N/m|N/h>|off
+//	    failed_lookups <rate>|off            # rate: contract.ParseRate (N/s, N/m, N/h, N/d, N/<duration>)
 //	    failed_lookup_clients <n>
 //	    tier <name> <rate> [<family>...]    # repeated: one line per tier (import tiers.caddy)
 //	}
@@ -49,8 +52,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			if v != "off" {
-				if _, _, err := parseRate(v); err != nil {
-					return d.Errf("failed_lookups: %v; want N/s, N/m, N/h or off", err)
+				if _, err := contract.ParseRate(v); err != nil {
+					return d.WrapErr(fmt.Errorf("failed_lookups: %w (or off)", err))
 				}
 			}
 			a.FailedLookups = v
@@ -58,8 +61,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}),
 		"tier": caddyopt.EachNamed(1, func(o *caddyopt.Args) error {
 			name, args := o.Name(), o.Rest()
-			if !rateRE.MatchString(args[0]) {
-				return d.Errf("tier %s: rate %q is not like 100/m", name, args[0])
+			if _, err := contract.ParseRate(args[0]); err != nil {
+				return d.WrapErr(fmt.Errorf("tier %s: %w", name, err))
 			}
 			if a.Tiers == nil {
 				a.Tiers = make(map[string]TierConfig)

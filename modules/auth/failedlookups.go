@@ -5,33 +5,14 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/contract"
 )
-
-// parseRate parses a rate like 20/m (rateRE) into a count and its window.
-func parseRate(s string) (int, time.Duration, error) {
-	if !rateRE.MatchString(s) {
-		return 0, 0, fmt.Errorf("rate %q is not like 100/m", s)
-	}
-	n, err := strconv.Atoi(s[:len(s)-2])
-	if err != nil || n > 1_000_000 {
-		return 0, 0, fmt.Errorf("rate %q: count out of range", s)
-	}
-	switch s[len(s)-1] {
-	case 's':
-		return n, time.Second, nil
-	case 'm':
-		return n, time.Minute, nil
-	default:
-		return n, time.Hour, nil
-	}
-}
 
 // failLimiter limits, per client address, the store lookups of keys that turn
 // out unknown (GCRA: a burst of N, then one more every window/N). Its table of
@@ -62,13 +43,13 @@ func newFailLimiter(rate string, clients int) (*failLimiter, error) {
 	case "":
 		rate = DefaultFailedLookups
 	}
-	n, window, err := parseRate(rate)
+	r, err := contract.ParseRate(rate)
 	if err != nil {
 		return nil, fmt.Errorf("failed_lookups: %w", err)
 	}
-	interval := int64(window) / int64(n)
+	interval := int64(r.Window) / r.Quota
 	return &failLimiter{
-		interval: interval, tolerance: int64(n-1) * interval, max: clients,
+		interval: interval, tolerance: (r.Quota - 1) * interval, max: clients,
 		slots: make(map[netip.Addr]*failSlot),
 	}, nil
 }

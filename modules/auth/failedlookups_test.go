@@ -15,15 +15,19 @@ import (
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
-func TestParseRate(t *testing.T) {
-	for in, want := range map[string]time.Duration{"20/m": time.Minute / 20, "1/s": time.Second, "3600/h": time.Second} {
-		n, w, err := parseRate(in)
-		if err != nil || w/time.Duration(n) != want {
-			t.Errorf("%s: %d per %s (%v), want one per %s", in, n, w, err, want)
+// TestFailLimiterRate: failed_lookups reads the one rate syntax
+// (contract.ParseRate) — N/d and N/<duration> included, like tier lines and
+// civic_rate_limit — as one lookup per window/N after a burst of N.
+func TestFailLimiterRate(t *testing.T) {
+	for in, want := range map[string]time.Duration{"20/m": time.Minute / 20, "1/s": time.Second, "3600/h": time.Second,
+		"20/d": 24 * time.Hour / 20, "20/min": time.Minute / 20, "5/2s": 2 * time.Second / 5} {
+		l, err := newFailLimiter(in, 10)
+		if err != nil || time.Duration(l.interval) != want {
+			t.Errorf("%s: %v (%v), want one per %s", in, l, err, want)
 		}
 	}
-	for _, in := range []string{"", "0/m", "-1/m", "20/d", "20/min", "20", "m", "20/m ", "99999999999/s"} {
-		if _, _, err := parseRate(in); err == nil {
+	for _, in := range []string{"0/m", "-1/m", "20", "m", "20/fortnight", "99999999999/s"} {
+		if _, err := newFailLimiter(in, 10); err == nil {
 			t.Errorf("%q accepted", in)
 		}
 	}

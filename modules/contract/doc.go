@@ -6,7 +6,9 @@
 //     (SignIdentity, VerifyIdentity, Claims; docs/design.md D9), verified by
 //     recordsd or any other upstream;
 //   - the bearer token handed from civic_auth to graphql_guard through the
-//     request context (WithBearer, BearerFromRequest).
+//     request context (WithBearer, BearerFromRequest);
+//   - the rate syntax of tiers and limits (ParseRate; docs/design.md D11), so that a
+//     tier civic_auth accepts is one civic_rate_limit can enforce.
 //
 // It depends on the standard library and golang-jwt only, never on Caddy or
 // another module, so an upstream (backend/ imports nothing else of modules/)

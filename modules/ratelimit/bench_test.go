@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // BenchmarkLocalDecision: decisions served without Redis — a key known to be
@@ -24,7 +25,7 @@ func BenchmarkLocalDecision(b *testing.B) {
 	ctx := context.Background()
 	b.Run("over_limit_cache", func(b *testing.B) {
 		l := testLimiter(b, testenv.RedisAddr(), prefix, 0.02)
-		r := rate{quota: 1, window: time.Hour}
+		r := contract.Rate{Quota: 1, Window: time.Hour}
 		for range 2 { // the second is refused by Redis and cached
 			if _, err := l.take(ctx, "over", r); err != nil {
 				b.Fatal(err)
@@ -40,9 +41,9 @@ func BenchmarkLocalDecision(b *testing.B) {
 	})
 	b.Run("leased_token", func(b *testing.B) {
 		l := testLimiter(b, testenv.RedisAddr(), prefix, 0.02)
-		r := rate{quota: 1_000_000_000, window: time.Hour}
+		r := contract.Rate{Quota: 1_000_000_000, Window: time.Hour}
 		now := time.Now().UnixMicro()
-		l.local.record("lease", now, decision{granted: 1 << 40, remaining: 1}, true, r.window.Microseconds())
+		l.local.record("lease", now, decision{granted: 1 << 40, remaining: 1}, true, r.Window.Microseconds())
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
@@ -53,7 +54,7 @@ func BenchmarkLocalDecision(b *testing.B) {
 	})
 	b.Run("memory_store", func(b *testing.B) {
 		l := newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000})
-		r := rate{quota: 1_000_000_000, window: time.Microsecond * 1_000_000_000}
+		r := contract.Rate{Quota: 1_000_000_000, Window: time.Microsecond * 1_000_000_000}
 		b.ReportAllocs()
 		for b.Loop() {
 			if d, _ := l.take(ctx, "mem", r); d.granted != 1 {
@@ -68,7 +69,7 @@ func BenchmarkLocalDecision(b *testing.B) {
 func BenchmarkRedisDecision(b *testing.B) {
 	_, prefix := testenv.Redis(b)
 	l := testLimiter(b, testenv.RedisAddr(), prefix, 0)
-	r := rate{quota: 1_000_000_000, window: time.Hour}
+	r := contract.Rate{Quota: 1_000_000_000, Window: time.Hour}
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, 1<<16)
 	b.ReportAllocs()
@@ -97,11 +98,11 @@ func BenchmarkRedisRoundTrips(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		keys  int
-		r     rate
+		r     contract.Rate
 		total int // requests at 2000/s
 	}{
-		{"one_key", 1, rate{quota: 200_000, window: time.Minute}, 4000},
-		{"1000_keys", 1000, rate{quota: 1000, window: time.Minute}, 20000}, // 20 per key: one lease each
+		{"one_key", 1, contract.Rate{Quota: 200_000, Window: time.Minute}, 4000},
+		{"1000_keys", 1000, contract.Rate{Quota: 1000, Window: time.Minute}, 20000}, // 20 per key: one lease each
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			keys := make([]string, tc.keys)
@@ -139,7 +140,7 @@ func BenchmarkHandlerLocal(b *testing.B) {
 	h := &Handler{Key: "{http.request.header.X-Key}", Rate: "1000000000/h", Policy: "bench",
 		limiter: testLimiter(b, testenv.RedisAddr(), prefix, 0.02), logger: zap.NewNop(), policies: new(policyCache)}
 	h.keyName = placeholderName(h.Key)
-	r, _ := parseRate(h.Rate)
+	r, _ := contract.ParseRate(h.Rate)
 	h.fixed = &r
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -162,7 +163,7 @@ func BenchmarkHandlerRefused(b *testing.B) {
 	h := &Handler{Key: "{http.request.header.X-Key}", Rate: "1/h", Policy: "bench",
 		limiter: newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000}), logger: zap.NewNop(), policies: new(policyCache)}
 	h.keyName = placeholderName(h.Key)
-	r, _ := parseRate(h.Rate)
+	r, _ := contract.ParseRate(h.Rate)
 	h.fixed = &r
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	req := httptest.NewRequest(http.MethodGet, "/", nil)

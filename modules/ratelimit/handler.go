@@ -11,19 +11,22 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // Handler is the civic_rate_limit HTTP handler.
 type Handler struct {
 	// Key to limit on (default {civic.key_id}); e.g. {remote_host}.
 	Key string `json:"key,omitempty"`
-	// Rate like 100/m, 10/s, 1000/h, or a placeholder (default {civic.rate}).
+	// Rate like 100/m, 10/s, 1000/h, 5/d, 5/2s (contract.ParseRate), or a
+	// placeholder (default {civic.rate}).
 	Rate string `json:"rate,omitempty"`
 	// Policy name in the RateLimit headers (default {civic.tier}; "default" if empty).
 	Policy string `json:"policy,omitempty"`
 
 	limiter *limiter
-	fixed   *rate // Rate without placeholders, parsed once
+	fixed   *contract.Rate // Rate without placeholders, parsed once
 	logger  *zap.Logger
 	// keyName, rateName, policyName: the placeholder when Key, Rate, Policy
 	// are exactly one placeholder (read without ReplaceAll's allocation).
@@ -51,7 +54,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.keyName, h.rateName, h.policyName = placeholderName(h.Key), placeholderName(h.Rate), placeholderName(h.Policy)
 	h.policies = new(policyCache)
 	if !strings.Contains(h.Rate, "{") {
-		r, err := parseRate(h.Rate)
+		r, err := contract.ParseRate(h.Rate)
 		if err != nil {
 			return fmt.Errorf("civic_rate_limit: %w", err)
 		}
@@ -102,7 +105,7 @@ type policyKey struct {
 }
 
 type policyStrings struct {
-	r      rate
+	r      contract.Rate
 	sf     string // the name as a structured-field string
 	header string // RateLimit-Policy value
 	prefix string // store key prefix: name:quota/window_ms:
@@ -127,7 +130,7 @@ func (c *policyCache) get(name, rawRate string) (*policyStrings, error) {
 	if p != nil {
 		return p, nil
 	}
-	r, err := parseRate(rawRate)
+	r, err := contract.ParseRate(rawRate)
 	if err != nil {
 		return nil, err
 	}
@@ -135,10 +138,10 @@ func (c *policyCache) get(name, rawRate string) (*policyStrings, error) {
 	p = &policyStrings{
 		r:      r,
 		sf:     sf,
-		header: sf + ";q=" + strconv.FormatInt(r.quota, 10) + ";w=" + strconv.FormatInt(ceilDiv(r.window.Microseconds(), 1e6), 10),
+		header: sf + ";q=" + strconv.FormatInt(r.Quota, 10) + ";w=" + strconv.FormatInt(ceilDiv(r.Window.Microseconds(), 1e6), 10),
 		// the rate is part of the store key: a rate changed by reload starts from
 		// a full quota instead of reinterpreting the old state; policies are isolated
-		prefix: name + ":" + strconv.FormatInt(r.quota, 10) + "/" + strconv.FormatInt(r.window.Milliseconds(), 10) + ":",
+		prefix: name + ":" + strconv.FormatInt(r.Quota, 10) + "/" + strconv.FormatInt(r.Window.Milliseconds(), 10) + ":",
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxPolicies {

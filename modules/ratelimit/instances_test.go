@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // testLimiter is one gateway instance's store stack against addr. Its Redis
@@ -35,7 +36,7 @@ func testLimiter(t testing.TB, addr, prefix string, share float64) *limiter {
 // fewer Redis round trips than admitted requests.
 func TestTwoInstancesShareQuota(t *testing.T) {
 	_, prefix := testenv.Redis(t)
-	r := rate{quota: 2000, window: time.Minute} // lease = 40 tokens
+	r := contract.Rate{Quota: 2000, Window: time.Minute} // lease = 40 tokens
 	a := testLimiter(t, testenv.RedisAddr(), prefix, 0.02)
 	b := testLimiter(t, testenv.RedisAddr(), prefix, 0.02)
 	var admitted atomic.Int64
@@ -57,10 +58,10 @@ func TestTwoInstancesShareQuota(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	expected := float64(r.quota) + float64(elapsed.Microseconds())/float64(r.interval()) // earned back meanwhile
+	expected := float64(r.Quota) + float64(elapsed.Microseconds())/float64(emissionInterval(r)) // earned back meanwhile
 	got := float64(admitted.Load())
-	if got > expected+0.05*float64(r.quota) || got < expected-0.05*float64(r.quota) {
-		t.Fatalf("admitted %v of expected %.0f (quota %d, %s)", got, expected, r.quota, elapsed)
+	if got > expected+0.05*float64(r.Quota) || got < expected-0.05*float64(r.Quota) {
+		t.Fatalf("admitted %v of expected %.0f (quota %d, %s)", got, expected, r.Quota, elapsed)
 	}
 	calls := testutilCount(a) + testutilCount(b)
 	if calls*5 > uint64(got) {
@@ -74,7 +75,7 @@ func TestTwoInstancesShareQuota(t *testing.T) {
 func TestTwoInstancesRedisCut(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	proxy := testenv.NewProxy(t, testenv.RedisAddr())
-	r := rate{quota: 10, window: time.Minute}
+	r := contract.Rate{Quota: 10, Window: time.Minute}
 	a := testLimiter(t, proxy.Addr(), prefix, 0.02)
 	b := testLimiter(t, proxy.Addr(), prefix, 0.02)
 	count := func(l *limiter, key string, n int) (ok int64) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // Store error modes (on_store_error).
@@ -41,12 +43,12 @@ type limiter struct {
 }
 
 // take decides one request for key under r at the limiter's clock.
-func (l *limiter) take(ctx context.Context, key string, r rate) (decision, error) {
+func (l *limiter) take(ctx context.Context, key string, r contract.Rate) (decision, error) {
 	now := l.clock()
 	nowUS := now.UnixMicro()
-	interval := r.interval()
+	interval := emissionInterval(r)
 	if l.redis == nil {
-		return l.memory.take(key, nowUS, interval, r.quota, 1), nil
+		return l.memory.take(key, nowUS, interval, r.Quota, 1), nil
 	}
 	lease := l.leaseSize(r)
 	if d, ok := l.local.take(key, nowUS, lease > 1); ok {
@@ -58,7 +60,7 @@ func (l *limiter) take(ctx context.Context, key string, r rate) (decision, error
 	want := max(lease, 1)
 	l.metrics.Load().redisCalls.Inc()
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	d, err := redisTake(cctx, l.redis, l.prefix+key, interval, r.quota, want)
+	d, err := redisTake(cctx, l.redis, l.prefix+key, interval, r.Quota, want)
 	cancel()
 	if err != nil {
 		l.metrics.Load().storeErrors.Inc()
@@ -71,7 +73,7 @@ func (l *limiter) take(ctx context.Context, key string, r rate) (decision, error
 	if l.breaker.success() {
 		l.log().Info("rate limit store recovered; shared counting resumed")
 	}
-	l.local.record(key, nowUS, d, lease > 1, r.window.Microseconds())
+	l.local.record(key, nowUS, d, lease > 1, r.Window.Microseconds())
 	if d.granted > 1 { // the other leased tokens are this instance's to spend
 		d.remaining += d.granted - 1
 		d.granted = 1
@@ -79,9 +81,9 @@ func (l *limiter) take(ctx context.Context, key string, r rate) (decision, error
 	return d, nil
 }
 
-func (l *limiter) fallback(key string, nowUS, interval int64, r rate) (decision, error) {
+func (l *limiter) fallback(key string, nowUS, interval int64, r contract.Rate) (decision, error) {
 	if l.mode == modeLocal {
-		return l.memory.take(key, nowUS, interval, r.quota, 1), nil
+		return l.memory.take(key, nowUS, interval, r.Quota, 1), nil
 	}
 	return decision{}, errStoreDown
 }
@@ -89,8 +91,8 @@ func (l *limiter) fallback(key string, nowUS, interval int64, r rate) (decision,
 // leaseSize is how many tokens one Redis round trip fetches for a key of rate
 // r: floor(quota*share), but 1 (no leasing) below 2 or above maxLease. See
 // README.md "Leasing" for why the error across N instances is at most N*lease.
-func (l *limiter) leaseSize(r rate) int64 {
-	n := int64(float64(r.quota) * l.share)
+func (l *limiter) leaseSize(r contract.Rate) int64 {
+	n := int64(float64(r.Quota) * l.share)
 	if n < 2 {
 		return 1
 	}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func TestPolicyCache(t *testing.T) {
@@ -12,7 +14,7 @@ func TestPolicyCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.r != (rate{quota: 100, window: time.Minute}) || p.header != `"paid beta";q=100;w=60` || p.prefix != "paid beta:100/60000:" {
+	if p.r != (contract.Rate{Quota: 100, Window: time.Minute}) || p.header != `"paid beta";q=100;w=60` || p.prefix != "paid beta:100/60000:" {
 		t.Fatalf("entry %+v", p)
 	}
 	if again, _ := c.get("paid beta", "100/m"); again != p {

@@ -5,23 +5,6 @@ import (
 	"time"
 )
 
-func TestParseRate(t *testing.T) {
-	for in, want := range map[string]rate{
-		"100/m": {100, time.Minute}, "10/s": {10, time.Second}, "1000/h": {1000, time.Hour},
-		"5/2s": {5, 2 * time.Second}, "7/d": {7, 24 * time.Hour},
-	} {
-		got, err := parseRate(in)
-		if err != nil || got != want {
-			t.Errorf("parseRate(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "100", "0/m", "-1/s", "x/m", "10/fortnight", "10/0s", "2000000/ms", "1.5/s"} {
-		if _, err := parseRate(bad); err == nil {
-			t.Errorf("parseRate(%q) accepted", bad)
-		}
-	}
-}
-
 // TestGCRABurstThenSteady: a fresh key spends its whole quota at once, is then
 // refused with the exact time to the next token, and earns one token per
 // window/quota; refusals do not move the state.

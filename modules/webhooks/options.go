@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -17,7 +18,8 @@ import (
 // families (what an organization's active keys entitle it to receive) and
 // accept the rate without using it.
 type TierConfig struct {
-	// Rate like "100/m" (checked loosely as <n>/<unit>; not used here).
+	// Rate like "100/m" (contract.ParseRate, as civic_auth checks it; not
+	// used here).
 	Rate string `json:"rate"`
 	// Families the tier is entitled to; families that are not change-event
 	// families (changes) are ignored.
@@ -26,7 +28,6 @@ type TierConfig struct {
 
 var (
 	tierNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
-	tierRateRE   = regexp.MustCompile(`^[0-9]+/[A-Za-z]+$`)
 	tierFamilyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 )
 
@@ -35,8 +36,8 @@ func checkTier(name string, tc TierConfig) error {
 	if !tierNameRE.MatchString(name) {
 		return fmt.Errorf("tier %q: not a tier name", name)
 	}
-	if !tierRateRE.MatchString(tc.Rate) {
-		return fmt.Errorf("tier %s: rate %q is not like 100/m", name, tc.Rate)
+	if _, err := contract.ParseRate(tc.Rate); err != nil {
+		return fmt.Errorf("tier %s: %w", name, err)
 	}
 	for _, f := range tc.Families {
 		if !tierFamilyRE.MatchString(f) {
