@@ -79,7 +79,7 @@ func BenchmarkHandlerCachedKey(b *testing.B) {
 	if ok != b.N || r.Header.Get(contract.IdentityHeader) == "" {
 		b.Fatalf("%d of %d requests passed", ok, b.N)
 	}
-	if v, _ := repl.Get("civic.rate"); v != "1000/m" {
+	if v, _ := repl.Get(contract.CivicRate); v != "1000/m" {
 		b.Fatalf("civic.rate = %v", v)
 	}
 }

@@ -153,12 +153,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("civic.key_id", e.keyIDVal)
-		repl.Set("civic.org", e.orgVal)
-		repl.Set("civic.tier", e.tierVal)
-		repl.Set("civic.env", e.envVal)
-		repl.Set("civic.rate", e.tier.rateVal)
-		repl.Set("civic.families", e.tier.familiesVal)
+		repl.Set(contract.CivicKeyID, e.keyIDVal)
+		repl.Set(contract.CivicOrg, e.orgVal)
+		repl.Set(contract.CivicTier, e.tierVal)
+		repl.Set(contract.CivicEnv, e.envVal)
+		repl.Set(contract.CivicRate, e.tier.rateVal)
+		repl.Set(contract.CivicFamilies, e.tier.familiesVal)
 	}
 	for k := range r.Header {
 		if len(k) >= 8 && strings.EqualFold(k[:8], "X-Civic-") {

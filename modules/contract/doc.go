@@ -7,6 +7,8 @@
 //     recordsd or any other upstream;
 //   - the bearer token handed from civic_auth to graphql_guard through the
 //     request context (WithBearer, BearerFromRequest);
+//   - the names of the placeholders the handlers publish and read
+//     ({civic.*} from civic_auth, {graphql.*} from graphql_guard; docs/design.md D2);
 //   - the rate syntax of tiers and limits (ParseRate; docs/design.md D11), so that a
 //     tier civic_auth accepts is one civic_rate_limit can enforce.
 //

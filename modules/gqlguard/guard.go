@@ -1,6 +1,6 @@
 // Package gqlguard is the Caddy HTTP handler graphql_guard: it checks GraphQL
-// requests against a schema at the edge (DESIGN §3.6, §3.7; spec §4.1, §5.10,
-// §7) and forwards the original body untouched when they pass. It is generic:
+// requests against a schema at the edge (docs/design.md D12, D13; docs/api.md
+// "POST /v1/graphql", "Errors") and forwards the original body untouched when they pass. It is generic:
 // the schema comes from a file and the families from configuration.
 package gqlguard
 
@@ -14,13 +14,15 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
 	caddy.RegisterModule(Guard{})
 }
 
-// Defaults (DESIGN §3.7).
+// Defaults (docs/design.md D12).
 const (
 	DefaultMaxBody         = 128 << 10
 	DefaultMaxDepth        = 10
@@ -31,7 +33,7 @@ const (
 	DefaultMaxCost         = 10000
 	DefaultListSize        = 25
 	DefaultLimitArgument   = "limit"
-	DefaultEntitlements    = "{civic.families}"
+	DefaultEntitlements    = "{" + contract.CivicFamilies + "}"
 	DefaultCacheSize       = 4096
 	introspectionByDefault = true
 )
@@ -43,7 +45,7 @@ type Guard struct {
 	// MaxBody is the largest accepted request body in bytes (default 128 KiB).
 	MaxBody int64 `json:"max_body,omitempty"`
 	// MaxDepth, MaxAliases, MaxRootFields, MaxTokens, MaxDirectives and
-	// MaxCost are the document limits of DESIGN §3.7.
+	// MaxCost are the document limits of docs/design.md D12.
 	MaxDepth      int64 `json:"max_depth,omitempty"`
 	MaxAliases    int64 `json:"max_aliases,omitempty"`
 	MaxRootFields int64 `json:"max_root_fields,omitempty"`

@@ -271,10 +271,10 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 	}
 
 	if repl != nil {
-		repl.Set("graphql.operation_name", op.nameVal)
-		repl.Set("graphql.root_fields", op.rootFieldsVal)
-		repl.Set("graphql.families", op.familiesVal)
-		repl.Set("graphql.cost", co.costVal)
+		repl.Set(contract.GraphQLOperationName, op.nameVal)
+		repl.Set(contract.GraphQLRootFields, op.rootFieldsVal)
+		repl.Set(contract.GraphQLFamilies, op.familiesVal)
+		repl.Set(contract.GraphQLCost, co.costVal)
 	}
 	return body, outcomeAllowed
 }

@@ -43,13 +43,13 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if h.Key == "" {
-		h.Key = "{civic.key_id}"
+		h.Key = "{" + contract.CivicKeyID + "}"
 	}
 	if h.Rate == "" {
-		h.Rate = "{civic.rate}"
+		h.Rate = "{" + contract.CivicRate + "}"
 	}
 	if h.Policy == "" {
-		h.Policy = "{civic.tier}"
+		h.Policy = "{" + contract.CivicTier + "}"
 	}
 	h.keyName, h.rateName, h.policyName = placeholderName(h.Key), placeholderName(h.Rate), placeholderName(h.Policy)
 	h.policies = new(policyCache)

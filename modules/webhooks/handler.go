@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -21,9 +22,9 @@ func init() {
 // Defaults of the civic_webhooks handler.
 const (
 	DefaultPrefix       = "/v1"
-	DefaultOrg          = "{civic.org}"
-	DefaultEnv          = "{civic.env}"
-	DefaultFamilies     = "{civic.families}"
+	DefaultOrg          = "{" + contract.CivicOrg + "}"
+	DefaultEnv          = "{" + contract.CivicEnv + "}"
+	DefaultFamilies     = "{" + contract.CivicFamilies + "}"
 	DefaultMaxReplay    = 10_000
 	DefaultMaxEndpoints = 20
 	DefaultLimit        = 25
