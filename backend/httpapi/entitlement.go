@@ -38,9 +38,6 @@ func rootFamily(field string) (family string, ok bool) {
 	return "", false
 }
 
-// bodyNotEntitled is the gateway's own refusal (docs/api.md "Errors"), byte for byte.
-var bodyNotEntitled = errorBody{Error: "Tier not entitled to this endpoint family"}
-
 // queryImplementors is what gqlgen's generated code collects the Query root
 // with, so the check below sees exactly the fields that will execute (and
 // gqlgen's per-operation CollectFields cache answers the second call).
@@ -70,7 +67,8 @@ func entitledOperation(rc *graphql.OperationContext, claims *contract.Claims) bo
 	return true
 }
 
-// refuseNotEntitled writes the 403 the gateway would have written.
+// refuseNotEntitled writes the 403 the gateway would have written, byte for
+// byte (contract.BodyNotEntitled, docs/api.md "Errors").
 func refuseNotEntitled(w http.ResponseWriter) {
-	writeJSON(w, http.StatusForbidden, bodyNotEntitled)
+	writeBody(w, http.StatusForbidden, contract.BodyNotEntitled)
 }

@@ -179,10 +179,7 @@ func (s *Server) writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 		writeInternalError(w)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	writeBody(w, http.StatusOK, b)
 }
 
 // isArgumentError reports errors raised while unmarshalling a root field's arguments (path

@@ -25,13 +25,13 @@ func (s *Server) requireIdentity(next http.Handler) http.Handler {
 		}
 		tok := r.Header.Get(contract.IdentityHeader)
 		if tok == "" {
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Missing gateway identity"})
+			writeBody(w, http.StatusUnauthorized, bodyMissingIdentity)
 			return
 		}
 		claims, err := contract.VerifyIdentity(s.cfg.IdentitySecret, tok, s.cfg.Now())
 		if err != nil {
 			s.log.Info("refused gateway identity", "cause", err.Error())
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Missing gateway identity"})
+			writeBody(w, http.StatusUnauthorized, bodyMissingIdentity)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))

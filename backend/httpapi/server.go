@@ -21,6 +21,7 @@ import (
 	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/civicgate/civicgate/internal/intscalar"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // Config configures a Server.
@@ -102,7 +103,7 @@ func (s *Server) Handler() http.Handler {
 		case "/debug/runtime":
 			runtimeH.ServeHTTP(w, r)
 		default:
-			writeJSON(w, http.StatusNotFound, errorBody{Error: "Not Found"})
+			writeBody(w, http.StatusNotFound, contract.BodyNotFound)
 		}
 	}))
 }
@@ -112,7 +113,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := s.cfg.Store.Ping(ctx); err != nil {
 		s.log.Warn("healthz: database unavailable", "cause", safeCause(err))
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "Database unavailable"})
+		writeBody(w, http.StatusServiceUnavailable, bodyDatabaseUnavailable)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -156,35 +157,38 @@ func (s *Server) recoverHTTP(next http.Handler) http.Handler {
 	})
 }
 
-type errorBody struct {
-	Error string `json:"error"`
+// recordsd's own {"error":…} bodies; the client-facing ones are the
+// gateway's (contract.Body*, docs/api.md "Errors"). Read-only.
+var (
+	bodyDatabaseUnavailable = contract.ErrorBody("Database unavailable")
+	bodyMissingIdentity     = contract.ErrorBody("Missing gateway identity")
+)
+
+// out is how recordsd writes every JSON response: with nosniff.
+const out = contract.WithNoSniff
+
+// writeBody writes a body already encoded.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	out.Write(w, status, body)
 }
 
-type message struct {
-	Message string `json:"message"`
-}
-
-type errorsBody struct {
-	Errors []message `json:"errors"`
-}
-
+// writeJSON encodes v (encoding/json, HTML escaping on) and writes it.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"Internal Server Error"}`)
+		status, b = http.StatusInternalServerError, contract.BodyInternal
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	writeBody(w, status, b)
 }
 
 func writeInternalError(w http.ResponseWriter) {
-	writeJSON(w, http.StatusInternalServerError, errorBody{Error: "Internal Server Error"})
+	writeBody(w, http.StatusInternalServerError, contract.BodyInternal)
 }
 
+// writeErrors answers {"errors":[{"message":msg}]}, msg HTML-escaped as
+// encoding/json has always written it here.
 func writeErrors(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorsBody{Errors: []message{{Message: msg}}})
+	writeBody(w, status, contract.MessageBodyHTMLEscaped(msg))
 }
 
 // safeCause describes err for logs without SQL text or values: PostgreSQL errors are reduced to their

@@ -50,34 +50,18 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Refusal bodies, DESIGN.md §3.6 (exact strings).
-var (
-	bodyMissing     = []byte(`{"error":"Missing bearer token"}`)
-	bodyMalformed   = []byte(`{"error":"Malformed authorization header"}`)
-	bodyInvalid     = []byte(`{"error":"Invalid API key"}`)
-	bodyRevoked     = []byte(`{"error":"API key revoked"}`)
-	bodyRotated     = []byte(`{"error":"API key rotated out"}`)
-	bodyWrongEnv    = []byte(`{"error":"API key not valid in this environment"}`)
-	bodySuspended   = []byte(`{"error":"Organization suspended"}`)
-	bodyNotEntitled = []byte(`{"error":"Tier not entitled to this endpoint family"}`)
-	bodyInternal    = []byte(`{"error":"Internal Server Error"}`)
-	bodyThrottled   = []byte(`{"error":"Rate limit exceeded"}`)
-)
+// challenge is the WWW-Authenticate value of every 401, shared like the
+// refusal's other header values (contract.WithSharedValues): read-only.
+var challenge = []string{`Bearer realm="civicgate"`}
 
-var (
-	jsonCT    = []string{"application/json"}
-	challenge = []string{`Bearer realm="civicgate"`}
-)
-
+// refuse writes one of the exact refusal bodies of docs/api.md "Errors"
+// (contract.Body*) without allocating.
 func (h *Handler) refuse(w http.ResponseWriter, status int, body []byte, outcome string) error {
 	h.app.metrics.inc(outcome)
-	hdr := w.Header()
-	hdr["Content-Type"] = jsonCT
 	if status == http.StatusUnauthorized {
-		hdr["Www-Authenticate"] = challenge
+		w.Header()["Www-Authenticate"] = challenge
 	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	contract.WithSharedValues.Write(w, status, body)
 	return nil
 }
 
@@ -85,7 +69,7 @@ func (h *Handler) refuse(w http.ResponseWriter, status int, body []byte, outcome
 func (h *Handler) refuseThrottled(w http.ResponseWriter, wait time.Duration) error {
 	secs := max(1, int((wait+time.Second-1)/time.Second))
 	w.Header()["Retry-After"] = []string{strconv.Itoa(secs)}
-	return h.refuse(w, http.StatusTooManyRequests, bodyThrottled, outcomeThrottled)
+	return h.refuse(w, http.StatusTooManyRequests, contract.BodyRateLimited, outcomeThrottled)
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -94,7 +78,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// lookup; the log names the path (redacted), never the query.
 	if where := keyInURL(r.URL); where != "" {
 		h.logger.Info("API key sent in the URL; refused", zap.String("in", where), zap.String("path", redactedPath(r.URL)))
-		return h.refuse(w, http.StatusBadRequest, bodyKeyInURL, outcomeKeyInURL)
+		return h.refuse(w, http.StatusBadRequest, contract.BodyKeyInURL, outcomeKeyInURL)
 	}
 	vals := r.Header["Authorization"]
 	var v string
@@ -102,54 +86,54 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		v = vals[0]
 	}
 	if len(vals) > 1 {
-		return h.refuse(w, http.StatusUnauthorized, bodyMalformed, outcomeMalformed)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
 	token, problem := ParseAuthorization(v, len(vals) == 1)
 	switch problem {
 	case headerMissing:
-		return h.refuse(w, http.StatusUnauthorized, bodyMissing, outcomeMissing)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyMissingBearer, outcomeMissing)
 	case headerMalformed:
-		return h.refuse(w, http.StatusUnauthorized, bodyMalformed, outcomeMalformed)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
 
 	now := time.Now()
 	e, wait, err := h.app.resolveFor(r, keystore.HashKey(token), now)
 	if err != nil {
-		return h.refuse(w, http.StatusInternalServerError, bodyInternal, outcomeError)
+		return h.refuse(w, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
 	}
 	if wait > 0 {
 		return h.refuseThrottled(w, wait)
 	}
 	if !e.found {
-		return h.refuse(w, http.StatusUnauthorized, bodyInvalid, outcomeInvalid)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
 	}
 	switch e.rec.Status {
 	case keystore.StatusActive:
 	case keystore.StatusRevoked:
-		return h.refuse(w, http.StatusUnauthorized, bodyRevoked, outcomeRevoked)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked)
 	case keystore.StatusRotated:
-		return h.refuse(w, http.StatusUnauthorized, bodyRotated, outcomeRotated)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated)
 	default:
 		h.logger.Error("key has an unknown status", zap.String("key_id", e.rec.KeyID), zap.String("status", e.rec.Status))
-		return h.refuse(w, http.StatusUnauthorized, bodyInvalid, outcomeInvalid)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
 	}
 	if e.rec.Env != h.app.Environment {
-		return h.refuse(w, http.StatusUnauthorized, bodyWrongEnv, outcomeWrongEnv)
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyWrongEnvironment, outcomeWrongEnv)
 	}
 	if e.rec.OrgStatus != keystore.OrgActive {
-		return h.refuse(w, http.StatusForbidden, bodySuspended, outcomeSuspended)
+		return h.refuse(w, http.StatusForbidden, contract.BodyOrgSuspended, outcomeSuspended)
 	}
 	if e.tier == nil {
 		h.logger.Error("key has a tier this config does not define; refusing", zap.String("key_id", e.rec.KeyID), zap.String("tier", e.rec.Tier))
-		return h.refuse(w, http.StatusForbidden, bodyNotEntitled, outcomeNotEntitled)
+		return h.refuse(w, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
 	}
 	if h.RequireFamily != "" && !e.tier.entitled(h.RequireFamily) {
-		return h.refuse(w, http.StatusForbidden, bodyNotEntitled, outcomeNotEntitled)
+		return h.refuse(w, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
 	}
 	assertion, err := h.app.identityFor(e, now)
 	if err != nil {
 		h.logger.Error("signing the identity assertion failed", zap.String("key_id", e.rec.KeyID), zap.Error(err))
-		return h.refuse(w, http.StatusInternalServerError, bodyInternal, outcomeError)
+		return h.refuse(w, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
 	}
 
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {

@@ -6,11 +6,6 @@ import (
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
-// bodyKeyInURL answers a request whose URL holds something key-shaped
-// (issue 15 item 4: keys in ?api_key= or ?access_token= are refused, never
-// looked up).
-var bodyKeyInURL = []byte(`{"errors":[{"message":"API key must not be sent in the URL; use the Authorization header"}]}`)
-
 // keyInURL says which part of u holds something shaped like a key ("path" or
 // "query", percent-encoded or not), or "" when none does. Without "cg_" and
 // '%' in the URL it costs a scan of each part and never allocates.

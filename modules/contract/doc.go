@@ -10,9 +10,12 @@
 //   - the names of the placeholders the handlers publish and read
 //     ({civic.*} from civic_auth, {graphql.*} from graphql_guard; docs/design.md D2);
 //   - the rate syntax of tiers and limits (ParseRate; docs/design.md D11), so that a
-//     tier civic_auth accepts is one civic_rate_limit can enforce.
+//     tier civic_auth accepts is one civic_rate_limit can enforce;
+//   - the exact client-facing error bodies (docs/api.md "Errors", docs/design.md
+//     D10) and the writer that sends them (JSON.Write, WriteJSON).
 //
 // It depends on the standard library and golang-jwt only, never on Caddy or
 // another module, so an upstream (backend/ imports nothing else of modules/)
-// may import it.
+// may import it. modules/contract/README.md describes each exchange: who sets
+// it, who reads it.
 package contract

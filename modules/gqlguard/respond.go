@@ -8,6 +8,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // extensions.code values of the HTTP 200 GraphQL error responses.
@@ -26,10 +28,8 @@ const (
 	msgTooComplexToValidate  = "Document is too complex to validate"
 	msgMethodNotAllowed      = "Method not allowed: use POST"
 	msgUnsupportedMediaType  = "Unsupported content type: use application/json"
-	msgBodyTooLarge          = "Request body too large"
+	msgBodyTooLarge          = contract.MsgBodyTooLarge
 	msgBearerInDocument      = "Request must not contain the bearer token"
-	msgNotEntitled           = "Tier not entitled to this endpoint family"
-	msgInternalServerError   = "Internal Server Error"
 	msgReadFailed            = "Request body could not be read"
 	msgBodyTimeout           = "Request body timed out"
 	msgOnlyQueriesAreAllowed = "Only query operations are allowed"
@@ -92,37 +92,21 @@ func graphqlErrorBody(errs []gqlError) []byte {
 	return marshal(b)
 }
 
-// messageBody renders {"errors":[{"message":msg}]} (the 4xx request errors).
-func messageBody(msg string) []byte {
-	type item struct {
-		Message string `json:"message"`
-	}
-	return marshal(struct {
-		Errors []item `json:"errors"`
-	}{Errors: []item{{Message: msg}}})
-}
-
-// errorBody renders {"error":msg} (403 and 500, DESIGN §3.6).
-func errorBody(msg string) []byte {
-	return marshal(struct {
-		Error string `json:"error"`
-	}{Error: msg})
-}
+// messageBody renders {"errors":[{"message":msg}]} (the 4xx request errors;
+// docs/api.md "Errors").
+func messageBody(msg string) []byte { return contract.MessageBody(msg) }
 
 func marshal(v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return []byte(`{"error":"Internal Server Error"}`)
+		return contract.BodyInternal
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
+// writeJSON writes a body with Content-Type and Content-Length.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	contract.WithContentLength.Write(w, status, body)
 }

@@ -23,7 +23,7 @@ import (
 )
 
 // ServeHTTP checks the request; a request that passes continues to next with
-// its original body bytes, a refused one is answered here (DESIGN §3.6).
+// its original body bytes, a refused one is answered here (docs/api.md "Errors").
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	body, outcome := g.check(w, r)
 	if outcome != outcomeAllowed {
@@ -107,10 +107,10 @@ func containsToken(b []byte, token string) bool {
 func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outcome string) {
 	defer func() {
 		// A fault inside the parser or coercion must not leak: no stack,
-		// no document, just the §3.6 500 body.
+		// no document, just the 500 body of docs/api.md "Errors".
 		if v := recover(); v != nil {
 			g.logger.Error("graphql_guard internal error", zap.String("panic", fmt.Sprintf("%T", v)))
-			writeJSON(w, http.StatusInternalServerError, errorBody(msgInternalServerError))
+			writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
 			body, outcome = nil, outcomeInternal
 		}
 	}()
@@ -253,7 +253,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outc
 
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if !g.entitled(repl, op.measures.rootNames) {
-		writeJSON(w, http.StatusForbidden, errorBody(msgNotEntitled))
+		writeJSON(w, http.StatusForbidden, contract.BodyNotEntitled)
 		return nil, outcomeNotEntitled
 	}
 

@@ -68,10 +68,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-const (
-	bodyRefused  = `{"error":"Rate limit exceeded"}`
-	bodyInternal = `{"error":"Internal Server Error"}`
-)
+// out is how the handler writes its JSON bodies: with Content-Length.
+const out = contract.WithContentLength
 
 // placeholderName returns x when tmpl is exactly one placeholder "{x}".
 func placeholderName(tmpl string) string {
@@ -161,7 +159,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	key := expand(repl, h.Key, h.keyName)
 	if key == "" {
 		h.logger.Error("rate limit key is empty; check the key placeholder and handler order", zap.String("key", h.Key))
-		writeJSON(w, http.StatusInternalServerError, bodyInternal)
+		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	rawRate := h.Rate
@@ -175,7 +173,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	ps, err := h.policies.get(name, rawRate)
 	if err != nil {
 		h.logger.Error("rate limit rate does not parse", zap.String("rate", h.Rate), zap.Error(err))
-		writeJSON(w, http.StatusInternalServerError, bodyInternal)
+		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	rt := ps.r
@@ -193,7 +191,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			m.allowed.Inc()
 			return next.ServeHTTP(w, r)
 		}
-		writeJSON(w, http.StatusInternalServerError, bodyInternal)
+		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	var buf [96]byte
@@ -206,7 +204,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		vals[1] = string(b)
 		hdr["Ratelimit"] = vals[1:2:2]
 		hdr.Set("Retry-After", strconv.FormatInt(retry, 10))
-		writeJSON(w, http.StatusTooManyRequests, bodyRefused)
+		out.Write(w, http.StatusTooManyRequests, contract.BodyRateLimited)
 		return nil
 	}
 	m.allowed.Inc()
@@ -217,13 +215,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	vals[1] = string(b)
 	hdr["Ratelimit"] = vals[1:2:2]
 	return next.ServeHTTP(w, r)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
 }
 
 func ceilDiv(a, b int64) int64 {

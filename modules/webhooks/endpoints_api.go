@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -79,7 +80,7 @@ func (h *Handler) found(w http.ResponseWriter, r *http.Request, err error) bool 
 	case err == nil:
 		return true
 	case errors.Is(err, store.ErrNotFound):
-		_ = writeRaw(w, http.StatusNotFound, bodyNotFound)
+		_ = writeRaw(w, http.StatusNotFound, contract.BodyNotFound)
 	default:
 		_ = h.internal(w, r, err)
 	}

@@ -33,8 +33,8 @@ const (
 	dbTimeout           = 10 * time.Second
 )
 
-// Handler serves the change feed and the webhook-endpoint API (DESIGN.md
-// §3.8) under Prefix: GET {prefix}/changes and {prefix}/webhook-endpoints….
+// Handler serves the change feed and the webhook-endpoint API (docs/design.md
+// D14, D15; docs/api.md "Change feed and webhooks") under Prefix: GET {prefix}/changes and {prefix}/webhook-endpoints….
 // It is terminal (never calls next) and needs the caller's organization and
 // families, which civic_auth publishes.
 type Handler struct {
@@ -128,12 +128,12 @@ func (h *Handler) caller(r *http.Request) (caller, bool) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	rest, ok := strings.CutPrefix(r.URL.Path, h.Prefix)
 	if !ok {
-		return writeRaw(w, http.StatusNotFound, bodyNotFound)
+		return writeRaw(w, http.StatusNotFound, contract.BodyNotFound)
 	}
 	c, ok := h.caller(r)
 	if !ok {
 		h.logger.Error("no organization for the webhooks API: put civic_auth in front of civic_webhooks (or set org)")
-		return writeRaw(w, http.StatusInternalServerError, bodyInternal)
+		return writeRaw(w, http.StatusInternalServerError, contract.BodyInternal)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
 	defer cancel()
@@ -181,7 +181,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			return h.test(ctx, w, r, c, id)
 		}
 	}
-	return writeRaw(w, http.StatusNotFound, bodyNotFound)
+	return writeRaw(w, http.StatusNotFound, contract.BodyNotFound)
 }
 
 // families resolves a requested family list (nil = every family the tier
@@ -189,7 +189,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 func familiesFor(w http.ResponseWriter, c caller, requested []string) ([]string, bool) {
 	if requested == nil {
 		if len(c.families) == 0 {
-			_ = writeRaw(w, http.StatusForbidden, bodyNotEntitled)
+			_ = writeRaw(w, http.StatusForbidden, contract.BodyNotEntitled)
 			return nil, false
 		}
 		return c.families, true
@@ -202,7 +202,7 @@ func familiesFor(w http.ResponseWriter, c caller, requested []string) ([]string,
 			return nil, false
 		}
 		if !c.all[f] {
-			_ = writeRaw(w, http.StatusForbidden, bodyNotEntitled)
+			_ = writeRaw(w, http.StatusForbidden, contract.BodyNotEntitled)
 			return nil, false
 		}
 		if !seen[f] {

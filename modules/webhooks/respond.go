@@ -13,53 +13,43 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// Client-facing bodies (DESIGN.md §3.6).
-var (
-	bodyNotFound    = []byte(`{"error":"Not Found"}`)
-	bodyNotAllowed  = []byte(`{"error":"Method Not Allowed"}`)
-	bodyNotEntitled = []byte(`{"error":"Tier not entitled to this endpoint family"}`)
-	bodyInternal    = []byte(`{"error":"Internal Server Error"}`)
-	bodyTooLarge    = []byte(`{"errors":[{"message":"Request body too large"}]}`)
-)
+// out is how the API writes its bodies: never cached.
+const out = contract.WithNoStore
 
+// writeRaw writes a body already encoded: one of the exact bodies of
+// docs/api.md "Errors" (contract.Body*) or a response.
 func writeRaw(w http.ResponseWriter, status int, body []byte) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	out.Write(w, status, body)
 	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return writeRaw(w, http.StatusInternalServerError, bodyInternal)
+		return writeRaw(w, http.StatusInternalServerError, contract.BodyInternal)
 	}
 	return writeRaw(w, status, b)
 }
 
 // badRequest answers 400 in the errors-array form.
 func badRequest(w http.ResponseWriter, msg string) error {
-	type m struct {
-		Message string `json:"message"`
-	}
-	return writeJSON(w, http.StatusBadRequest, struct {
-		Errors []m `json:"errors"`
-	}{[]m{{msg}}})
+	return writeRaw(w, http.StatusBadRequest, contract.MessageBodyHTMLEscaped(msg))
 }
 
 func notAllowed(w http.ResponseWriter, allow string) error {
 	w.Header().Set("Allow", allow)
-	return writeRaw(w, http.StatusMethodNotAllowed, bodyNotAllowed)
+	return writeRaw(w, http.StatusMethodNotAllowed, contract.BodyMethodNotAllowed)
 }
 
 // internal logs err (never a secret: store errors carry no DSN or secret) and
 // answers 500.
 func (h *Handler) internal(w http.ResponseWriter, r *http.Request, err error) error {
 	h.logger.Error("webhooks API failed", zap.String("path", r.URL.Path), zap.Error(err))
-	return writeRaw(w, http.StatusInternalServerError, bodyInternal)
+	return writeRaw(w, http.StatusInternalServerError, contract.BodyInternal)
 }
 
 // parseLimit reads limit (1..100, default 25): never clamped.
@@ -84,7 +74,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) boo
 		return false
 	}
 	if len(body) > maxBody {
-		_ = writeRaw(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
+		_ = writeRaw(w, http.StatusRequestEntityTooLarge, contract.BodyTooLarge)
 		return false
 	}
 	if len(bytes.TrimSpace(body)) == 0 && emptyOK {
@@ -92,7 +82,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) boo
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			_ = writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"errors": []map[string]string{{"message": "Content-Type must be application/json"}}})
+			_ = writeRaw(w, http.StatusUnsupportedMediaType, contract.MessageBodyHTMLEscaped("Content-Type must be application/json"))
 			return false
 		}
 	}
