@@ -36,7 +36,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		"global bad source":      {global("keys redis x"), `civic_auth: keys: want postgres <dsn> or file <path>, got "redis"`},
 		"global keys one arg":    {global("keys file"), "wrong argument count or unexpected line ending after 'file'"},
 		"global bad environment": {global("environment prod"), `civic_auth: environment: want live or test, got "prod"`},
-		"global bad rate":        {global("tier paid lots bills"), `tier paid: rate "lots" is not like 100/m`},
+		"global bad rate":        {global("tier paid lots bills"), `tier paid: rate "lots"`},
 		"global duplicate tier":  {global("tier free 2/m"), "civic_auth: tier free given twice"},
 		"global bad duration":    {global("cache_ttl soon"), `civic_auth: cache_ttl: want a duration above zero, got "soon"`},
 		"global zero duration":   {global("identity_ttl 0s"), `civic_auth: identity_ttl: want a duration above zero, got "0s"`},
@@ -44,13 +44,15 @@ func TestCaddyfileErrors(t *testing.T) {
 		"global bad cache size":  {global("cache_size -1"), `civic_auth: cache_size: want a positive integer, got "-1"`},
 		"global option block":    {global("cache_size 5 {\nx\n}"), "civic_auth: cache_size takes no block"},
 
-		// the flood options (docs/operations.md)
+		// the flood options (docs/operations.md). Rate refusals are checked up
+		// to the option and the value: the reason's wording belongs to the rate
+		// parser, not to the Caddyfile reader.
 		"failed_lookups no arg":          {global("failed_lookups"), "wrong argument count or unexpected line ending after 'failed_lookups'"},
 		"failed_lookups two args":        {global("failed_lookups 20/m 30/m"), "wrong argument count"},
-		"failed_lookups not a rate":      {global("failed_lookups lots"), `failed_lookups: rate "lots" is not like 100/m; want N/s, N/m, N/h or off`},
-		"failed_lookups per day":         {global("failed_lookups 20/d"), `rate "20/d" is not like 100/m`},
-		"failed_lookups zero":            {global("failed_lookups 0/m"), `rate "0/m" is not like 100/m`},
-		"failed_lookups too many":        {global("failed_lookups 2000000/s"), `rate "2000000/s": count out of range`},
+		"failed_lookups not a rate":      {global("failed_lookups lots"), `failed_lookups: rate "lots"`},
+		"failed_lookups per week":        {global("failed_lookups 20/w"), `failed_lookups: rate "20/w"`},
+		"failed_lookups zero":            {global("failed_lookups 0/m"), `failed_lookups: rate "0/m"`},
+		"failed_lookups too many":        {global("failed_lookups 2000000/s"), `failed_lookups: rate "2000000/s"`},
 		"negative_cache_size zero":       {global("negative_cache_size 0"), `civic_auth: negative_cache_size: want a positive integer, got "0"`},
 		"negative_cache_size word":       {global("negative_cache_size lots"), `civic_auth: negative_cache_size: want a positive integer, got "lots"`},
 		"failed_lookup_clients negative": {global("failed_lookup_clients -5"), `civic_auth: failed_lookup_clients: want a positive integer, got "-5"`},
