@@ -116,7 +116,7 @@ func trickle(body string, gap time.Duration) func(io.Writer) error {
 
 const hundredMiB = 100 << 20
 
-// corpus is the committed abuse corpus. Expectations are DESIGN §3.6 bodies;
+// corpus is the committed abuse corpus. Expectations are docs/api.md "Errors" bodies;
 // the decisions for cases the design does not name are written in why.
 func corpus() []hostile {
 	okBills := gqlBody(`{ bill(id:"nope-1") { id } }`)
@@ -170,10 +170,10 @@ func corpus() []hostile {
 		{name: "Int literal beyond 32 bits", why: "GraphQL's Int is 32 bits; gqlparser alone let it through and PostgreSQL's int4 answered 500",
 			head: post(), body: gqlBody(`{ bills(input: {congress: 2170000000}) { nextCursor } }`), status: 200,
 			want: `{"data":null,"errors":[{"message":"Int cannot represent non 32-bit signed integer value: 2170000000","locations":[{"line":1,"column":27}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`},
-		{name: "Int variable beyond 32 bits", why: "a variable that does not coerce: DESIGN §3.6, 400",
+		{name: "Int variable beyond 32 bits", why: "a variable that does not coerce: docs/api.md Errors, 400",
 			head: post(), body: `{"query":"query($c: Int) { bills(input: {congress: $c}) { nextCursor } }","variables":{"c":-9223372036854775808}}`, status: 400,
 			want: `{"errors":[{"message":"Variable \"$c\" is invalid at variable.c: Int cannot represent non 32-bit signed integer value: -9223372036854775808"}]}`},
-		{name: "operationName not in document", why: "DESIGN §3.6: 400",
+		{name: "operationName not in document", why: "docs/api.md Errors: 400",
 			head: post(), body: `{"query":"query A { __typename }","operationName":"B"}`, status: 400,
 			want: `{"errors":[{"message":"Unknown operation named \"B\""}]}`},
 		{name: "100 MiB with length", why: "Content-Length over 128 KiB: refused before reading",

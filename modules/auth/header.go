@@ -1,6 +1,6 @@
 // Package auth is civicgate's bearer-key authentication: the Caddy app
 // civic_auth (tier policy, key store, lookup cache, LISTEN worker) and the HTTP
-// handler http.handlers.civic_auth (DESIGN.md §2, §3.4–§3.6). See README.md.
+// handler http.handlers.civic_auth (docs/design.md D2, D6, D8, D10). See README.md.
 package auth
 
 import "github.com/civicgate/civicgate/modules/auth/keystore"

@@ -1,4 +1,4 @@
-// Package webhooks is civicgate's diff-webhook module (DESIGN.md §3.8): the
+// Package webhooks is civicgate's diff-webhook module (docs/design.md D14, D15): the
 // Caddy app civic_webhooks (the delivery sidecar: fan-out, signed delivery,
 // retries, leases shared by every instance) and the HTTP handler
 // http.handlers.civic_webhooks (the change feed and webhook-endpoint API,

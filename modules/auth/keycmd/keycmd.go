@@ -1,5 +1,5 @@
 // Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|list`
-// to the civicgate binary (DESIGN.md §3.5). The database comes from DATABASE_URL.
+// to the civicgate binary (docs/design.md D8). The database comes from DATABASE_URL.
 package keycmd
 
 import (

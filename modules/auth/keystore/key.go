@@ -1,4 +1,4 @@
-// Package keystore holds civicgate's API keys (DESIGN.md §3.5): the key format,
+// Package keystore holds civicgate's API keys (docs/design.md D8): the key format,
 // the SHA-256 hashing at rest, the PostgreSQL schema and its administrative
 // operations (used by `civicgate keys`), the lookup the gateway performs, and
 // the hashed keys file for setups without PostgreSQL.

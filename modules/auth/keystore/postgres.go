@@ -17,7 +17,7 @@ import (
 const Channel = "civicgate_auth"
 
 // MaxLiveKeys is how many active keys an organization may hold per
-// environment (DESIGN.md §3.5, spec §5.5).
+// environment (docs/design.md D8).
 const MaxLiveKeys = 2
 
 // ErrTooManyKeys is returned when issuing would exceed MaxLiveKeys.

@@ -1,8 +1,8 @@
 // Package delivery is the webhook sidecar's engine: it fans change events out
 // into deliveries, leases due deliveries (shared safely by any number of
 // instances, fairly across organizations), POSTs them signed per Standard
-// Webhooks v1, and records each outcome with the retry schedule of DESIGN.md
-// §3.8. What an organization may receive is decided by the store against the
+// Webhooks v1, and records each outcome with the retry schedule of docs/design.md
+// D15. What an organization may receive is decided by the store against the
 // key store at fan-out and claim (Config.Tiers); a reconcile loop parks,
 // resumes and cancels deliveries when the key store NOTIFYs a change. Time
 // comes from an injectable Clock and jitter from an injectable source, so the
@@ -24,7 +24,7 @@ import (
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
-// Schedule returns the delay before each attempt (DESIGN.md §3.8): attempt 1
+// Schedule returns the delay before each attempt (docs/design.md D15): attempt 1
 // at once, attempt 10 24 h after attempt 9; after the last, the delivery is
 // dead-lettered (still replayable).
 func Schedule() []time.Duration {

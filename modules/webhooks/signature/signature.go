@@ -3,7 +3,7 @@
 // webhook-timestamp and webhook-signature, the signature being
 // "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>" where key is the base64
 // part of the secret "whsec_<base64>". Several space-separated signatures are
-// sent while a rotated-out secret is still accepted (DESIGN.md §3.8).
+// sent while a rotated-out secret is still accepted (docs/design.md D15).
 package signature
 
 import (
@@ -24,7 +24,7 @@ const (
 	HeaderID        = "webhook-id"
 	HeaderTimestamp = "webhook-timestamp"
 	HeaderSignature = "webhook-signature"
-	// HeaderService carries the same value as HeaderSignature (spec §6).
+	// HeaderService carries the same value as HeaderSignature (docs/api.md "Verifying signatures").
 	HeaderService = "X-Service-Signature"
 )
 

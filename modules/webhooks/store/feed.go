@@ -14,7 +14,7 @@ import (
 )
 
 // Families returns the record families a change event can belong to (the
-// change_events contract), in the order of DESIGN.md §3.4.
+// change_events contract), in the order of docs/api.md "Tiers and families".
 func Families() []string {
 	return []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}
 }
@@ -41,7 +41,7 @@ type Event struct {
 	OccurredAt    time.Time
 }
 
-// Envelope is the JSON shape of an event (DESIGN.md §3.8), in the change feed
+// Envelope is the JSON shape of an event (docs/design.md D14), in the change feed
 // and in webhook bodies alike.
 type Envelope struct {
 	ID         string    `json:"id"`
