@@ -1,0 +1,138 @@
+package gqlguard
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// Reading and locating the request: the HTTP-level refusals (method, media
+// type, body size and read failures) and the body's GraphQL members.
+
+// checkMethodAndType refuses anything but a POST of JSON; it returns the
+// refusal's outcome, or "" to go on.
+func checkMethodAndType(w http.ResponseWriter, r *http.Request) string {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, messageBody(msgMethodNotAllowed))
+		return outcomeMethod
+	}
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		writeJSON(w, http.StatusUnsupportedMediaType, messageBody(msgUnsupportedMediaType))
+		return outcomeMediaType
+	}
+	return ""
+}
+
+func isJSONContentType(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	if ct == "application/json" { // the usual value, without parsing
+		return true
+	}
+	media, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	if media != "application/json" && !(strings.HasPrefix(media, "application/") && strings.HasSuffix(media, "+json")) {
+		return false
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return false
+	}
+	return true
+}
+
+// readBodyChecked reads the body within MaxBody; a body over the limit, a
+// timed-out read or a failed one is refused, returning the outcome ("" with
+// the body when it was read).
+func (g *Guard) readBodyChecked(w http.ResponseWriter, r *http.Request) ([]byte, string) {
+	if r.ContentLength > g.MaxBody {
+		writeJSON(w, http.StatusRequestEntityTooLarge, messageBody(msgBodyTooLarge))
+		return nil, outcomeTooLarge
+	}
+	body, err := readBody(r, g.MaxBody)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, messageBody(msgBodyTooLarge))
+			return nil, outcomeTooLarge
+		}
+		// The server's read timeout (Caddy's servers/timeouts/read_body) ran
+		// out while the client trickled its body: 408, not a malformed body.
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestTimeout, messageBody(msgBodyTimeout))
+			return nil, outcomeBodyTimeout
+		}
+		writeJSON(w, http.StatusBadRequest, messageBody(msgReadFailed))
+		return nil, outcomeBadRequest
+	}
+	if int64(len(body)) > g.MaxBody {
+		writeJSON(w, http.StatusRequestEntityTooLarge, messageBody(msgBodyTooLarge))
+		return nil, outcomeTooLarge
+	}
+	return body, ""
+}
+
+// readBody reads at most max+1 bytes of r's body into one buffer sized by
+// Content-Length when it is known (io.ReadAll would grow it several times).
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	size := int64(512)
+	if r.ContentLength >= 0 && r.ContentLength <= max {
+		size = r.ContentLength + 1 // room to see EOF without growing
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		limit := min(int64(cap(buf)), max+1)
+		n, err := r.Body.Read(buf[len(buf):limit])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max || err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// located is the request's GraphQL members. The usual body is located in
+// place (fast: raw holds the members, decoded only as far as needed);
+// anything unusual was decoded by decodeRequest.
+type located struct {
+	raw  rawRequest
+	fast bool
+	// query is the decoded query: always on the slow path, on the fast path
+	// only once a raw query with escapes had to be decoded.
+	query  string
+	opName string         // the decoded operationName, when decoded
+	rawOp  []byte         // the raw operationName, when it holds no escapes
+	vars   map[string]any // decoded variables, when they had to be decoded
+	// haveVars says vars is the decoded variables.
+	haveVars bool
+}
+
+// locateRequest finds the GraphQL members of body, refusing one that does
+// not decode as a request; it returns the outcome, or "" to go on.
+func locateRequest(w http.ResponseWriter, body []byte) (located, string) {
+	if rq, fast := scanRequest(body); fast {
+		return located{raw: rq, fast: true}, ""
+	}
+	req, err := decodeRequest(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
+		return located{}, outcomeBadRequest
+	}
+	return located{query: req.Query, opName: req.OperationName, vars: req.Variables, haveVars: true}, ""
+}
