@@ -80,7 +80,7 @@ func TestGuardOutcomes(t *testing.T) {
 		{"input variable member beyond 32 bits", call{path: "/g", body: q(`query($in: BillsInput) { bills(input: $in) { nextCursor } }`, `"variables":{"in":{"limit":-4294967296}}`)}, 400,
 			`{"errors":[{"message":"Variable \"$in\" is invalid at variable.in.limit: Int cannot represent non 32-bit signed integer value: -4294967296"}]}`, nil},
 
-		// spec §5.10: the bearer token never travels in the document
+		// docs/api.md "Authentication": the bearer token never travels in the document
 		{"bearer token in the query", call{path: "/g", headers: auth, body: q(`{ bills(input: {q: "` + token + `"}) { nextCursor } }`)}, 400,
 			`{"errors":[{"message":"Request must not contain the bearer token"}]}`, nil},
 		{"bearer token in variables", call{path: "/g", headers: auth, body: q(billsQuery, `"variables":{"n":1,"x":"`+token+`"}`)}, 400,

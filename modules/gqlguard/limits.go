@@ -8,7 +8,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// The limit walker (DESIGN §3.7) measures one operation with its fragments
+// The limit walker (docs/design.md D12) measures one operation with its fragments
 // expanded. Every fragment is measured once and its result reused wherever it
 // is spread, so the work is linear in the document size however often (or
 // however deeply) fragments spread each other; a fragment cycle is cut and

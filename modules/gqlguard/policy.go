@@ -10,7 +10,7 @@ import (
 )
 
 // The decisions on an admitted, compiled operation: entitlements (403) and
-// the document limits (DESIGN §3.7).
+// the document limits (docs/design.md D12).
 
 // overAny reports whether violations would list anything.
 func (g *Guard) overAny(doc *compiledDoc, op *compiledOp, cost int64) bool {

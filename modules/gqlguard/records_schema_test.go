@@ -12,7 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 )
 
-// The shipped records schema loads, every DESIGN §3.4 family maps to its
+// The shipped records schema loads, every family of docs/api.md "Tiers and families" maps to its
 // root fields, and a typical bills query passes with its cost and family.
 func TestRecordsSchemaBillsQuery(t *testing.T) {
 	g := provisioned(t, &Guard{

@@ -12,7 +12,7 @@ type tokenScan struct {
 	// then limit+1 and the scan stopped there).
 	over *ast.Position
 	// strings are the decoded values of the document's string literals, so
-	// an escaped bearer token ("\u0063g_…") is still found (spec §5.10).
+	// an escaped bearer token ("\u0063g_…") is still found (docs/api.md "Authentication").
 	strings []string
 }
 
