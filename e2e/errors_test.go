@@ -64,7 +64,7 @@ func testErrors(t *testing.T, s *stack.Stack, k keys) {
 	}
 }
 
-// checkShape checks the body shape rules of spec §7 / DESIGN §3.6 for every status.
+// checkShape checks the body shape rules of docs/api.md "Errors" for every status.
 func checkShape(t *testing.T, status int, body string) {
 	t.Helper()
 	var m map[string]json.RawMessage

@@ -18,7 +18,7 @@ type keys struct {
 
 // TestGateway brings up the whole service from the shipped Caddyfile.local and
 // checks it from the outside: typed queries of all five families with every
-// filter, a full page walk, GET /bills, TLS and every error row of DESIGN §3.6.
+// filter, a full page walk, GET /bills, TLS and every error row of docs/api.md "Errors".
 func TestGateway(t *testing.T) {
 	s := stack.New(t, &bins)
 	s.Prepare()

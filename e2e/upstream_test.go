@@ -12,7 +12,7 @@ import (
 )
 
 // TestUpstreamFaults: the gateway answers 502 and 504 as JSON when recordsd
-// refuses connections or hangs (DESIGN §3.6).
+// refuses connections or hangs (docs/api.md "Errors").
 func TestUpstreamFaults(t *testing.T) {
 	s := stack.New(t, &bins)
 	s.Run(bins.Civicgate, "keys", "migrate")

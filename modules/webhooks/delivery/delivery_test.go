@@ -17,7 +17,7 @@ import (
 
 // TestSignedDeliveryVerifiedByStandardWebhooksLibrary: every delivery is
 // accepted by the official verifier with the secret shown at creation, and
-// carries the envelope of DESIGN §3.8.
+// carries the envelope of docs/design.md D14.
 func TestSignedDeliveryVerifiedByStandardWebhooksLibrary(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
