@@ -137,16 +137,7 @@ func BenchmarkRedisRoundTrips(b *testing.B) {
 // decision served from a lease (one Redis round trip per 1000 decisions).
 func BenchmarkHandlerLocal(b *testing.B) {
 	_, prefix := testenv.Redis(b)
-	h := &Handler{Key: "{http.request.header.X-Key}", Rate: "1000000000/h", Policy: "bench",
-		limiter: testLimiter(b, testenv.RedisAddr(), prefix, 0.02), logger: zap.NewNop(), policies: new(policyCache)}
-	h.keyName = placeholderName(h.Key)
-	r, _ := contract.ParseRate(h.Rate)
-	h.fixed = &r
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	req.Header.Set("X-Key", "k")
-	repl := caddyhttp.NewTestReplacer(req)
-	req = req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl))
+	h, req, next := benchHandler("1000000000/h", testLimiter(b, testenv.RedisAddr(), prefix, 0.02))
 	w := httptest.NewRecorder()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -160,16 +151,7 @@ func BenchmarkHandlerLocal(b *testing.B) {
 // BenchmarkHandlerRefused: the whole handler answering 429 (memory store,
 // the key's quota spent): headers, Retry-After and the fixed body.
 func BenchmarkHandlerRefused(b *testing.B) {
-	h := &Handler{Key: "{http.request.header.X-Key}", Rate: "1/h", Policy: "bench",
-		limiter: newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000}), logger: zap.NewNop(), policies: new(policyCache)}
-	h.keyName = placeholderName(h.Key)
-	r, _ := contract.ParseRate(h.Rate)
-	h.fixed = &r
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	req.Header.Set("X-Key", "k")
-	repl := caddyhttp.NewTestReplacer(req)
-	req = req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl))
+	h, req, next := benchHandler("1/h", newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000}))
 	w := &statusWriter{h: http.Header{}}
 	if err := h.ServeHTTP(w, req, next); err != nil || w.status != 0 { // spends the quota
 		b.Fatal(w.status, err)
@@ -191,3 +173,18 @@ type statusWriter struct {
 func (s *statusWriter) Header() http.Header         { return s.h }
 func (s *statusWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (s *statusWriter) WriteHeader(status int)      { s.status = status }
+
+// benchHandler is a handler keyed by the X-Key header with a fixed rate on
+// limiter, a request whose key is "k", and a next handler that does nothing.
+func benchHandler(rate string, limiter *limiter) (*Handler, *http.Request, caddyhttp.Handler) {
+	h := &Handler{Key: "{http.request.header.X-Key}", Rate: rate, Policy: "bench",
+		limiter: limiter, logger: zap.NewNop(), policies: new(policyCache)}
+	h.keyName = placeholderName(h.Key)
+	r, _ := contract.ParseRate(h.Rate)
+	h.fixed = &r
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Key", "k")
+	repl := caddyhttp.NewTestReplacer(req)
+	return h, req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl)), next
+}
