@@ -56,6 +56,10 @@ func securityCorpus() []hostile {
 	out = append(out, hostile{name: "key in Referer", why: "a header that carries a key is logged redacted (civic_redact)",
 		head:   "GET /nowhere HTTP/1.1\r\nAuthorization: Bearer {{FREE}}\r\nReferer: https://example.org/app?api_key={{FREE}}",
 		status: 404, want: `{"error":"Not Found"}`})
+	// Not a security case, but a refusal a client must be able to read.
+	out = append(out, hostile{name: "blank query", why: "a query with no operation is a clear 400, not the operationName message",
+		head: post(), body: `{"query":" \n# nothing here\n"}`, status: 400,
+		want: `{"errors":[{"message":"Request body must contain a non-empty \"query\" string"}]}`})
 	return out
 }
 

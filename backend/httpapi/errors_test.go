@@ -131,6 +131,13 @@ func TestRequestErrorBodies(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, status, body)
 		}
 	}
+	// A blank query: the gateway's exact 400, not gqlgen's 200 "no operation provided".
+	for _, q := range []string{`{"query":""}`, `{"query":" \n, # only a comment\n"}`, `{"query":" ","operationName":"A"}`} {
+		status, body, _ := e.do(http.MethodPost, "/graphql", []byte(q), nil)
+		if want := `{"errors":[{"message":"Request body must contain a non-empty \"query\" string"}]}`; status != 400 || string(body) != want {
+			t.Errorf("%s = %d %s, want 400 %s", q, status, body, want)
+		}
+	}
 	status, _, hdr := e.do(http.MethodGet, "/graphql", nil, nil)
 	if status != 405 || hdr.Get("Allow") != "POST" {
 		t.Errorf("GET /graphql = %d Allow %q", status, hdr.Get("Allow"))

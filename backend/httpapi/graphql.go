@@ -153,10 +153,18 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	s.writeResponse(w, resp)
 }
 
-// requestError reports errors that docs/api.md "Errors" answers with 400: operationName not in the document and
-// variables that do not coerce.
+// msgBlankQuery is the gateway's answer to a query with no operation (empty, or only white space, commas and
+// comments), so a client reaching recordsd directly gets the same 400.
+const msgBlankQuery = `Request body must contain a non-empty "query" string`
+
+// requestError reports errors that docs/api.md "Errors" answers with 400: a blank query, operationName not in
+// the document and variables that do not coerce. gqlgen says "no operation provided" only for a document that
+// parsed and validated with no operation at all: a blank one.
 func requestError(errs gqlerror.List) (string, bool) {
 	for _, e := range errs {
+		if len(e.Locations) == 0 && len(e.Path) == 0 && e.Message == "no operation provided" {
+			return msgBlankQuery, true
+		}
 		if len(e.Path) > 0 && e.Path[0] == ast.PathName("variable") {
 			return e.Message, true
 		}

@@ -165,8 +165,16 @@ func asList(err error) gqlerror.List {
 	return gqlerror.List{gqlerror.Wrap(err)}
 }
 
+// msgBlankQuery answers a query that holds no operation at all: empty, or only
+// white space, commas and comments (a document that parsed and validated with
+// no operation can be nothing else). GraphQL over HTTP: a 400.
+const msgBlankQuery = `Request body must contain a non-empty "query" string`
+
 // operation selects the operation to run (GraphQL spec GetOperation).
 func (d *compiledDoc) operation(name string) (*compiledOp, error) {
+	if len(d.ops) == 0 {
+		return nil, badRequest(msgBlankQuery)
+	}
 	if name == "" {
 		if len(d.ops) != 1 {
 			return nil, badRequest("Must provide operationName when the document contains several operations")
@@ -183,6 +191,9 @@ func (d *compiledDoc) operation(name string) (*compiledOp, error) {
 
 // operationBytes is operation for a name held in bytes.
 func (d *compiledDoc) operationBytes(name []byte) (*compiledOp, error) {
+	if len(d.ops) == 0 {
+		return nil, badRequest(msgBlankQuery)
+	}
 	if len(name) == 0 {
 		return d.operation("")
 	}
