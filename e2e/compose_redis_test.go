@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"gopkg.in/yaml.v3"
 
 	"github.com/civicgate/civicgate/internal/stack"
 	"github.com/civicgate/civicgate/internal/testenv"
@@ -26,14 +25,7 @@ import (
 // `on_store_error local` would quietly switch to (issue 15, item 8).
 func TestComposeRedisACL(t *testing.T) {
 	s := stack.New(t, &bins)
-	raw, err := os.ReadFile(filepath.Join(s.Root, "docker-compose.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c composeFile
-	if err := yaml.Unmarshal(raw, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readCompose(t, s.Root)
 	cmd := c.Services["redis"].Command
 	if len(cmd) != 3 || cmd[0] != "sh" || cmd[1] != "-c" {
 		t.Fatalf("redis command is not [sh -c …]: %q", cmd)

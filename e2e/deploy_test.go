@@ -73,14 +73,7 @@ type composeFile struct {
 // port is published. (No Docker engine runs here, so it is checked, not run.)
 func TestComposeFile(t *testing.T) {
 	s := stack.New(t, &bins)
-	raw, err := os.ReadFile(filepath.Join(s.Root, "docker-compose.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c composeFile
-	if err := yaml.Unmarshal(raw, &c); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
-	}
+	c := readCompose(t, s.Root)
 	for _, name := range []string{"postgres", "redis", "migrate", "keys-migrate", "webhooks-migrate", "recordsd", "gateway-1", "gateway-2", "edge"} {
 		if _, ok := c.Services[name]; !ok {
 			t.Fatalf("service %s missing", name)
@@ -220,4 +213,18 @@ func checkComposeLeastPrivilege(t *testing.T, c composeFile, documented map[stri
 	if url := c.Services["gateway-1"].Environment["REDIS_URL"]; !strings.Contains(url, "${REDIS_PASSWORD") {
 		t.Errorf("gateways reach Redis without a password: REDIS_URL=%s", url)
 	}
+}
+
+// readCompose parses the repository's docker-compose.yml.
+func readCompose(t *testing.T, root string) composeFile {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c composeFile
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	return c
 }
