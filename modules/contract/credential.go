@@ -23,12 +23,18 @@ type bearerKey struct{}
 // (WithValue would also box the token string).
 type bearerCtx struct {
 	context.Context
-	token string
+	token   string
+	watcher Watcher // set by WithBearerWatcher
 }
 
 func (c *bearerCtx) Value(key any) any {
-	if _, ok := key.(bearerKey); ok {
+	switch key.(type) {
+	case bearerKey:
 		return c
+	case watcherKey:
+		if c.watcher != nil {
+			return c
+		}
 	}
 	return c.Context.Value(key)
 }
