@@ -48,11 +48,13 @@ func NewHandler(catalog *Catalog, events *LoanEvents, o Options) http.Handler {
 		InitTimeout:           o.InitTimeout,
 		InitFunc:              initFunc(o),
 	})
+	// The first transport that supports a request serves it: the streaming
+	// ones (chosen by Accept) before plain POST.
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.SSE{})
+	srv.AddTransport(transport.MultipartMixed{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	srv.AddTransport(transport.MultipartMixed{})
 	srv.Use(extension.Introspection{})
 	if o.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
