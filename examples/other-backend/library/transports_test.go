@@ -157,7 +157,9 @@ func TestIdentityRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, body := post(token)
-	var out struct{ Data struct{ Authors []struct{ Name string } } }
+	var out struct {
+		Data struct{ Authors []struct{ Name string } }
+	}
 	if status != 200 || json.Unmarshal([]byte(body), &out) != nil || len(out.Data.Authors) != 3 {
 		t.Fatalf("with identity: %d %s", status, body)
 	}
