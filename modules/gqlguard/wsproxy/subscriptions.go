@@ -1,0 +1,140 @@
+package wsproxy
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// subscriptions is the set of a connection's active subscription ids and
+// the Slots they hold. The reader adds and removes ids; the writer removes
+// them when the upstream ends a subscription.
+type subscriptions struct {
+	slots Slots
+
+	mu     sync.Mutex
+	active map[string]bool // id → holds a Slots slot
+	closed bool
+}
+
+func (s *subscriptions) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.active[id]
+	return ok
+}
+
+func (s *subscriptions) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active)
+}
+
+// add makes id active; it reports false (and gives the slot back) once the
+// connection has ended.
+func (s *subscriptions) add(id string, holdsSlot bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		if holdsSlot {
+			s.slots.Release()
+		}
+		return false
+	}
+	if s.active == nil {
+		s.active = make(map[string]bool)
+	}
+	s.active[id] = holdsSlot
+	return true
+}
+
+// remove ends id and releases its slot; unknown ids are ignored.
+func (s *subscriptions) remove(id string) {
+	s.mu.Lock()
+	holdsSlot, ok := s.active[id]
+	delete(s.active, id)
+	s.mu.Unlock()
+	if ok && holdsSlot {
+		s.slots.Release()
+	}
+}
+
+// removeBytes is remove for an id read from the upstream's stream.
+func (s *subscriptions) removeBytes(id []byte) {
+	s.mu.Lock()
+	holdsSlot, ok := s.active[string(id)] // no allocation for a map lookup
+	if ok {
+		delete(s.active, string(id))
+	}
+	s.mu.Unlock()
+	if ok && holdsSlot {
+		s.slots.Release()
+	}
+}
+
+// closeAll releases every slot held; later adds are refused.
+func (s *subscriptions) closeAll() {
+	s.mu.Lock()
+	held := 0
+	for _, holdsSlot := range s.active {
+		if holdsSlot {
+			held++
+		}
+	}
+	s.active = nil
+	s.closed = true
+	s.mu.Unlock()
+	for range held {
+		s.slots.Release()
+	}
+}
+
+// admit runs the admission checks of one subscribe after the protocol
+// checks: MaxSubscriptions, Slots, Charger, Checker, in that order. It
+// returns the payload to forward and whether a slot was taken, or errs,
+// the GraphQL errors of the refusal.
+func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte, holdsSlot bool, errs []byte) {
+	if c.subs.count() >= c.cfg.MaxSubscriptions {
+		return nil, false, graphQLErrors("Too many subscriptions on this connection", "SUBSCRIPTION_LIMIT")
+	}
+	if c.cfg.Slots != nil {
+		if !c.cfg.Slots.Acquire() {
+			return nil, false, graphQLErrors("Too many subscriptions for this key", "SUBSCRIPTION_LIMIT")
+		}
+		holdsSlot = true
+	}
+	refuse := func(errs []byte) ([]byte, bool, []byte) {
+		if holdsSlot {
+			c.cfg.Slots.Release()
+		}
+		return nil, false, errs
+	}
+	if c.cfg.Charger != nil {
+		allowed, retryAfter, err := c.cfg.Charger.Charge(ctx)
+		if err != nil {
+			c.cfg.Logger.Error("charging a subscription failed", zap.Error(err))
+			return refuse(graphQLErrors("Internal Server Error", "INTERNAL_SERVER_ERROR"))
+		}
+		if !allowed {
+			secs := int64(math.Ceil(retryAfter.Seconds()))
+			if secs < 1 {
+				secs = 1
+			}
+			return refuse(rateLimitedErrors(secs))
+		}
+	}
+	forward = payload
+	if c.cfg.Checker != nil {
+		var errs []byte
+		forward, errs = c.cfg.Checker.CheckSubscribe(ctx, payload)
+		if errs != nil || forward == nil {
+			if errs == nil {
+				errs = graphQLErrors("Subscription refused", "FORBIDDEN")
+			}
+			return refuse(errs)
+		}
+	}
+	return forward, holdsSlot, nil
+}
