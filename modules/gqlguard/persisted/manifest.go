@@ -34,11 +34,11 @@ func LoadManifest(path string) (*Manifest, error) {
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Size() > MaxManifestBytes {
-		return nil, fmt.Errorf("persisted: manifest %s: %d bytes over the %d-byte bound", path, st.Size(), MaxManifestBytes)
+		return nil, refuse("file %s: %d bytes over the %d-byte bound", path, st.Size(), MaxManifestBytes)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("persisted: manifest %s: %w", path, err)
+		return nil, fmt.Errorf("persisted: manifest: %w", err)
 	}
 	m, err := ParseManifest(data)
 	if err != nil {
