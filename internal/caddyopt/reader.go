@@ -37,9 +37,28 @@ func Read(d *caddyfile.Dispenser, block string, opts Block) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	return readBlock(d, block, opts)
+}
+
+// Sub is a once-only option that takes no arguments and a block of its own
+// options, read like Read's (`subscriptions { max_per_key 10 }`); errors name
+// it "<block> <opt>: …".
+func Sub(opts Block) Option {
+	return Func(func(a *Args) error {
+		if err := a.None(); err != nil {
+			return err
+		}
+		return readBlock(a.d, a.block+" "+a.opt, opts)
+	})
+}
+
+// readBlock reads the options of the block the dispenser has just entered
+// the line of.
+func readBlock(d *caddyfile.Dispenser, block string, opts Block) error {
+	nesting := d.Nesting()
 	seen := map[string]bool{}
 	names := map[string]map[string]bool{} // EachNamed: names given, per option
-	for d.NextBlock(0) {
+	for d.NextBlock(nesting) {
 		opt := d.Val()
 		o, ok := opts[opt]
 		if !ok || o.read == nil {
@@ -69,7 +88,7 @@ func Read(d *caddyfile.Dispenser, block string, opts Block) error {
 		}
 		// An option that read its arguments stops before a "{" on its line;
 		// options that take a block (Func) consume it.
-		if d.Nesting() == 1 && d.NextBlock(1) {
+		if d.Nesting() == nesting+1 && d.NextBlock(nesting+1) {
 			return d.Errf("%s: %s takes no block", block, opt)
 		}
 	}

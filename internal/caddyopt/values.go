@@ -223,6 +223,20 @@ func Func(read func(a *Args) error) Option {
 	return Option{read: read}
 }
 
+// Then returns o that also runs done after reading successfully (e.g. to
+// set a pointer to a sub-block's config only when the block is given).
+func (o Option) Then(done func()) Option {
+	read := o.read
+	o.read = func(a *Args) error {
+		if err := read(a); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return o
+}
+
 // Each is an option that may be given any number of times; read reads one
 // occurrence.
 func Each(read func(a *Args) error) Option {

@@ -23,6 +23,9 @@ const (
 
 	// GraphQLOperationName is the selected operation's name ("" if anonymous).
 	GraphQLOperationName = "graphql.operation_name"
+	// GraphQLOperationType is the selected operation's type: query,
+	// mutation or subscription.
+	GraphQLOperationType = "graphql.operation_type"
 	// GraphQLRootFields is the root field names the operation reaches
 	// (fragments expanded, aliases resolved), distinct, sorted, comma-separated.
 	GraphQLRootFields = "graphql.root_fields"

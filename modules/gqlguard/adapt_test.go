@@ -23,6 +23,8 @@ var onceOnly = map[string]string{
 	"schema": "/x", "max_body": "1MiB", "max_depth": "3", "max_aliases": "4", "max_root_fields": "2", "max_tokens": "100",
 	"max_directives": "5", "max_cost": "50", "default_list_size": "10", "cache_size": "16", "limit_argument": "first",
 	"introspection": "off", "measure_only": "", "entitlements": "{civic.families}",
+	"operations": "query", "methods": "GET POST", "trusted_documents": "/m.json", "trusted_only": "free",
+	"subscriptions": "{\n max_per_key 3\n }", "persisted_queries": "{\n max_entries 10\n }",
 }
 
 // TestCaddyfileErrors: each configuration is refused with its message.
@@ -45,6 +47,18 @@ func TestCaddyfileErrors(t *testing.T) {
 		"option with a block":   {guard("max_depth 3 {\n x\n }"), "graphql_guard: max_depth takes no block"},
 		"entitlements no arg":   {guard("entitlements"), "wrong argument count or unexpected line ending after 'entitlements'"},
 		"limit_argument 2 args": {guard("limit_argument first last"), "wrong argument count or unexpected line ending after 'last'"},
+		"unknown operation":     {guard("operations query fetch"), `graphql_guard: operations: unknown operation type "fetch" (query, mutation, subscription)`},
+		"operation twice":       {guard("operations query query"), "graphql_guard: operations: operation type query given twice"},
+		"operations no arg":     {guard("operations"), "wrong argument count or unexpected line ending after 'operations'"},
+		"unknown method":        {guard("methods GET PUT"), `graphql_guard: methods: unknown method "PUT" (GET, POST)`},
+		"lower-case method":     {guard("methods post"), `graphql_guard: methods: unknown method "post" (GET, POST)`},
+		"subscriptions unknown": {guard("subscriptions {\n max_per_socket 3\n }"), `graphql_guard subscriptions: unknown option "max_per_socket"`},
+		"subscriptions zero":    {guard("subscriptions {\n max_per_key 0\n }"), `graphql_guard subscriptions: max_per_key: want a positive integer, got "0"`},
+		"subscriptions arg":     {guard("subscriptions on"), "wrong argument count or unexpected line ending after 'on'"},
+		"init_timeout short":    {guard("subscriptions {\n init_timeout 10ms\n }"), `graphql_guard subscriptions: init_timeout: want a duration from 1s to 10m0s, got "10ms"`},
+		"apq unknown":           {guard("persisted_queries {\n redis_url x\n }"), `graphql_guard persisted_queries: unknown option "redis_url"`},
+		"apq bytes":             {guard("persisted_queries {\n max_bytes 1\n }"), `graphql_guard persisted_queries: max_bytes: want a size from 1.0 KiB to 16 GiB (e.g. 128KiB), got "1"`},
+		"apq twice inside":      {guard("persisted_queries {\n ttl 1h\n ttl 2h\n }"), "graphql_guard persisted_queries: ttl given twice"},
 	}
 	for opt, v := range onceOnly {
 		line := strings.TrimSpace(opt + " " + v)

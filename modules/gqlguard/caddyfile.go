@@ -1,6 +1,8 @@
 package gqlguard
 
 import (
+	"time"
+
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
@@ -28,8 +30,24 @@ func init() {
 //	    introspection     on|off
 //	    measure_only
 //	    entitlements      <placeholder expression>
-//	    family            <name> <rootField>...   # repeated: one line per family
+//	    family            <name> <rootField>...   # repeated; Type.field or a bare name
 //	    cache_size        <n>
+//	    operations        query|mutation|subscription...   # default: all three
+//	    methods           GET|POST...                      # default: POST
+//	    subscriptions {
+//	        max_per_connection <n>     # default 100
+//	        max_per_key        <n>     # default 1000
+//	        init_timeout       <duration>  # default 10s
+//	    }
+//	    persisted_queries {            # Apollo APQ
+//	        redis       <url>          # {env.X}; default: memory only
+//	        key_prefix  <prefix>
+//	        ttl         <duration>     # default 24h
+//	        max_entries <n>            # default 10000
+//	        max_bytes   <size>         # default 16MiB
+//	    }
+//	    trusted_documents <manifest path>
+//	    trusted_only      [<tier>...]  # no tier: every caller
 //	}
 //
 // Every option but family may be given once.
@@ -50,6 +68,39 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"introspection":     caddyopt.OnOff(&g.Introspection),
 		"measure_only":      caddyopt.Flag(&g.MeasureOnly),
 		"entitlements":      caddyopt.String(&g.Entitlements),
+		"operations": caddyopt.Func(func(a *caddyopt.Args) error {
+			words, err := a.AtLeast(1)
+			if err != nil {
+				return err
+			}
+			if _, err := parseOperations(words); err != nil {
+				return a.Errf("%v", err)
+			}
+			g.Operations = words
+			return nil
+		}),
+		"methods": caddyopt.Func(func(a *caddyopt.Args) error {
+			words, err := a.AtLeast(1)
+			if err != nil {
+				return err
+			}
+			if err := checkMethods(words); err != nil {
+				return a.Errf("%v", err)
+			}
+			g.Methods = words
+			return nil
+		}),
+		"subscriptions":     g.subscriptionsBlock(),
+		"persisted_queries": g.persistedQueriesBlock(),
+		"trusted_documents": caddyopt.String(&g.TrustedDocuments),
+		"trusted_only": caddyopt.Func(func(a *caddyopt.Args) error {
+			tiers := a.Dispenser().RemainingArgs()
+			if len(tiers) == 0 {
+				tiers = []string{"*"}
+			}
+			g.TrustedOnly = tiers
+			return nil
+		}),
 		"family": caddyopt.EachNamed(1, func(a *caddyopt.Args) error {
 			if g.Families == nil {
 				g.Families = map[string][]string{}
@@ -58,6 +109,26 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return nil
 		}),
 	})
+}
+
+func (g *Guard) subscriptionsBlock() caddyopt.Option {
+	c := new(SubscriptionsConfig)
+	return caddyopt.Sub(caddyopt.Block{
+		"max_per_connection": caddyopt.Positive(&c.MaxPerConnection),
+		"max_per_key":        caddyopt.Positive(&c.MaxPerKey),
+		"init_timeout":       caddyopt.DurationIn(&c.InitTimeout, time.Second, 10*time.Minute),
+	}).Then(func() { g.Subscriptions = c })
+}
+
+func (g *Guard) persistedQueriesBlock() caddyopt.Option {
+	c := new(PersistedQueriesConfig)
+	return caddyopt.Sub(caddyopt.Block{
+		"redis":       caddyopt.String(&c.Redis),
+		"key_prefix":  caddyopt.String(&c.KeyPrefix),
+		"ttl":         caddyopt.DurationIn(&c.TTL, time.Second, 365*24*time.Hour),
+		"max_entries": caddyopt.Positive(&c.MaxEntries),
+		"max_bytes":   caddyopt.Size(&c.MaxBytes, 1<<10, 1<<34),
+	}).Then(func() { g.PersistedQueries = c })
 }
 
 // Interface guard

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -24,6 +25,12 @@ type compiledDoc struct {
 	tokenOver *ast.Position
 	strings   []string // decoded string literals (bearer token search)
 	ops       []*compiledOp
+
+	// trusted: the text is a document of the trusted-documents manifest.
+	trusted bool
+	// quoted is the text as a JSON string (set on first use: the body sent
+	// upstream for a document resolved by hash).
+	quoted atomic.Pointer[[]byte]
 }
 
 // compiledOp is one operation of a valid document.
@@ -43,8 +50,10 @@ type compiledOp struct {
 	// sets seen (coercion is a pure function of the definitions and the raw
 	// variables).
 	nameVal       any
+	kindVal       any
 	rootFieldsVal any
 	familiesVal   any
+	families      opFamilies
 	memo          varMemo
 }
 
@@ -147,6 +156,7 @@ func (c *compiler) compile(query string) *compiledDoc {
 			vars:          &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
 			measures:      m,
 			nameVal:       op.Name,
+			kindVal:       string(op.Operation),
 			rootFieldsVal: strings.Join(m.rootNames, ","),
 		})
 	}

@@ -13,8 +13,13 @@ import (
 // gqlRequest is a decoded GraphQL-over-HTTP request body.
 type gqlRequest struct {
 	Query         string
+	HasQuery      bool
 	Variables     map[string]any // nil when absent or null
 	OperationName string
+	// Extensions is the raw extensions object (nil when absent or null).
+	Extensions []byte
+	// DocumentID is the GraphQL-over-HTTP persisted document id.
+	DocumentID string
 }
 
 // requestError is a 400 whose message is shown to the client verbatim.
@@ -92,10 +97,20 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 			}
 		case "extensions":
 			switch v.(type) {
-			case nil, map[string]any:
+			case nil:
+			case map[string]any:
+				if req.Extensions, err = json.Marshal(v); err != nil {
+					return req, badRequest(`"extensions" must be an object or null`)
+				}
 			default:
 				return req, badRequest(`"extensions" must be an object or null`)
 			}
+		case "documentId":
+			id, ok := v.(string)
+			if !ok {
+				return req, badRequest(`"documentId" must be a string`)
+			}
+			req.DocumentID = id
 		default:
 			return req, badRequest("Request body has unknown key %q", key)
 		}
@@ -106,7 +121,8 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
 		return req, badRequest("Request body must contain a single JSON object")
 	}
-	if !hasQuery {
+	req.HasQuery = hasQuery
+	if !hasQuery && req.DocumentID == "" && !hasPersistedHash(req.Extensions) {
 		return req, badRequest(`Request body must contain a "query" string`)
 	}
 	return req, nil
@@ -133,6 +149,8 @@ type rawRequest struct {
 	opEsc              bool
 	vars               []byte // the raw object; nil when absent or null
 	varsEsc            bool
+	ext                []byte // the raw extensions object; nil when absent or null
+	docID              []byte // the raw documentId contents (no escapes), nil when absent
 }
 
 // scanRequest is the allocation-free path of decodeRequest for the common
@@ -175,6 +193,8 @@ func scanRequest(body []byte) (rawRequest, bool) {
 			bit = 4
 		case "extensions":
 			bit = 8
+		case "documentId":
+			bit = 16
 		default:
 			return rq, false
 		}
@@ -210,12 +230,21 @@ func scanRequest(body []byte) (rawRequest, bool) {
 				return rq, false
 			}
 		case 8:
-			if kind != 'n' && kind != '{' {
+			switch kind {
+			case 'n':
+			case '{':
+				rq.ext = body[vs:ve]
+			default:
 				return rq, false
 			}
+		case 16:
+			if kind != '"' || esc {
+				return rq, false
+			}
+			rq.docID = body[vs+1 : ve-1]
 		}
 	}
-	return rq, seen&1 != 0
+	return rq, seen&1 != 0 || rq.docID != nil || hasPersistedHash(rq.ext)
 }
 
 func skipWS(b []byte, i int) int {

@@ -3,8 +3,6 @@ package gqlguard
 import (
 	"net/http"
 	"strings"
-
-	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // The request's document: its compiled form (cached), the refusals it
@@ -17,7 +15,12 @@ func (g *Guard) lookupDocument(req *located) *compiledDoc {
 	if !req.fast {
 		return g.lookup(req.query)
 	}
-	doc := g.lookupRaw(req.raw, req.query)
+	var doc *compiledDoc
+	if req.resolvedBy != "" {
+		doc = g.lookup(req.query)
+	} else {
+		doc = g.lookupRaw(req.raw, req.query)
+	}
 	if req.raw.opEsc && req.opName == "" {
 		var err error
 		if req.opName, err = unquote(req.raw.opQuoted); err != nil {
@@ -64,8 +67,10 @@ func (g *Guard) lookupRaw(rq rawRequest, decoded string) *compiledDoc {
 func (g *Guard) compileAndCache(key cacheKey, text, query string) *compiledDoc {
 	g.metrics.cacheMiss.Inc()
 	doc := g.compiler.compile(query)
+	doc.trusted = g.manifest != nil && g.manifest.Contains(query)
 	for _, op := range doc.ops {
-		op.familiesVal = g.families(op.measures.rootNames)
+		op.families = g.familiesOf(op.kind, op.measures.rootNames)
+		op.familiesVal = strings.Join(op.families.list, ",")
 	}
 	g.cache.put(key, text, doc)
 	return doc
@@ -107,9 +112,9 @@ func (g *Guard) selectOperation(w http.ResponseWriter, doc *compiledDoc, req *lo
 		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
 		return nil, outcomeBadRequest
 	}
-	if op.kind != ast.Query {
+	if !g.allows(op.kind) {
 		writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{
-			Message: msgOnlyQueriesAreAllowed, Locations: locationsOf(op.pos), Code: codeOperationNotAllowed,
+			Message: g.notAllowedMessage(op.kind), Locations: locationsOf(op.pos), Code: codeOperationNotAllowed,
 		}}))
 		return nil, outcomeOperation
 	}

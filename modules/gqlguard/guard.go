@@ -7,15 +7,17 @@ package gqlguard
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"net/http"
 	"strings"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 )
 
 func init() {
@@ -68,8 +70,27 @@ type Guard struct {
 	// placeholder set to the empty string owns no family and every
 	// family-bound root field is refused.
 	Entitlements string `json:"entitlements,omitempty"`
-	// Families maps a family name to the root fields it owns.
+	// Families maps a family name to the root fields it owns: `Type.field`
+	// (e.g. Mutation.borrowBook) or a bare name found in exactly one root type.
 	Families map[string][]string `json:"families,omitempty"`
+	// Operations lists the operation types that pass: query, mutation,
+	// subscription (default: all three).
+	Operations []string `json:"operations,omitempty"`
+	// Methods lists the HTTP methods accepted for operations: POST, and GET
+	// for queries (GraphQL over HTTP; default POST only). A WebSocket
+	// upgrade is accepted whenever subscriptions pass.
+	Methods []string `json:"methods,omitempty"`
+	// Subscriptions bounds graphql-transport-ws WebSockets and graphql-sse
+	// streams.
+	Subscriptions *SubscriptionsConfig `json:"subscriptions,omitempty"`
+	// PersistedQueries enables Apollo's Automatic Persisted Queries.
+	PersistedQueries *PersistedQueriesConfig `json:"persisted_queries,omitempty"`
+	// TrustedDocuments is the path of a trusted-documents manifest (Apollo's
+	// persisted query manifest, or a map of id to document).
+	TrustedDocuments string `json:"trusted_documents,omitempty"`
+	// TrustedOnly lists the tiers ({civic.tier}) that may send only trusted
+	// documents; ["*"]: every caller of this route.
+	TrustedOnly []string `json:"trusted_only,omitempty"`
 	// CacheSize is the number of validated documents kept (default 4096;
 	// a negative value disables the cache).
 	CacheSize int `json:"cache_size,omitempty"`
@@ -77,13 +98,50 @@ type Guard struct {
 	schema      *loadedSchema
 	compiler    *compiler
 	cache       *docCache
-	fieldFamily map[string]string
+	fieldFamily map[rootField]string
+	allowedOps  uint8 // opBit of each operation type that passes
 	// entKey is the placeholder name when Entitlements is exactly one
 	// placeholder, so that "unset" and "set to empty" can be told apart.
-	entKey  string
-	metrics *guardMetrics
-	logger  *zap.Logger
-	parses  *atomic.Int64 // documents parsed (tests: a cache hit parses nothing)
+	entKey              string
+	allowGET, allowPOST bool
+	allowHeader         string // the Allow header of a 405
+	methodMessage       string
+	apq                 persisted.Store     // nil: APQ off
+	releaseRedis        func()              // the APQ store's Redis client
+	manifest            *persisted.Manifest // nil: no trusted documents
+	slots               *keySlots           // subscriptions per key
+	metrics             *guardMetrics
+	logger              *zap.Logger
+	parses              *atomic.Int64 // documents parsed (tests: a cache hit parses nothing)
+}
+
+// SubscriptionsConfig bounds long-lived exchanges (docs/design.md D22).
+type SubscriptionsConfig struct {
+	// MaxPerConnection bounds the subscriptions open on one WebSocket
+	// (default 100).
+	MaxPerConnection int `json:"max_per_connection,omitempty"`
+	// MaxPerKey bounds the subscriptions open per API key ({civic.key_id})
+	// on this gateway instance, over WebSockets and event streams together
+	// (default 1000).
+	MaxPerKey int `json:"max_per_key,omitempty"`
+	// InitTimeout is how long a WebSocket may wait before connection_init
+	// (default 10s).
+	InitTimeout caddy.Duration `json:"init_timeout,omitempty"`
+}
+
+// PersistedQueriesConfig configures Automatic Persisted Queries.
+type PersistedQueriesConfig struct {
+	// Redis is a redis:// or rediss:// URL; documents are then shared by
+	// every gateway instance. Empty: memory only.
+	Redis string `json:"redis,omitempty"`
+	// KeyPrefix prefixes the Redis keys (default "civicgate:").
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// TTL is how long a registered document lives in Redis (default 24h).
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// MaxEntries and MaxBytes bound the in-memory documents (default 10000
+	// and 16 MiB).
+	MaxEntries int   `json:"max_entries,omitempty"`
+	MaxBytes   int64 `json:"max_bytes,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -107,23 +165,20 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
 	g.schema = s
-	g.fieldFamily = make(map[string]string)
-	names := make([]string, 0, len(g.Families))
-	for name := range g.Families {
-		names = append(names, name)
+	if g.fieldFamily, err = buildFieldFamilies(s.schema, g.Families); err != nil {
+		return fmt.Errorf("graphql_guard: %w (schema %s)", err, g.Schema)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		for _, field := range g.Families[name] {
-			if s.schema.Query.Fields.ForName(field) == nil {
-				return fmt.Errorf("graphql_guard: family %s: root field %q is not a field of %s in %s", name, field, s.schema.Query.Name, g.Schema)
-			}
-			if other, dup := g.fieldFamily[field]; dup {
-				return fmt.Errorf("graphql_guard: root field %q is in families %s and %s", field, other, name)
-			}
-			g.fieldFamily[field] = name
-		}
+	for _, w := range g.Operations {
+		g.allowedOps |= opBit(ast.Operation(w))
 	}
+	if len(g.Operations) == 0 {
+		g.allowedOps = opBit(ast.Query) | opBit(ast.Mutation) | opBit(ast.Subscription)
+	}
+	g.provisionMethods()
+	if err := g.provisionPersisted(); err != nil {
+		return fmt.Errorf("graphql_guard: %w", err)
+	}
+	g.slots = newKeySlots(g.maxPerKey())
 	g.parses = new(atomic.Int64)
 	g.compiler = &compiler{
 		schema:        s.schema,
@@ -182,6 +237,12 @@ func (g *Guard) Validate() error {
 			return fmt.Errorf("graphql_guard: %s must not be negative", name)
 		}
 	}
+	if _, err := parseOperations(g.Operations); err != nil {
+		return fmt.Errorf("graphql_guard: operations: %w", err)
+	}
+	if err := checkMethods(g.Methods); err != nil {
+		return fmt.Errorf("graphql_guard: methods: %w", err)
+	}
 	for name, fields := range g.Families {
 		if name == "" || strings.Contains(name, ",") {
 			return fmt.Errorf("graphql_guard: invalid family name %q", name)
@@ -193,8 +254,34 @@ func (g *Guard) Validate() error {
 	return nil
 }
 
+// Cleanup releases the APQ store's Redis client.
+func (g *Guard) Cleanup() error {
+	if g.releaseRedis != nil {
+		g.releaseRedis()
+	}
+	return nil
+}
+
+// provisionMethods settles the accepted methods and the 405 that names them.
+func (g *Guard) provisionMethods() {
+	methods := g.Methods
+	if len(methods) == 0 {
+		methods = []string{http.MethodPost}
+	}
+	for _, m := range methods {
+		g.allowGET = g.allowGET || m == http.MethodGet
+		g.allowPOST = g.allowPOST || m == http.MethodPost
+	}
+	g.allowHeader = strings.Join(methods, ", ")
+	g.methodMessage = msgMethodNotAllowed
+	if g.allowGET {
+		g.methodMessage = "Method not allowed: use " + strings.Join(methods, " or ")
+	}
+}
+
 // Interface guards
 var (
+	_ caddy.CleanerUpper          = (*Guard)(nil)
 	_ caddy.Provisioner           = (*Guard)(nil)
 	_ caddy.Validator             = (*Guard)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Guard)(nil)

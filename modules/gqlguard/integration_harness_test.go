@@ -134,6 +134,7 @@ func guardRoutes(schema string) string {
 	route /g {
 		graphql_guard {
 			schema %[1]s
+			operations query
 			entitlements {http.request.header.X-Test-Families}
 %[2]s
 		}
@@ -177,6 +178,7 @@ func guardRoutes(schema string) string {
 			max_tokens 10
 			max_cost 5
 			measure_only
+			operations query
 		}
 		%[3]s
 	}`, schema, familiesConfig, echo)

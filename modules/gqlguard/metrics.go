@@ -22,6 +22,9 @@ const (
 	outcomeLimit            = "limit_exceeded"
 	outcomeNotEntitled      = "not_entitled"
 	outcomeInternal         = "internal_error"
+	outcomeUntrusted        = "untrusted_document"
+	outcomePersistedMissing = "persisted_query_not_found"
+	outcomeSubscriptionCap  = "subscription_limit"
 )
 
 type guardMetrics struct {

@@ -2,7 +2,6 @@ package gqlguard
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -19,48 +18,43 @@ func (g *Guard) overAny(doc *compiledDoc, op *compiledOp, cost int64) bool {
 		m.rootFields > g.MaxRootFields || m.directives > g.MaxDirectives || cost > g.MaxCost
 }
 
-// families returns the comma-separated, sorted, distinct families of the
-// root fields (fields outside every family are not named).
-func (g *Guard) families(rootNames []string) string {
-	var out []string
-	for _, n := range rootNames {
-		if f, ok := g.fieldFamily[n]; ok && !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	slices.Sort(out)
-	return strings.Join(out, ",")
-}
-
-// entitled reports whether the caller owns every family the operation
-// touches. With no families configured, an entitlement placeholder that is
-// not set or nil (e.g. no civic_auth in front), or a multi-placeholder expression
-// that resolves to empty, nothing is checked. A placeholder set to the
-// empty string (a tier entitled to no family) owns nothing. A
-// root field in no family is refused while checking: a field forgotten in
-// the configuration must not bypass entitlements. Introspection fields
-// belong to no family and are never refused here.
-func (g *Guard) entitled(repl *caddy.Replacer, rootNames []string) bool {
+// ownedFamilies returns the families the caller owns and whether they are
+// checked at all. With no families configured, an entitlement placeholder
+// that is not set or nil (e.g. no civic_auth in front), or a
+// multi-placeholder expression that resolves to empty, nothing is checked.
+// A placeholder set to the empty string (a tier entitled to no family) owns
+// nothing.
+func (g *Guard) ownedFamilies(repl *caddy.Replacer) (owned string, check bool) {
 	if len(g.fieldFamily) == 0 || repl == nil {
-		return true
+		return "", false
 	}
-	var owned string
 	if g.entKey != "" {
 		v, ok := repl.Get(g.entKey)
 		if !ok || v == nil {
-			return true
+			return "", false
 		}
 		if s, isString := v.(string); isString {
-			owned = s
-		} else {
-			owned = fmt.Sprint(v)
+			return s, true
 		}
-	} else if owned = strings.TrimSpace(repl.ReplaceAll(g.Entitlements, "")); owned == "" {
+		return fmt.Sprint(v), true
+	}
+	owned = strings.TrimSpace(repl.ReplaceAll(g.Entitlements, ""))
+	return owned, owned != ""
+}
+
+// entitled reports whether the caller owns every family the operation
+// touches. A root field in no family is refused while checking: a field
+// forgotten in the configuration must not bypass entitlements.
+// Introspection fields belong to no family and are never refused here.
+func entitled(owned string, check bool, f opFamilies) bool {
+	if !check {
 		return true
 	}
-	for _, n := range rootNames {
-		f, ok := g.fieldFamily[n]
-		if !ok || !listContains(owned, f) {
+	if f.orphan {
+		return false
+	}
+	for _, fam := range f.list {
+		if !listContains(owned, fam) {
 			return false
 		}
 	}

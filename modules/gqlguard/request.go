@@ -1,23 +1,29 @@
 package gqlguard
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 )
 
 // Reading and locating the request: the HTTP-level refusals (method, media
 // type, body size and read failures) and the body's GraphQL members.
 
-// checkMethodAndType refuses anything but a POST of JSON; it returns the
-// refusal's outcome, or "" to go on.
-func checkMethodAndType(w http.ResponseWriter, r *http.Request) string {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeJSON(w, http.StatusMethodNotAllowed, messageBody(msgMethodNotAllowed))
+// checkMethodAndType refuses anything but a POST of JSON (or a GET, checked
+// elsewhere, when methods allows it); it returns the refusal's outcome, or ""
+// to go on.
+func (g *Guard) checkMethodAndType(w http.ResponseWriter, r *http.Request) string {
+	if r.Method != http.MethodPost || !g.allowPOST {
+		w.Header().Set("Allow", g.allowHeader)
+		writeJSON(w, http.StatusMethodNotAllowed, messageBody(g.methodMessage))
 		return outcomeMethod
 	}
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
@@ -121,18 +127,74 @@ type located struct {
 	vars   map[string]any // decoded variables, when they had to be decoded
 	// haveVars says vars is the decoded variables.
 	haveVars bool
+	// ext is the raw extensions object and docID the documentId (slow
+	// path; on the fast path raw holds them); noQuery: no "query" member.
+	ext     []byte
+	docID   string
+	noQuery bool
+	// resolvedBy says where query came from when the request sent a hash or
+	// a document id instead of the text ("" when it sent the text).
+	resolvedBy string
+	// apqHash is the APQ hash a request sent with its query, to register.
+	apqHash    persisted.Hash
+	apqPending bool
 }
 
 // locateRequest finds the GraphQL members of body, refusing one that does
 // not decode as a request; it returns the outcome, or "" to go on.
 func locateRequest(w http.ResponseWriter, body []byte) (located, string) {
 	if rq, fast := scanRequest(body); fast {
-		return located{raw: rq, fast: true}, ""
+		return located{raw: rq, fast: true, noQuery: rq.query == nil}, ""
 	}
 	req, err := decodeRequest(body)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
 		return located{}, outcomeBadRequest
 	}
-	return located{query: req.Query, opName: req.OperationName, vars: req.Variables, haveVars: true}, ""
+	return located{
+		query: req.Query, opName: req.OperationName, vars: req.Variables, haveVars: true,
+		ext: req.Extensions, docID: req.DocumentID, noQuery: !req.HasQuery,
+	}, ""
+}
+
+// urlValues is a GET request's rewritten URL query.
+type urlValues = url.Values
+
+// locateQueryString reads a GET request's members from its URL query
+// (GraphQL over HTTP: query, operationName, variables and extensions as
+// JSON); it returns the refusal's outcome, or "" to go on.
+func locateQueryString(w http.ResponseWriter, r *http.Request) (located, string) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, messageBody("Request URL query is malformed"))
+		return located{}, outcomeBadRequest
+	}
+	for k, v := range q {
+		switch k {
+		case "query", "operationName", "variables", "extensions", "documentId":
+			if len(v) > 1 {
+				writeJSON(w, http.StatusBadRequest, messageBody(fmt.Sprintf("Request URL query has %q more than once", k)))
+				return located{}, outcomeBadRequest
+			}
+		}
+	}
+	req := located{query: q.Get("query"), opName: q.Get("operationName"), docID: q.Get("documentId"), haveVars: true, noQuery: !q.Has("query")}
+	if v := q.Get("variables"); v != "" {
+		if req.vars, err = decodeVariables([]byte(v)); err != nil || req.vars == nil && v != "null" {
+			writeJSON(w, http.StatusBadRequest, messageBody(`"variables" must be a JSON object or null`))
+			return located{}, outcomeBadRequest
+		}
+	}
+	if e := q.Get("extensions"); e != "" && e != "null" {
+		if !json.Valid([]byte(e)) || strings.TrimSpace(e)[0] != '{' {
+			writeJSON(w, http.StatusBadRequest, messageBody(`"extensions" must be a JSON object or null`))
+			return located{}, outcomeBadRequest
+		}
+		req.ext = []byte(strings.TrimSpace(e))
+	}
+	if req.noQuery && req.docID == "" && !hasPersistedHash(req.ext) {
+		writeJSON(w, http.StatusBadRequest, messageBody(`Request URL query must contain a "query" parameter`))
+		return located{}, outcomeBadRequest
+	}
+	return req, ""
 }

@@ -12,23 +12,49 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
 // ServeHTTP checks the request; a request that passes continues to next with
-// its original body bytes, a refused one is answered here (docs/api.md "Errors").
+// its original body bytes (or, for a persisted document sent by hash, the
+// body with the document's text), a refused one is answered here
+// (docs/api.md "Errors"). A WebSocket upgrade is checked message by message
+// (subscriptions.go).
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	body, outcome := g.check(w, r)
+	if wsproxy.IsUpgrade(r) {
+		return g.serveWebSocket(w, r, next)
+	}
+	out := w
+	var gr *graphqlResponseWriter
+	if acceptsGraphQLResponse(r.Header) {
+		gr = &graphqlResponseWriter{w: w}
+		out = gr
+	}
+	adm, outcome := g.check(out, r)
 	if outcome != outcomeAllowed {
+		if gr != nil {
+			gr.finish()
+		}
 		g.metrics.requests.WithLabelValues(outcome).Inc()
 		return nil
 	}
 	g.metrics.allowed.Inc()
-	rb := &replayBody{body: body}
-	rb.Reset(body)
-	r.Body = rb
-	r.ContentLength = int64(len(body))
-	setContentLength(r.Header, len(body))
-	r.GetBody = rb.fresh
+	if adm.query != nil {
+		r.URL.RawQuery = adm.query.Encode()
+		r.RequestURI = r.URL.RequestURI()
+	}
+	if r.Method != http.MethodGet {
+		body := adm.body
+		rb := &replayBody{body: body}
+		rb.Reset(body)
+		r.Body = rb
+		r.ContentLength = int64(len(body))
+		setContentLength(r.Header, len(body))
+		r.GetBody = rb.fresh
+	}
+	if adm.via == viaEventStream {
+		return g.serveEventStream(w, r, next, adm.op, adm.keyID)
+	}
 	return next.ServeHTTP(w, r)
 }
 
@@ -55,60 +81,112 @@ func setContentLength(h http.Header, n int) {
 	h["Content-Length"] = []string{string(v)}
 }
 
-// check returns the body and outcomeAllowed, or writes the refusal and
-// returns its outcome. Each step writes its own refusal and returns its
+// check returns what was admitted and outcomeAllowed, or writes the refusal
+// and returns its outcome. Each step writes its own refusal and returns its
 // outcome, or "" to go on.
-func (g *Guard) check(w http.ResponseWriter, r *http.Request) (body []byte, outcome string) {
+func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, outcome string) {
 	defer func() {
 		// A fault inside the parser or coercion must not leak: no stack,
 		// no document, just the 500 body of docs/api.md "Errors".
 		if v := recover(); v != nil {
 			g.logger.Error("graphql_guard internal error", zap.String("panic", fmt.Sprintf("%T", v)))
 			writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
-			body, outcome = nil, outcomeInternal
+			adm, outcome = admitted{}, outcomeInternal
 		}
 	}()
-	if outcome = checkMethodAndType(w, r); outcome != "" {
-		return nil, outcome
-	}
-	if body, outcome = g.readBodyChecked(w, r); outcome != "" {
-		return nil, outcome
-	}
-	token, hasToken := contract.BearerFromRequest(r)
-	req, outcome := locateRequest(w, body)
-	if outcome != "" {
-		return nil, outcome
-	}
-	if hasToken {
-		if outcome = scanBearer(w, body, &req, token); outcome != "" {
-			return nil, outcome
+	var (
+		body []byte
+		req  located
+	)
+	if r.Method == http.MethodGet && g.allowGET {
+		if req, outcome = locateQueryString(w, r); outcome != "" {
+			return adm, outcome
+		}
+	} else {
+		if outcome = g.checkMethodAndType(w, r); outcome != "" {
+			return adm, outcome
+		}
+		if body, outcome = g.readBodyChecked(w, r); outcome != "" {
+			return adm, outcome
+		}
+		if req, outcome = locateRequest(w, body); outcome != "" {
+			return adm, outcome
 		}
 	}
-	doc := g.lookupDocument(&req)
-	if outcome = screenDocument(w, doc, token, hasToken); outcome != "" {
-		return nil, outcome
-	}
-	op, outcome := g.selectOperation(w, doc, &req)
-	if outcome != "" {
-		return nil, outcome
-	}
-	co, outcome := g.coerceVariables(w, op, &req)
-	if outcome != "" {
-		return nil, outcome
-	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if outcome = g.applyPolicy(w, repl, doc, op, co.cost); outcome != "" {
-		return nil, outcome
+	cl := g.callerOf(r, repl)
+	adm, outcome = g.checkLocated(w, &cl, body, &req)
+	if outcome != "" {
+		return adm, outcome
 	}
-	exportPlaceholders(repl, op, co)
-	return body, outcomeAllowed
+	if r.Method == http.MethodGet && req.resolvedBy != "" {
+		adm.query = r.URL.Query()
+		adm.query.Set("query", req.query)
+	}
+	exportPlaceholders(repl, adm.op, adm.co)
+	return adm, outcomeAllowed
+}
+
+// admitted is what a check lets through: the body to forward (nil for GET),
+// the rewritten URL query of a GET whose document was resolved by hash,
+// the operation and its coerced cost.
+type admitted struct {
+	body  []byte
+	query urlValues
+	op    *compiledOp
+	co    coerced
+	via   transport
+	keyID string
+}
+
+// checkLocated runs every check after the request's members are located:
+// the bearer token scan, persisted documents, the document, the operation,
+// the transport, trusted documents, variables and the policy. body is the
+// raw request (the POST body, a subscribe payload; nil for GET).
+func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req *located) (admitted, string) {
+	var outcome string
+	if cl.hasToken {
+		if outcome = scanBearer(w, body, req, cl.token); outcome != "" {
+			return admitted{}, outcome
+		}
+	}
+	if outcome = g.resolvePersisted(w, cl, req); outcome != "" {
+		return admitted{}, outcome
+	}
+	doc := g.lookupDocument(req)
+	if outcome = screenDocument(w, doc, cl.token, cl.hasToken); outcome != "" {
+		return admitted{}, outcome
+	}
+	op, outcome := g.selectOperation(w, doc, req)
+	if outcome != "" {
+		return admitted{}, outcome
+	}
+	if outcome = g.checkTransport(w, cl, op); outcome != "" {
+		return admitted{}, outcome
+	}
+	if outcome = g.checkTrusted(w, cl, doc, req); outcome != "" {
+		return admitted{}, outcome
+	}
+	co, outcome := g.coerceVariables(w, op, req)
+	if outcome != "" {
+		return admitted{}, outcome
+	}
+	if outcome = g.applyPolicy(w, cl, doc, op, co.cost); outcome != "" {
+		return admitted{}, outcome
+	}
+	g.registerPersisted(cl, req, doc)
+	fwd := body
+	if req.resolvedBy != "" && body != nil {
+		fwd = withQuery(body, doc)
+	}
+	return admitted{body: fwd, op: op, co: co, via: cl.via, keyID: cl.keyID}, ""
 }
 
 // applyPolicy refuses an operation the caller is not entitled to (403) or
 // one over a document limit; under measure_only an over-limit operation is
 // counted and logged and goes on. It returns the outcome, or "" to go on.
-func (g *Guard) applyPolicy(w http.ResponseWriter, repl *caddy.Replacer, doc *compiledDoc, op *compiledOp, cost int64) string {
-	if !g.entitled(repl, op.measures.rootNames) {
+func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *compiledDoc, op *compiledOp, cost int64) string {
+	if !entitled(cl.owned, cl.checkOwned, op.families) {
 		writeJSON(w, http.StatusForbidden, contract.BodyNotEntitled)
 		return outcomeNotEntitled
 	}
@@ -135,6 +213,7 @@ func exportPlaceholders(repl *caddy.Replacer, op *compiledOp, co coerced) {
 		return
 	}
 	repl.Set(contract.GraphQLOperationName, op.nameVal)
+	repl.Set(contract.GraphQLOperationType, op.kindVal)
 	repl.Set(contract.GraphQLRootFields, op.rootFieldsVal)
 	repl.Set(contract.GraphQLFamilies, op.familiesVal)
 	repl.Set(contract.GraphQLCost, co.costVal)

@@ -1,0 +1,230 @@
+package gqlguard
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
+)
+
+// Persisted documents (docs/design.md D23): Apollo's Automatic Persisted
+// Queries (extensions.persistedQuery, registered at run time in memory or
+// Redis) and trusted documents (a manifest, by hash or by the GraphQL over
+// HTTP documentId). A document found by hash goes through every check, and
+// the upstream receives its full text.
+
+const (
+	resolvedByAPQ      = "apq"
+	resolvedByManifest = "manifest"
+
+	defaultAPQEntries = 10_000
+	defaultAPQBytes   = 16 << 20
+	defaultAPQPrefix  = "civicgate:"
+	defaultAPQTTL     = 24 * time.Hour
+)
+
+var (
+	bodyPersistedNotFound     = []byte(`{"errors":[{"message":"PersistedQueryNotFound","extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}]}`)
+	bodyPersistedNotSupported = []byte(`{"errors":[{"message":"PersistedQueryNotSupported","extensions":{"code":"PERSISTED_QUERY_NOT_SUPPORTED"}}]}`)
+	bodyPersistedMismatch     = []byte(`{"errors":[{"message":"provided sha does not match query","extensions":{"code":"PERSISTED_QUERY_HASH_MISMATCH"}}]}`)
+	bodyPersistedVersion      = []byte(`{"errors":[{"message":"Unsupported persisted query version","extensions":{"code":"PERSISTED_QUERY_VERSION_NOT_SUPPORTED"}}]}`)
+	bodyDocumentIDAndQuery    = []byte(`{"errors":[{"message":"Request must not contain both \"query\" and \"documentId\"","extensions":{"code":"BAD_REQUEST"}}]}`)
+	bodyDocumentsNotEnabled   = []byte(`{"errors":[{"message":"Persisted documents are not enabled on this endpoint","extensions":{"code":"PERSISTED_QUERY_NOT_SUPPORTED"}}]}`)
+)
+
+// provisionPersisted opens the APQ store and loads the trusted documents.
+func (g *Guard) provisionPersisted() error {
+	if path := g.TrustedDocuments; path != "" {
+		m, err := persisted.LoadManifest(caddy.NewReplacer().ReplaceKnown(path, ""))
+		if err != nil {
+			return fmt.Errorf("trusted_documents: %w", err)
+		}
+		g.manifest = m
+	} else if len(g.TrustedOnly) > 0 {
+		return fmt.Errorf("trusted_only needs trusted_documents")
+	}
+	c := g.PersistedQueries
+	if c == nil {
+		return nil
+	}
+	front := persisted.NewMemory(intOrDefault(c.MaxEntries, defaultAPQEntries), int64OrDefault(c.MaxBytes, defaultAPQBytes))
+	if c.Redis == "" {
+		g.apq = front
+		return nil
+	}
+	url := caddy.NewReplacer().ReplaceKnown(c.Redis, "")
+	client, release, err := persisted.RedisClient(url)
+	if err != nil {
+		return fmt.Errorf("persisted_queries: %w", err)
+	}
+	g.releaseRedis = release
+	prefix := c.KeyPrefix
+	if prefix == "" {
+		prefix = defaultAPQPrefix
+	}
+	ttl := time.Duration(c.TTL)
+	if ttl == 0 {
+		ttl = defaultAPQTTL
+	}
+	g.apq = persisted.NewRedis(client, prefix, ttl, front)
+	return nil
+}
+
+func intOrDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func int64OrDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// resolvePersisted settles a request that names its document by hash or id:
+// the text is looked up (manifest first, then the APQ store), a hash sent
+// with its text is verified (and remembered for registration). It returns
+// the refusal's outcome, or "" to go on.
+func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *located) string {
+	ext, docID := req.ext, req.docID
+	if req.fast {
+		ext = req.raw.ext
+		if req.raw.docID != nil {
+			docID = string(req.raw.docID)
+		}
+	}
+	if docID != "" {
+		if g.manifest == nil {
+			writeJSON(w, http.StatusBadRequest, bodyDocumentsNotEnabled)
+			return outcomeBadRequest
+		}
+		if !req.noQuery {
+			writeJSON(w, http.StatusBadRequest, bodyDocumentIDAndQuery)
+			return outcomeBadRequest
+		}
+		text, ok := g.manifest.ByID(docID)
+		if !ok {
+			writeJSON(w, http.StatusOK, bodyPersistedNotFound)
+			return outcomePersistedMissing
+		}
+		req.query, req.resolvedBy = text, resolvedByManifest
+		return ""
+	}
+	rawHash, version, ok := persistedHashOf(ext)
+	if !ok {
+		return ""
+	}
+	if string(version) != "1" {
+		writeJSON(w, http.StatusBadRequest, bodyPersistedVersion)
+		return outcomeBadRequest
+	}
+	var h persisted.Hash
+	if len(rawHash) != 2*len(h) {
+		writeJSON(w, http.StatusBadRequest, bodyPersistedMismatch)
+		return outcomeBadRequest
+	}
+	if _, err := hex.Decode(h[:], rawHash); err != nil {
+		writeJSON(w, http.StatusBadRequest, bodyPersistedMismatch)
+		return outcomeBadRequest
+	}
+	if !req.noQuery {
+		if queryHash(req) != h {
+			writeJSON(w, http.StatusBadRequest, bodyPersistedMismatch)
+			return outcomeBadRequest
+		}
+		req.apqHash, req.apqPending = h, g.apq != nil
+		return ""
+	}
+	if g.manifest != nil {
+		if text, ok := g.manifest.ByHash(h); ok {
+			req.query, req.resolvedBy = text, resolvedByManifest
+			return ""
+		}
+	}
+	if g.apq == nil {
+		writeJSON(w, http.StatusOK, bodyPersistedNotSupported)
+		return outcomePersistedMissing
+	}
+	text, ok, err := g.apq.Get(cl.ctx, h)
+	if err != nil {
+		// The client sends the text again on PersistedQueryNotFound: a store
+		// outage costs a round trip, not the request.
+		g.logger.Warn("persisted query store lookup failed", zap.Error(err))
+	}
+	if !ok {
+		writeJSON(w, http.StatusOK, bodyPersistedNotFound)
+		return outcomePersistedMissing
+	}
+	req.query, req.resolvedBy = text, resolvedByAPQ
+	return ""
+}
+
+// queryHash is SHA-256 of the request's query text.
+func queryHash(req *located) persisted.Hash {
+	if !req.fast {
+		return sha256.Sum256([]byte(req.query))
+	}
+	if !req.raw.queryEsc {
+		return sha256.Sum256(req.raw.query)
+	}
+	if req.query == "" {
+		q, err := unquote(req.raw.queryQuoted)
+		if err != nil {
+			panic(err) // json.Valid said it decodes
+		}
+		req.query = q
+	}
+	return sha256.Sum256([]byte(req.query))
+}
+
+// registerPersisted stores a verified APQ registration whose document
+// compiled without refusal (a flood of invalid documents registers nothing).
+func (g *Guard) registerPersisted(cl *caller, req *located, doc *compiledDoc) {
+	if !req.apqPending || doc.refusal != nil {
+		return
+	}
+	if err := g.apq.Put(cl.ctx, req.apqHash, doc.query); err != nil {
+		g.logger.Warn("persisted query store registration failed", zap.Error(err))
+	}
+}
+
+// withQuery returns body (a JSON object without a "query" member) with the
+// document's text added as its first member.
+func withQuery(body []byte, doc *compiledDoc) []byte {
+	quoted := doc.quotedQuery()
+	i := bytes.IndexByte(body, '{')
+	rest := body[i+1:]
+	out := make([]byte, 0, len(body)+len(quoted)+10)
+	out = append(out, body[:i+1]...)
+	out = append(out, `"query":`...)
+	out = append(out, quoted...)
+	if len(bytes.TrimSpace(rest)) > 0 && bytes.TrimSpace(rest)[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// quotedQuery is the document's text as a JSON string, encoded once.
+func (d *compiledDoc) quotedQuery() []byte {
+	if q := d.quoted.Load(); q != nil {
+		return *q
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(d.query) // a string always encodes
+	q := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	d.quoted.Store(&q)
+	return q
+}

@@ -1,0 +1,206 @@
+package gqlguard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/vektah/gqlparser/v2/ast"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+)
+
+// Subscriptions (docs/design.md D22): a graphql-transport-ws WebSocket is
+// checked message by message — every subscribe goes through checkLocated
+// exactly like a POST, is charged to the key's rate limit and counted
+// against the bounds — and a graphql-sse event stream is checked like the
+// POST it is. Both end when the caller's credential stops being valid.
+
+const (
+	defaultMaxPerConnection = 100
+	defaultMaxPerKey        = 1000
+	defaultInitTimeout      = 10 * time.Second
+	msgSubprotocol          = "WebSocket subprotocol must be graphql-transport-ws"
+	msgTooManySubscriptions = "Too many subscriptions for this API key"
+	codeSubscriptionLimit   = "SUBSCRIPTION_LIMIT"
+)
+
+func (g *Guard) maxPerKey() int {
+	if g.Subscriptions != nil && g.Subscriptions.MaxPerKey > 0 {
+		return g.Subscriptions.MaxPerKey
+	}
+	return defaultMaxPerKey
+}
+
+func (g *Guard) maxPerConnection() int {
+	if g.Subscriptions != nil && g.Subscriptions.MaxPerConnection > 0 {
+		return g.Subscriptions.MaxPerConnection
+	}
+	return defaultMaxPerConnection
+}
+
+func (g *Guard) initTimeout() time.Duration {
+	if g.Subscriptions != nil && g.Subscriptions.InitTimeout > 0 {
+		return time.Duration(g.Subscriptions.InitTimeout)
+	}
+	return defaultInitTimeout
+}
+
+// serveWebSocket admits a graphql-transport-ws upgrade and hands reverse_proxy
+// a connection whose client messages are checked. Where subscriptions do not
+// pass, the upgrade is refused like any GET.
+func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !g.allows(ast.Subscription) {
+		adm, outcome := g.check(w, r)
+		if outcome != outcomeAllowed {
+			g.metrics.requests.WithLabelValues(outcome).Inc()
+			return nil
+		}
+		_ = adm
+		return next.ServeHTTP(w, r)
+	}
+	if !wsproxy.Offers(r) {
+		writeJSON(w, http.StatusBadRequest, messageBody(msgSubprotocol))
+		g.metrics.requests.WithLabelValues(outcomeBadRequest).Inc()
+		return nil
+	}
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	cl := g.callerOf(r, repl)
+	cl.via = viaWebSocket
+	cfg := wsproxy.Config{
+		Checker:          &subscribeChecker{g: g, cl: cl},
+		InitTimeout:      g.initTimeout(),
+		MaxMessage:       g.MaxBody,
+		MaxSubscriptions: g.maxPerConnection(),
+		Token:            cl.token,
+		Logger:           g.logger,
+	}
+	if cl.keyID != "" {
+		cfg.Slots = g.slots.forKey(cl.keyID)
+	}
+	if c, ok := contract.ChargerFrom(r.Context()); ok {
+		cfg.Charger = c
+	}
+	if wt, ok := contract.WatcherFrom(r.Context()); ok {
+		cfg.Watch = wt.WatchCredential()
+		defer cfg.Watch.Stop() // the upgrade may fail before the filter owns it
+	}
+	g.metrics.allowed.Inc()
+	return next.ServeHTTP(wsproxy.WrapResponseWriter(w, r, cfg), r)
+}
+
+// subscribeChecker checks one subscribe message's payload as a POST body,
+// for the caller read when the socket was opened.
+type subscribeChecker struct {
+	g  *Guard
+	cl caller
+}
+
+func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (forward, errs []byte) {
+	var rec refusalRecorder
+	outcome := func() (outcome string) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.g.logger.Error("graphql_guard internal error", zap.String("panic", fmt.Sprintf("%T", v)))
+				rec = refusalRecorder{}
+				writeJSON(&rec, http.StatusInternalServerError, contract.BodyInternal)
+				outcome = outcomeInternal
+			}
+		}()
+		req, outcome := locateRequest(&rec, payload)
+		if outcome != "" {
+			return outcome
+		}
+		cl := s.cl
+		cl.ctx = ctx
+		adm, outcome := s.g.checkLocated(&rec, &cl, payload, &req)
+		if outcome == "" {
+			forward = adm.body
+		}
+		return outcome
+	}()
+	if outcome != "" {
+		s.g.metrics.requests.WithLabelValues(outcome).Inc()
+		_, errs = refusalErrors(rec.status, rec.body)
+		return nil, errs
+	}
+	s.g.metrics.allowed.Inc()
+	return forward, nil
+}
+
+// serveEventStream forwards an admitted graphql-sse request, bounded per key
+// and cut when the caller's credential stops being valid.
+func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, op *compiledOp, keyID string) error {
+	if op.kind == ast.Subscription && keyID != "" {
+		slot := g.slots.forKey(keyID)
+		if !slot.Acquire() {
+			writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{Message: msgTooManySubscriptions, Code: codeSubscriptionLimit}}))
+			g.metrics.requests.WithLabelValues(outcomeSubscriptionCap).Inc()
+			return nil
+		}
+		defer slot.Release()
+	}
+	wt, ok := contract.WatcherFrom(r.Context())
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	watch := wt.WatchCredential()
+	defer watch.Stop()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-watch.Done():
+			if reason := watch.Reason(); reason != "" {
+				g.logger.Info("event stream ended: credential no longer valid", zap.String("reason", reason))
+				cancel()
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// keySlots counts the subscriptions open per API key on this instance.
+type keySlots struct {
+	max  int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func newKeySlots(max int) *keySlots {
+	return &keySlots{max: max, open: make(map[string]int)}
+}
+
+func (k *keySlots) forKey(key string) wsproxy.Slots { return keySlot{k: k, key: key} }
+
+type keySlot struct {
+	k   *keySlots
+	key string
+}
+
+func (s keySlot) Acquire() bool {
+	s.k.mu.Lock()
+	defer s.k.mu.Unlock()
+	if s.k.open[s.key] >= s.k.max {
+		return false
+	}
+	s.k.open[s.key]++
+	return true
+}
+
+func (s keySlot) Release() {
+	s.k.mu.Lock()
+	defer s.k.mu.Unlock()
+	if n := s.k.open[s.key]; n <= 1 {
+		delete(s.k.open, s.key)
+	} else {
+		s.k.open[s.key] = n - 1
+	}
+}

@@ -1,0 +1,149 @@
+package gqlguard
+
+import (
+	"context"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/modules/contract"
+)
+
+// How an operation arrives and who sends it: the transport decides which
+// operation types may use it (GraphQL over HTTP: no mutation over GET;
+// subscriptions only over a WebSocket or an event stream).
+
+type transport uint8
+
+const (
+	viaPOST        transport = iota // POST, application/json answer
+	viaGET                          // GET with the members in the URL query
+	viaEventStream                  // graphql-sse: Accept: text/event-stream
+	viaMultipart                    // Accept: multipart/mixed (incremental delivery, multipart subscriptions)
+	viaWebSocket                    // a graphql-transport-ws subscribe message
+)
+
+// caller is what the checks need of the request's sender, read once per
+// request (or once per WebSocket: the replacer is not read again while the
+// socket is open).
+type caller struct {
+	ctx        context.Context
+	owned      string // families owned, comma-separated
+	checkOwned bool   // entitlements apply
+	tier       string
+	keyID      string
+	token      string
+	hasToken   bool
+	via        transport
+	get        bool // the request is a GET
+}
+
+func (g *Guard) callerOf(r *http.Request, repl *caddy.Replacer) caller {
+	cl := caller{ctx: r.Context(), via: transportOf(r), get: r.Method == http.MethodGet}
+	cl.owned, cl.checkOwned = g.ownedFamilies(repl)
+	cl.token, cl.hasToken = contract.BearerFromRequest(r)
+	if repl != nil && (len(g.TrustedOnly) > 0 || g.Subscriptions != nil || cl.via != viaPOST) {
+		cl.tier = placeholderString(repl, contract.CivicTier)
+		cl.keyID = placeholderString(repl, contract.CivicKeyID)
+	}
+	return cl
+}
+
+func placeholderString(repl *caddy.Replacer, name string) string {
+	v, ok := repl.Get(name)
+	if !ok || v == nil {
+		return ""
+	}
+	if s, isString := v.(string); isString {
+		return s
+	}
+	return ""
+}
+
+// transportOf tells the transport from the method and the Accept header.
+func transportOf(r *http.Request) transport {
+	accept := r.Header["Accept"]
+	for _, a := range accept {
+		if strings.Contains(a, "text/event-stream") {
+			return viaEventStream
+		}
+		if strings.Contains(a, "multipart/mixed") {
+			return viaMultipart
+		}
+	}
+	if r.Method == http.MethodGet {
+		return viaGET
+	}
+	return viaPOST
+}
+
+const (
+	msgMutationOverGET        = "Mutations are not allowed over GET; use POST"
+	msgSubscriptionTransport  = "Subscriptions need a WebSocket (graphql-transport-ws) or an event stream (Accept: text/event-stream)"
+	msgTrustedDocumentsOnly   = "Only trusted documents are allowed"
+	codeTrustedDocumentNeeded = "TRUSTED_DOCUMENT_REQUIRED"
+)
+
+// checkTransport refuses a mutation over GET (405, GraphQL over HTTP) and a
+// subscription over a transport that cannot carry one.
+func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *compiledOp) string {
+	switch op.kind {
+	case ast.Mutation:
+		if cl.get {
+			w.Header().Set("Allow", http.MethodPost)
+			writeJSON(w, http.StatusMethodNotAllowed, messageBody(msgMutationOverGET))
+			return outcomeMethod
+		}
+	case ast.Subscription:
+		if cl.via == viaPOST || cl.via == viaGET {
+			writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{
+				Message: msgSubscriptionTransport, Locations: locationsOf(op.pos), Code: codeOperationNotAllowed,
+			}}))
+			return outcomeOperation
+		}
+	}
+	return ""
+}
+
+// checkTrusted refuses a document that is not in the trusted-documents
+// manifest when the caller's tier may send only trusted documents.
+func (g *Guard) checkTrusted(w http.ResponseWriter, cl *caller, doc *compiledDoc, req *located) string {
+	if len(g.TrustedOnly) == 0 || doc.trusted || req.resolvedBy == resolvedByManifest {
+		return ""
+	}
+	if g.TrustedOnly[0] != "*" && !containsString(g.TrustedOnly, cl.tier) {
+		return ""
+	}
+	writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{Message: msgTrustedDocumentsOnly, Code: codeTrustedDocumentNeeded}}))
+	return outcomeUntrusted
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsGraphQLResponse reports whether the client asked for
+// application/graphql-response+json (GraphQL over HTTP): its refusals then
+// use that media type and 4xx statuses for request errors.
+func acceptsGraphQLResponse(h http.Header) bool {
+	for _, a := range h["Accept"] {
+		if !strings.Contains(a, "graphql-response+json") {
+			continue
+		}
+		for _, part := range strings.Split(a, ",") {
+			media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && media == "application/graphql-response+json" && params["q"] != "0" {
+				return true
+			}
+		}
+	}
+	return false
+}
