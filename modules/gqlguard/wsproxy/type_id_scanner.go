@@ -6,7 +6,7 @@ package wsproxy
 // "error"), so that a "next" message whose type precedes its payload costs
 // a few bytes of scanning.
 type typeIDScanner struct {
-	state   scanState
+	state    scanState
 	nest     int
 	escaped  bool
 	inString bool // inside a string of a skipped nested value
