@@ -147,6 +147,7 @@ func (c *compiler) compile(query string) *compiledDoc {
 		return doc
 	}
 	w := newWalker(parsed, c.limitArg, c.defaultSize)
+	w.schema = c.schema
 	for _, op := range parsed.Operations {
 		m := w.measure(op)
 		doc.ops = append(doc.ops, &compiledOp{

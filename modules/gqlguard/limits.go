@@ -67,8 +67,11 @@ type costItem struct {
 	merge  bool
 	list   bool
 	object bool
-	limit  limitRef
-	set    int32 // child set, -1 for none
+	weight int64 // the field's own cost: 1 for an object, 0 for a leaf, or its @cost
+	// argWeight is the @cost of the arguments given, counted once.
+	argWeight int64
+	limit     limitRef
+	set       int32 // child set, -1 for none
 }
 
 type costSet struct {
@@ -127,10 +130,8 @@ func (p *costPlan) eval(idx int32, vars map[string]any, memo [][2]int64, done []
 			a, b = satAdd(a, ca), satAdd(b, cb)
 			continue
 		}
-		var obj int64
-		if it.object {
-			obj = 1
-		}
+		obj := it.weight
+		a = satAdd(a, it.argWeight)
 		l, own := it.limit.resolve(vars)
 		switch {
 		case it.list && own:

@@ -20,6 +20,8 @@ type walker struct {
 	fragments   map[string]*ast.FragmentDefinition
 	limitArg    string
 	defaultSize int64
+	// schema, when set, supplies the types' @cost (costdirectives.go).
+	schema *ast.Schema
 
 	plan  *costPlan
 	frags map[string]*fragMeasure
@@ -115,7 +117,13 @@ func (w *walker) selectionSet(sel ast.SelectionSet) (idx int32, depth, aliases, 
 			if def := s.Definition; def != nil && def.Type != nil {
 				it.list = def.Type.Elem != nil
 			}
-			it.limit = w.limitOf(s)
+			it.weight, it.argWeight = w.fieldWeight(s, it.object)
+			if ls, ok := listSizeOf(s.Definition); ok {
+				it.limit = listSizeLimit(s, ls)
+			}
+			if it.limit.kind == limitNone {
+				it.limit = w.limitOf(s)
+			}
 			if it.limit.kind == limitVar || it.limit.kind == limitVarMember {
 				dynamic = true
 			}
