@@ -21,7 +21,7 @@ func directive(d string) string { return ":8080 {\n" + d + "\n}" }
 var onceOnly = map[string]string{
 	"keys": "file /k.json", "environment": "live", "identity_secret": "s", "identity_ttl": "30s", "cache_ttl": "1s",
 	"negative_cache_ttl": "1s", "cache_size": "10", "negative_cache_size": "10", "lookup_timeout": "2s",
-	"failed_lookups": "20/m", "failed_lookup_clients": "100",
+	"failed_lookups": "20/m", "failed_lookup_clients": "100", "watch_interval": "1s",
 }
 
 func TestCaddyfileErrors(t *testing.T) {
@@ -43,6 +43,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		"global tier no rate":    {global("tier paid"), "wrong argument count or unexpected line ending after 'paid'"},
 		"global bad cache size":  {global("cache_size -1"), `civic_auth: cache_size: want a positive integer, got "-1"`},
 		"global option block":    {global("cache_size 5 {\nx\n}"), "civic_auth: cache_size takes no block"},
+		"watch_interval zero":    {global("watch_interval 0s"), `civic_auth: watch_interval: want a duration above zero, got "0s"`},
+		"watch_interval word":    {global("watch_interval often"), `civic_auth: watch_interval: want a duration above zero, got "often"`},
 
 		// the flood options (docs/operations.md). Rate refusals are checked up
 		// to the option and the value: the reason's wording belongs to the rate

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -70,6 +71,10 @@ type App struct {
 	FailedLookupClients int `json:"failed_lookup_clients,omitempty"`
 	// LookupTimeout bounds one store lookup (default 2s).
 	LookupTimeout caddy.Duration `json:"lookup_timeout,omitempty"`
+	// WatchInterval is how often the credentials of open long-lived
+	// exchanges (contract.Watcher) are looked up again when no key change
+	// notification asked for it (default 1s).
+	WatchInterval caddy.Duration `json:"watch_interval,omitempty"`
 	// Tiers maps a tier name to its rate and families.
 	Tiers map[string]TierConfig `json:"tiers,omitempty"`
 
@@ -86,8 +91,12 @@ type App struct {
 	metrics *authMetrics
 	logger  *zap.Logger
 
+	watches       *watchRegistry
+	watchInterval time.Duration
+	recheckFlight *singleflight.Group // one recheck lookup per hash at a time
+
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // closed when the workers (LISTEN, recheck) have ended
 }
 
 // KeysConfig selects the key store.
@@ -199,6 +208,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.metrics, err = newAuthMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return err
 	}
+	a.watches = newWatchRegistry(a.metrics.watches)
+	a.watchInterval = durationOr(a.WatchInterval, DefaultWatchInterval)
+	a.recheckFlight = new(singleflight.Group)
 
 	switch a.Keys.Source {
 	case "postgres":
@@ -249,22 +261,26 @@ func durationOr(d caddy.Duration, def time.Duration) time.Duration {
 	return time.Duration(d)
 }
 
-// Start starts the LISTEN worker (postgres store only).
+// Start starts the workers: the recheck of watched credentials and, with the
+// postgres store, the LISTEN worker.
 func (a *App) Start() error {
-	if a.pool == nil {
-		return nil
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.done = make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { a.watchLoop(ctx) })
+	if a.pool != nil {
+		wg.Go(func() { a.listen(ctx) })
+	}
 	go func() {
-		defer close(a.done)
-		a.listen(ctx)
+		wg.Wait()
+		close(a.done)
 	}()
 	return nil
 }
 
-// Stop stops the LISTEN worker.
+// Stop stops the workers. Open credential watches stay open and no longer
+// fire (the exchanges end with the server).
 func (a *App) Stop() error {
 	if a.cancel != nil {
 		a.cancel()
@@ -317,6 +333,7 @@ func (a *App) listenOnce(ctx context.Context, first *bool) error {
 	}
 	if !*first {
 		a.cache.flush()
+		a.watches.notifyAll()
 	}
 	*first = false
 	for {
@@ -328,19 +345,25 @@ func (a *App) listenOnce(ctx context.Context, first *bool) error {
 	}
 }
 
+// invalidate drops the cache entries a notification names and asks for a
+// recheck of the watched credentials it concerns.
 func (a *App) invalidate(payload string) {
 	switch {
 	case strings.HasPrefix(payload, "key:"):
 		h, err := keystore.ParseHash(payload[4:])
 		if err != nil {
 			a.cache.flush()
+			a.watches.notifyAll()
 			return
 		}
 		a.cache.deleteHash(h)
+		a.watches.notifyHash(h)
 	case strings.HasPrefix(payload, "org:"):
 		a.cache.deleteOrg(payload[4:])
+		a.watches.notifyOrg(payload[4:])
 	default:
 		a.cache.flush()
+		a.watches.notifyAll()
 	}
 }
 

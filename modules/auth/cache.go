@@ -20,6 +20,9 @@ type entry struct {
 	orgVal   any
 	tierVal  any
 	envVal   any
+	// what WatchCredential registers (found entries only)
+	hash    keystore.Hash
+	watches *watchRegistry
 	// identity assertion, re-signed when half its lifetime has passed
 	ident atomic.Pointer[signedIdentity]
 	// staleUntil (unix ns): after a failed refresh the entry is served without

@@ -28,6 +28,7 @@ func init() {
 //	    cache_size <n>
 //	    negative_cache_size <n>
 //	    lookup_timeout <duration>
+//	    watch_interval <duration>            # recheck of open WebSocket/SSE credentials (default 1s)
 //	    failed_lookups <rate>|off            # rate: contract.ParseRate (N/s, N/m, N/h, N/d, N/<duration>)
 //	    failed_lookup_clients <n>
 //	    tier <name> <rate> [<family>...]    # repeated: one line per tier (import tiers.caddy)
@@ -43,6 +44,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"cache_ttl":             caddyopt.PositiveDuration(&a.CacheTTL),
 		"negative_cache_ttl":    caddyopt.PositiveDuration(&a.NegativeCacheTTL),
 		"lookup_timeout":        caddyopt.PositiveDuration(&a.LookupTimeout),
+		"watch_interval":        caddyopt.PositiveDuration(&a.WatchInterval),
 		"cache_size":            caddyopt.Positive(&a.CacheSize),
 		"negative_cache_size":   caddyopt.Positive(&a.NegativeCacheSize),
 		"failed_lookup_clients": caddyopt.Positive(&a.FailedLookupClients),

@@ -152,7 +152,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	delete(r.Header, "Authorization")
 	r.Header[contract.IdentityHeader] = assertion.header
 	h.app.metrics.inc(outcomeOK)
-	return next.ServeHTTP(w, r.WithContext(contract.WithBearer(r.Context(), token)))
+	// The cache entry is the request's contract.Watcher: no allocation beyond
+	// the bearer context's own until an exchange calls WatchCredential.
+	return next.ServeHTTP(w, r.WithContext(contract.WithBearerWatcher(r.Context(), token, e)))
 }
 
 // Interface guards

@@ -28,6 +28,7 @@ var outcomes = []string{outcomeOK, outcomeMissing, outcomeMalformed, outcomeInva
 // authMetrics holds one pre-resolved counter per outcome (no per-request label lookups).
 type authMetrics struct {
 	requests map[string]prometheus.Counter
+	watches  prometheus.Gauge // live credential watches (contract.Watcher)
 }
 
 func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
@@ -35,13 +36,20 @@ func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
 		Namespace: "civicgate", Subsystem: "auth", Name: "requests_total",
 		Help: "Requests seen by civic_auth, by outcome.",
 	}, []string{"outcome"})
+	watches := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "civicgate", Subsystem: "auth", Name: "credential_watches",
+		Help: "Open long-lived exchanges (WebSocket, event stream) whose key civic_auth is watching.",
+	})
 	if reg != nil {
 		var err error
 		if vec, err = collectors.Register(reg, vec); err != nil {
 			return nil, err
 		}
+		if watches, err = collectors.Register(reg, watches); err != nil {
+			return nil, err
+		}
 	}
-	m := &authMetrics{requests: make(map[string]prometheus.Counter, len(outcomes))}
+	m := &authMetrics{requests: make(map[string]prometheus.Counter, len(outcomes)), watches: watches}
 	for _, o := range outcomes {
 		m.requests[o] = vec.WithLabelValues(o)
 	}

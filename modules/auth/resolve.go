@@ -54,7 +54,7 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*ent
 	cancel()
 	switch {
 	case err == nil:
-		e := a.newEntry(rec, now)
+		e := a.newEntry(h, rec, now)
 		if old != nil && old.found && old.rec == rec {
 			e.ident.Store(old.ident.Load())
 		}
@@ -75,9 +75,9 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*ent
 	}
 }
 
-func (a *App) newEntry(rec keystore.Record, now time.Time) *entry {
+func (a *App) newEntry(h keystore.Hash, rec keystore.Record, now time.Time) *entry {
 	return &entry{
-		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier],
+		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier], hash: h, watches: a.watches,
 		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
 	}
 }

@@ -114,8 +114,12 @@ func TestMetricsSurviveReload(t *testing.T) {
 	if err := m1.requests[outcomeOK].Write(&mt); err != nil || mt.GetCounter().GetValue() != 2 {
 		t.Fatalf("ok = %v (%v), want 2 (shared collector)", mt.GetCounter().GetValue(), err)
 	}
+	m1.watches.Inc() // an exchange of the old config still open
+	m2.watches.Inc()
 	families, err := reg.Gather()
-	if err != nil || len(families) != 1 || families[0].GetName() != "civicgate_auth_requests_total" || len(families[0].GetMetric()) != len(outcomes) {
+	if err != nil || len(families) != 2 || families[0].GetName() != "civicgate_auth_credential_watches" ||
+		families[0].GetMetric()[0].GetGauge().GetValue() != 2 ||
+		families[1].GetName() != "civicgate_auth_requests_total" || len(families[1].GetMetric()) != len(outcomes) {
 		t.Fatalf("gathered %v %v", families, err)
 	}
 }
