@@ -184,12 +184,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	hdr := w.Header()
 	hdr["Ratelimit-Policy"] = vals[0:1:1]
 
-	d, err := h.limiter.take(r.Context(), ps.prefix+key, rt)
+	storeKey := ps.prefix + key
+	d, err := h.limiter.take(r.Context(), storeKey, rt)
 	m := h.limiter.metrics.Load()
 	if err != nil {
 		if errors.Is(err, errStoreDown) && h.limiter.mode == modeOpen {
 			m.allowed.Inc()
-			return next.ServeHTTP(w, r)
+			return next.ServeHTTP(w, h.withCharger(r, storeKey, rt))
 		}
 		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
@@ -214,7 +215,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	b = strconv.AppendInt(b, ceilDiv(d.resetAfter, 1e6), 10)
 	vals[1] = string(b)
 	hdr["Ratelimit"] = vals[1:2:2]
-	return next.ServeHTTP(w, r)
+	// A WebSocket upgrade also gets a Charger for the operations it carries
+	// later (charger.go).
+	return next.ServeHTTP(w, h.withCharger(r, storeKey, rt))
 }
 
 func ceilDiv(a, b int64) int64 {

@@ -1,0 +1,80 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/civicgate/civicgate/modules/contract"
+)
+
+// upgradeCharger implements contract.Charger for a WebSocket upgrade the
+// handler admitted: every further operation on the socket (each subscribe
+// message) takes one unit from the same store key, at the same rate, as the
+// upgrade request itself did.
+type upgradeCharger struct {
+	limiter  *limiter
+	storeKey string // policy prefix + key, as the request was charged
+	rate     contract.Rate
+}
+
+// Charge implements contract.Charger with the request path's decision:
+// refused over the limit (retryAfter until one unit is available), err only
+// when the store failed and on_store_error would have refused the request
+// (closed); open allows, local decides in memory (inside take).
+func (c *upgradeCharger) Charge(ctx context.Context) (allowed bool, retryAfter time.Duration, err error) {
+	d, err := c.limiter.take(ctx, c.storeKey, c.rate)
+	m := c.limiter.metrics.Load()
+	if err != nil {
+		if errors.Is(err, errStoreDown) && c.limiter.mode == modeOpen {
+			m.allowed.Inc()
+			return true, 0, nil
+		}
+		return false, 0, fmt.Errorf("civic_rate_limit: charge: %w", err)
+	}
+	if d.granted == 0 {
+		m.refused.Inc()
+		return false, max(time.Microsecond, time.Duration(d.retryAfter)*time.Microsecond), nil
+	}
+	m.allowed.Inc()
+	return true, 0, nil
+}
+
+// withCharger returns r carrying a Charger for storeKey and rt when r is a
+// WebSocket upgrade (Upgrade: websocket with Connection: upgrade), else r
+// itself: plain requests pay nothing.
+func (h *Handler) withCharger(r *http.Request, storeKey string, rt contract.Rate) *http.Request {
+	if !isWebSocketUpgrade(r.Header) {
+		return r
+	}
+	c := &upgradeCharger{limiter: h.limiter, storeKey: storeKey, rate: rt}
+	return r.WithContext(contract.WithCharger(r.Context(), c))
+}
+
+// isWebSocketUpgrade reports whether the header asks for a WebSocket upgrade:
+// the token "websocket" in Upgrade and "upgrade" in Connection, both
+// case-insensitive, in any of the header lines' comma-separated lists.
+func isWebSocketUpgrade(h http.Header) bool {
+	return hasToken(h["Upgrade"], "websocket") && hasToken(h["Connection"], "upgrade")
+}
+
+// hasToken reports whether one of the comma-separated elements of values is
+// token (ASCII case-insensitive, optional white space around it), without
+// allocating.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for v != "" {
+			var elem string
+			elem, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.Trim(elem, " \t"), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var _ contract.Charger = (*upgradeCharger)(nil)
