@@ -29,7 +29,7 @@ func TestWebSocketSubscription(t *testing.T) {
 	}
 	defer sub.Close()
 	awaitSubscribers(t, e.Events, 1)
-	if p := <-inits; p.Authorization() != "Bearer k1" {
+	if p := <-inits; p["client"] != "libraryclient" {
 		t.Fatalf("connection_init payload %v", p)
 	}
 	c := libraryclient.NewHTTP(e.URL, "")

@@ -20,15 +20,14 @@ type Subscription struct {
 }
 
 // SubscribeLoanEvents opens a socket to url (ws:// or wss://) with key as the
-// bearer token of the upgrade request and of connection_init, and subscribes
-// to loanEvents. The client does not reconnect: an error closing the socket
+// bearer token of the upgrade request (civicgate refuses a token inside
+// connection_init: the key travels in the Authorization header only), and
+// subscribes to loanEvents. The client does not reconnect: an error closing the socket
 // ends it and is sent on Done.
 func SubscribeLoanEvents(url, key string) (*Subscription, error) {
 	header := http.Header{}
-	params := map[string]any{}
 	if key != "" {
 		header.Set("Authorization", "Bearer "+key)
-		params["Authorization"] = "Bearer " + key
 	}
 	s := &Subscription{
 		Events: make(chan LoanEventView, 64),
@@ -38,7 +37,7 @@ func SubscribeLoanEvents(url, key string) (*Subscription, error) {
 	s.client = graphql.NewSubscriptionClient(url).
 		WithProtocol(graphql.GraphQLWS).
 		WithWebSocketOptions(graphql.WebsocketOptions{HTTPHeader: header}).
-		WithConnectionParams(params).
+		WithConnectionParams(map[string]any{"client": "libraryclient"}).
 		WithRetryTimeout(0).
 		WithExitWhenNoSubscription(false).
 		OnError(func(_ *graphql.SubscriptionClient, err error) error { return err })

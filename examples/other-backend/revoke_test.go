@@ -1,0 +1,40 @@
+package otherbackend
+
+import (
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
+)
+
+// Issue 17 item 3: `civicgate keys revoke` closes an open subscription
+// socket of that key within 2 s with close code 4403 (keys in PostgreSQL,
+// CIVICGATE_KEYS_SOURCE="postgres <dsn>").
+func TestRevokeClosesSubscriptionSocket(t *testing.T) {
+	g := newGateway(t, keysInPostgres)
+	partner, id := g.issue("county-archive", "partner")
+	g.start()
+	sub, err := libraryclient.SubscribeLoanEvents(g.WSURL, partner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	g.awaitSubscribed(t, sub, 1)
+
+	g.s.Run(bins.Civicgate, "keys", "revoke", id)
+	revoked := time.Now()
+	select {
+	case err := <-sub.Done:
+		if code := sub.CloseCode(err); code != 4403 {
+			t.Fatalf("socket ended with %v (close code %d), want 4403", err, code)
+		}
+		if took := time.Since(revoked); took > 2*time.Second {
+			t.Fatalf("closed %s after the revoke, want within 2 s", took)
+		}
+	case err := <-sub.Errors:
+		t.Fatalf("subscription error instead of a close: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("socket still open 5 s after the revoke")
+	}
+	g.awaitSubscribers(t, 0)
+}

@@ -1,0 +1,68 @@
+package otherbackend
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// manifestOperation is one operation of manifest.json (Apollo persisted
+// query manifest).
+type manifestOperation struct {
+	ID, Name, Type, Body string
+}
+
+func readManifest(t *testing.T, path string) []manifestOperation {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Format     string
+		Operations []manifestOperation
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Format != "apollo-persisted-query-manifest" || len(m.Operations) != 1 {
+		t.Fatalf("manifest %s: %+v %v", path, m, err)
+	}
+	return m.Operations
+}
+
+// Issue 17 item 5: the kiosk tier is trusted_only — its trusted document
+// (by documentId "sha256:<hex>") is served, with the engine receiving the
+// document's text, and an ad-hoc query is refused at the edge; other tiers
+// still send ad-hoc queries.
+func TestTrustedDocumentsThroughTheGateway(t *testing.T) {
+	g := newGateway(t, keysInFile)
+	kiosk, _ := g.issue("branch-kiosk", "kiosk")
+	reader, _ := g.issue("city-school", "reader")
+	g.start()
+	doc := readManifest(t, filepath.Join(g.s.Root, "examples", "other-backend", "manifest.json"))[0]
+	const shelf = `{"data":{"books":{"nodes":[{"title":"Middlemarch","author":{"name":"George Eliot"}},{"title":"Silas Marner","author":{"name":"George Eliot"}},{"title":"Beloved","author":{"name":"Toni Morrison"}}]}}}`
+
+	t.Run("trusted document by documentId", func(t *testing.T) {
+		r := postJSON(t, g.URL, kiosk, map[string]any{"documentId": "sha256:" + doc.ID})
+		if r.Status != 200 || r.Body != shelf {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if op := g.Upstream.lastOperation(); op.Query != doc.Body {
+			t.Fatalf("the engine received %q, want the manifest's document", op.Query)
+		}
+	})
+	t.Run("ad-hoc query refused for the kiosk", func(t *testing.T) {
+		before := g.Upstream.requestCount()
+		r := postJSON(t, g.URL, kiosk, map[string]any{"query": `{ books { endCursor } }`})
+		if r.Status != 200 || r.Body != `{"errors":[{"message":"Only trusted documents are allowed","extensions":{"code":"TRUSTED_DOCUMENT_REQUIRED"}}]}` {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if g.Upstream.requestCount() != before {
+			t.Fatal("a refused ad-hoc query reached the engine")
+		}
+	})
+	t.Run("other tiers still send ad-hoc queries", func(t *testing.T) {
+		if r := postJSON(t, g.URL, reader, map[string]any{"query": doc.Body}); r.Status != 200 || r.Body != shelf {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+}
