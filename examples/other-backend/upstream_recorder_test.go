@@ -108,16 +108,17 @@ func (u *upstreamRecorder) upgrades() []receivedRequest {
 	return out
 }
 
-// receivedOperationWith reports whether any operation's document contains s.
-func (u *upstreamRecorder) receivedOperationWith(s string) bool {
+// operationsWith counts the operations whose document contains s.
+func (u *upstreamRecorder) operationsWith(s string) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	n := 0
 	for _, op := range u.operations {
 		if strings.Contains(op.Query, s) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func (u *upstreamRecorder) initCount() int {

@@ -56,7 +56,7 @@ func TestWebSocketSubscription(t *testing.T) {
 
 func TestSSESubscription(t *testing.T) {
 	e := startEngine(t, library.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // bounds stream.Next
 	defer cancel()
 	stream, err := libraryclient.PostSSE(ctx, e.URL, "", `subscription { loanEvents { kind loan { id book { title } } } }`)
 	if err != nil {
