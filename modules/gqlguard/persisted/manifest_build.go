@@ -100,7 +100,7 @@ func parseEntryID(id string) (h Hash, isHash bool, err error) {
 	if rest, ok := strings.CutPrefix(id, DocumentIDPrefix); ok {
 		h, err := ParseHash(rest)
 		if err != nil {
-			return Hash{}, false, entryError("id has the sha256: prefix but not 64 hexadecimal characters after it")
+			return Hash{}, false, entryError("the sha256: prefix is not followed by 64 hexadecimal characters")
 		}
 		return h, true, nil
 	}

@@ -69,8 +69,10 @@ func readTopObject(data []byte) ([]topField, error) {
 	if _, err := dec.Token(); err != nil { // the closing '}'
 		return nil, jsonError(err, dec)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, refuse("invalid JSON at byte offset %d: data after the top-level object", dec.InputOffset())
+	end := dec.InputOffset()
+	rest := bytes.TrimLeft(data[end:], " \t\r\n")
+	if len(rest) > 0 {
+		return nil, refuse("invalid JSON at byte offset %d: data after the top-level object", int(end)+len(data[end:])-len(rest))
 	}
 	return fields, nil
 }
@@ -108,7 +110,10 @@ func decodeApollo(fields []topField) (*Manifest, error) {
 	}
 	var name string
 	if err := json.Unmarshal(format.value, &name); err != nil || name != FormatApollo {
-		return nil, refuse("unknown format %s (want %q)", clip(string(format.value)), FormatApollo)
+		if !isFormatName(name) { // perhaps a document under the id "format": never echo it
+			return nil, refuse("unknown format (want %q; a plain map cannot use the id \"format\")", FormatApollo)
+		}
+		return nil, refuse("unknown format %q (want %q)", name, FormatApollo)
 	}
 	version, ok := members["version"]
 	if !ok {
@@ -151,6 +156,20 @@ func decodePlainMap(fields []topField) (*Manifest, error) {
 		}
 	}
 	return b.m, nil
+}
+
+// isFormatName reports whether s looks like a format name (safe to repeat).
+func isFormatName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func isJSONString(raw json.RawMessage) bool {
