@@ -1,0 +1,615 @@
+package gqlguard
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// graphql_guard in front of "any GraphQL backend" (a lending library, not
+// the records service), as Caddy runs it: families across query, mutation
+// and subscription root fields, operation types, GET, the GraphQL over HTTP
+// response media type, APQ in memory and in Redis, trusted documents and
+// streamed responses (graphql-sse, multipart/mixed).
+
+const (
+	borrowMutation = `mutation Borrow { borrowBook(bookId: "b1") { id due } }`
+	returnMutation = `mutation Return { returnBook(loanId: "l1") { id returned } }`
+	loanEventsSub  = `subscription Events { loanEvents { kind loan { id } } }`
+	booksQuery     = `query Books($first: Int) { books(first: $first) { nodes { id title } } }`
+
+	bodyOnlyQueries = `{"data":null,"errors":[{"message":"Only query operations are allowed","locations":[{"line":1,"column":1}],"extensions":{"code":"OPERATION_NOT_ALLOWED"}}]}`
+	bodyNoSubs      = `{"data":null,"errors":[{"message":"Subscription operations are not allowed","locations":[{"line":1,"column":1}],"extensions":{"code":"OPERATION_NOT_ALLOWED"}}]}`
+	bodySubOverPOST = `{"data":null,"errors":[{"message":"Subscriptions need a WebSocket (graphql-transport-ws) or an event stream (Accept: text/event-stream)","locations":[{"line":1,"column":1}],"extensions":{"code":"OPERATION_NOT_ALLOWED"}}]}`
+	bodyNotEntitled = `{"error":"Tier not entitled to this endpoint family"}`
+	bodyPQNotFound  = `{"errors":[{"message":"PersistedQueryNotFound","extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}]}`
+	bodyPQMismatch  = `{"errors":[{"message":"provided sha does not match query","extensions":{"code":"PERSISTED_QUERY_HASH_MISMATCH"}}]}`
+	bodyPQVersion   = `{"errors":[{"message":"Unsupported persisted query version","extensions":{"code":"PERSISTED_QUERY_VERSION_NOT_SUPPORTED"}}]}`
+	bodyUntrusted   = `{"data":null,"errors":[{"message":"Only trusted documents are allowed","extensions":{"code":"TRUSTED_DOCUMENT_REQUIRED"}}]}`
+)
+
+// libraryRoutes: /lib (every operation type, entitlements from X-Families),
+// /lib/queries (operations query), /lib/nosubs (operations query mutation).
+func libraryRoutes(t *testing.T) string {
+	schema := testdataPath(t, "library.graphqls")
+	route := func(path, extra string) string {
+		return fmt.Sprintf(`
+	route %s {
+		graphql_guard {
+			schema %s
+			entitlements {http.request.header.X-Families}%s%s
+		}
+		%s
+	}`, path, schema, libraryFamilies, extra, libraryEcho)
+	}
+	return route("/lib", "") + route("/lib/queries", "\n\t\t\toperations query") + route("/lib/nosubs", "\n\t\t\toperations query mutation")
+}
+
+func families(list string) map[string]string { return map[string]string{"X-Families": list} }
+
+func TestAnyBackendFamiliesAndOperations(t *testing.T) {
+	s := startCaddy(t, libraryRoutes(t))
+	both, catalog := families("catalog,loans"), families("catalog")
+	sse := map[string]string{"X-Families": "catalog,loans", "Accept": "text/event-stream"}
+
+	// A fragment on Book shared by a query and a mutation: selecting the
+	// mutation is still attributed to Mutation.borrowBook (loans).
+	shared := `query Q { books { nodes { ...B } } } mutation M { borrowBook(bookId: "b1") { book { ...B } } } fragment B on Book { title }`
+	// Root fields reached only through a fragment on Mutation.
+	viaFragment := `mutation M { ...F } fragment F on Mutation { borrowBook(bookId: "b1") { id } }`
+	hiddenReturn := `mutation M { ...F } fragment F on Mutation { borrowBook(bookId: "b1") { id } r: returnBook(loanId: "l1") { id } }`
+
+	for _, tc := range []struct {
+		name    string
+		path    string
+		headers map[string]string
+		body    string
+		status  int
+		want    string
+	}{
+		{"mutation entitled", "/lib", both, q(borrowMutation), 200,
+			echoed("mutation", "borrowBook", "loans", "", q(borrowMutation))},
+		{"mutation not entitled", "/lib", catalog, q(borrowMutation), 403, bodyNotEntitled},
+		{"mutation with no families owned", "/lib", families(""), q(borrowMutation), 403, bodyNotEntitled},
+		{"mutation field in no family", "/lib", both, q(returnMutation), 403, bodyNotEntitled},
+		{"query entitled", "/lib", catalog, q(booksQuery, `"variables":{"first":2}`), 200,
+			echoed("query", "books", "catalog", "", q(booksQuery, `"variables":{"first":2}`))},
+		{"query across two families", "/lib", both, q(`{ books { endCursor } loans(memberId: "m1") { id } }`), 200,
+			echoed("query", "books,loans", "catalog,loans", "", q(`{ books { endCursor } loans(memberId: "m1") { id } }`))},
+		{"query across two families, one owned", "/lib", catalog, q(`{ books { endCursor } loans(memberId: "m1") { id } }`), 403, bodyNotEntitled},
+		{"shared fragment, mutation selected, not entitled", "/lib", catalog, q(shared, `"operationName":"M"`), 403, bodyNotEntitled},
+		{"shared fragment, query selected", "/lib", catalog, q(shared, `"operationName":"Q"`), 200,
+			echoed("query", "books", "catalog", "", q(shared, `"operationName":"Q"`))},
+		{"shared fragment, mutation selected, entitled", "/lib", both, q(shared, `"operationName":"M"`), 200,
+			echoed("mutation", "borrowBook", "loans", "", q(shared, `"operationName":"M"`))},
+		{"mutation root field in a fragment, not entitled", "/lib", catalog, q(viaFragment), 403, bodyNotEntitled},
+		{"mutation root field in a fragment, entitled", "/lib", both, q(viaFragment), 200,
+			echoed("mutation", "borrowBook", "loans", "", q(viaFragment))},
+		{"returnBook aliased in a fragment", "/lib", both, q(hiddenReturn), 403, bodyNotEntitled},
+		{"operations query refuses a mutation", "/lib/queries", both, q(borrowMutation), 200, bodyOnlyQueries},
+		{"operations query refuses a subscription", "/lib/queries", sse, q(loanEventsSub), 200, bodyOnlyQueries},
+		{"operations query passes a query", "/lib/queries", catalog, q(`{ book(id: "b1") { title } }`), 200,
+			echoed("query", "book", "catalog", "", q(`{ book(id: "b1") { title } }`))},
+		{"operations query mutation passes a mutation", "/lib/nosubs", both, q(borrowMutation), 200,
+			echoed("mutation", "borrowBook", "loans", "", q(borrowMutation))},
+		{"operations query mutation refuses a subscription", "/lib/nosubs", sse, q(loanEventsSub), 200, bodyNoSubs},
+		{"subscription over a plain POST", "/lib", both, q(loanEventsSub), 200, bodySubOverPOST},
+		{"subscription over an event stream, not entitled", "/lib", map[string]string{"X-Families": "catalog", "Accept": "text/event-stream"}, q(loanEventsSub), 403, bodyNotEntitled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := s.do(t, call{path: tc.path, headers: tc.headers, body: tc.body})
+			expect(t, tc.name, resp, body, tc.status, tc.want)
+		})
+	}
+}
+
+func TestAnyBackendGET(t *testing.T) {
+	schema := testdataPath(t, "library.graphqls")
+	s := startCaddy(t, fmt.Sprintf(`
+	route /get {
+		graphql_guard {
+			schema %[1]s
+			methods GET POST
+		}
+		%[2]s
+	}
+	route /post {
+		graphql_guard {
+			schema %[1]s
+		}
+		%[2]s
+	}`, schema, libraryEcho))
+
+	get := func(path string, v url.Values) (*http.Response, string, string) {
+		enc := v.Encode()
+		resp, body := s.do(t, call{method: http.MethodGet, path: path + "?" + enc, ctype: "-"})
+		return resp, body, enc
+	}
+	byID := `query One($id: ID!) { book(id: $id) { title } }`
+
+	t.Run("query with variables and extensions in the URL", func(t *testing.T) {
+		resp, body, enc := get("/get", url.Values{"query": {byID}, "variables": {`{"id":"b1"}`}, "extensions": {`{"tracing":true}`}, "operationName": {"One"}})
+		expect(t, "GET", resp, body, 200, echoed("query", "book", "", enc, ""))
+	})
+	t.Run("variables checked against the document", func(t *testing.T) {
+		resp, body, _ := get("/get", url.Values{"query": {byID}, "variables": {`{"id":{"x":1}}`}})
+		if resp.StatusCode != 400 || !strings.Contains(body, `Variable \"$id\" is invalid`) {
+			t.Fatalf("got %d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("POST still served", func(t *testing.T) {
+		resp, body := s.do(t, call{path: "/get", body: q(byID, `"variables":{"id":"b1"}`)})
+		expect(t, "POST", resp, body, 200, echoed("query", "book", "", "", q(byID, `"variables":{"id":"b1"}`)))
+	})
+	t.Run("GET without methods GET", func(t *testing.T) {
+		resp, body, _ := get("/post", url.Values{"query": {`{ books { endCursor } }`}})
+		expect(t, "GET on a POST-only route", resp, body, 405, `{"errors":[{"message":"Method not allowed: use POST"}]}`)
+		if got := resp.Header.Get("Allow"); got != "POST" {
+			t.Fatalf("Allow %q, want POST", got)
+		}
+	})
+	t.Run("PUT with methods GET POST", func(t *testing.T) {
+		resp, body := s.do(t, call{method: http.MethodPut, path: "/get", body: q(`{ books { endCursor } }`)})
+		expect(t, "PUT", resp, body, 405, `{"errors":[{"message":"Method not allowed: use GET or POST"}]}`)
+		if got := resp.Header.Get("Allow"); got != "GET, POST" {
+			t.Fatalf("Allow %q, want GET, POST", got)
+		}
+	})
+	t.Run("mutation over GET", func(t *testing.T) {
+		resp, body, _ := get("/get", url.Values{"query": {borrowMutation}})
+		expect(t, "mutation over GET", resp, body, 405, `{"errors":[{"message":"Mutations are not allowed over GET; use POST"}]}`)
+		if got := resp.Header.Get("Allow"); got != "POST" {
+			t.Fatalf("Allow %q, want POST", got)
+		}
+	})
+	t.Run("mutation over POST on the same route", func(t *testing.T) {
+		resp, body := s.do(t, call{path: "/get", body: q(borrowMutation)})
+		expect(t, "mutation over POST", resp, body, 200, echoed("mutation", "borrowBook", "", "", q(borrowMutation)))
+	})
+	t.Run("subscription over a plain GET", func(t *testing.T) {
+		resp, body, _ := get("/get", url.Values{"query": {loanEventsSub}})
+		expect(t, "subscription over GET", resp, body, 200, bodySubOverPOST)
+	})
+	t.Run("subscription over a plain POST", func(t *testing.T) {
+		resp, body := s.do(t, call{path: "/get", body: q(loanEventsSub)})
+		expect(t, "subscription over POST", resp, body, 200, bodySubOverPOST)
+	})
+	t.Run("malformed variables", func(t *testing.T) {
+		resp, body, _ := get("/get", url.Values{"query": {byID}, "variables": {`{"id":`}})
+		expect(t, "malformed variables", resp, body, 400, `{"errors":[{"message":"\"variables\" must be a JSON object or null"}]}`)
+	})
+	t.Run("variables not an object", func(t *testing.T) {
+		resp, body, _ := get("/get", url.Values{"query": {byID}, "variables": {`["b1"]`}})
+		expect(t, "variables array", resp, body, 400, `{"errors":[{"message":"\"variables\" must be a JSON object or null"}]}`)
+	})
+	t.Run("malformed extensions", func(t *testing.T) {
+		resp, body, _ := get("/get", url.Values{"query": {byID}, "extensions": {`{"a":`}})
+		expect(t, "malformed extensions", resp, body, 400, `{"errors":[{"message":"\"extensions\" must be a JSON object or null"}]}`)
+	})
+	t.Run("no query", func(t *testing.T) {
+		resp, body, _ := get("/get", url.Values{"operationName": {"One"}})
+		expect(t, "no query", resp, body, 400, `{"errors":[{"message":"Request URL query must contain a \"query\" parameter"}]}`)
+	})
+}
+
+func TestAnyBackendGraphQLResponse(t *testing.T) {
+	s := startCaddy(t, libraryRoutes(t))
+	const gr = "application/graphql-response+json"
+	catalog := func(accept string) map[string]string {
+		h := families("catalog")
+		if accept != "" {
+			h["Accept"] = accept
+		}
+		return h
+	}
+	cases := []struct {
+		name       string
+		path, body string
+		jsonStatus int
+		jsonBody   string // exact application/json body (today's)
+		grStatus   int
+		grBody     string // exact graphql-response+json body
+	}{
+		{"parse error", "/lib", q("{ books {"), 200,
+			`{"data":null,"errors":[{"message":"Expected Name, found <EOF>","locations":[{"line":1,"column":10}],"extensions":{"code":"GRAPHQL_PARSE_FAILED"}}]}`,
+			400, `{"errors":[{"message":"Expected Name, found <EOF>","locations":[{"line":1,"column":10}],"extensions":{"code":"GRAPHQL_PARSE_FAILED"}}]}`},
+		{"validation error", "/lib", q("{ books { nodez } }"), 200,
+			`{"data":null,"errors":[{"message":"Cannot query field \"nodez\" on type \"BookConnection\". Did you mean \"nodes\"?","locations":[{"line":1,"column":11}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`,
+			400, `{"errors":[{"message":"Cannot query field \"nodez\" on type \"BookConnection\". Did you mean \"nodes\"?","locations":[{"line":1,"column":11}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`},
+		{"not entitled", "/lib", q(borrowMutation), 403, bodyNotEntitled,
+			403, `{"errors":[{"message":"Tier not entitled to this endpoint family","extensions":{"code":"NOT_ENTITLED"}}]}`},
+		{"operation type not allowed", "/lib/queries", q(borrowMutation), 200, bodyOnlyQueries,
+			400, `{"errors":[{"message":"Only query operations are allowed","locations":[{"line":1,"column":1}],"extensions":{"code":"OPERATION_NOT_ALLOWED"}}]}`},
+		{"malformed body", "/lib", `{"query":`, 400, `{"errors":[{"message":"Request body is not valid JSON: unexpected end of input"}]}`,
+			400, `{"errors":[{"message":"Request body is not valid JSON: unexpected end of input","extensions":{"code":"BAD_REQUEST"}}]}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, accept := range []string{"", "application/json", gr + ";q=0, application/json"} {
+				resp, body := s.do(t, call{path: tc.path, headers: catalog(accept), body: tc.body})
+				expect(t, "Accept "+accept, resp, body, tc.jsonStatus, tc.jsonBody)
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+					t.Fatalf("Accept %q: Content-Type %q, want application/json", accept, ct)
+				}
+			}
+			for _, accept := range []string{gr, gr + ", application/json;q=0.9", "application/json;q=0.9, " + gr} {
+				resp, body := s.do(t, call{path: tc.path, headers: catalog(accept), body: tc.body})
+				expect(t, "Accept "+accept, resp, body, tc.grStatus, tc.grBody)
+				if ct := resp.Header.Get("Content-Type"); ct != gr {
+					t.Fatalf("Accept %q: Content-Type %q, want %s", accept, ct, gr)
+				}
+				if strings.Contains(body, `"data"`) {
+					t.Fatalf("Accept %q: a request error has a data member: %s", accept, body)
+				}
+				if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(len(body)) {
+					t.Fatalf("Accept %q: Content-Length %q for %d bytes", accept, cl, len(body))
+				}
+			}
+		})
+	}
+	t.Run("admitted request reaches the backend unchanged", func(t *testing.T) {
+		resp, body := s.do(t, call{path: "/lib", headers: catalog(gr + ", application/json;q=0.9"), body: q(booksQuery)})
+		expect(t, "admitted", resp, body, 200, echoed("query", "books", "catalog", "", q(booksQuery)))
+	})
+}
+
+func apqRoute(path, schema, extra string) string {
+	return fmt.Sprintf(`
+	route %s {
+		graphql_guard {
+			schema %s
+			persisted_queries {%s
+			}
+		}
+		%s
+	}`, path, schema, extra, libraryEcho)
+}
+
+func TestAnyBackendAPQMemory(t *testing.T) {
+	schema := testdataPath(t, "library.graphqls")
+	s := startCaddy(t, apqRoute("/apq", schema, "\n\t\t\t\tmax_entries 100"))
+	hash := librarySHA256(booksQuery)
+	hashOnly := `{"variables":{"first":2},` + apqExt(hash, 1) + `}`
+
+	resp, body := s.do(t, call{path: "/apq", body: hashOnly})
+	expect(t, "unknown hash", resp, body, 200, bodyPQNotFound)
+
+	register := q(booksQuery, `"variables":{"first":2}`, apqExt(hash, 1))
+	resp, body = s.do(t, call{path: "/apq", body: register})
+	expect(t, "registration", resp, body, 200, echoed("query", "books", "", "", register))
+
+	resp, body = s.do(t, call{path: "/apq", body: hashOnly})
+	expect(t, "hit by hash", resp, body, 200,
+		echoed("query", "books", "", "", `{"query":`+jsonString(booksQuery)+`,"variables":{"first":2},`+apqExt(hash, 1)+`}`))
+
+	// the document sent by hash is still checked: its variables are coerced
+	resp, body = s.do(t, call{path: "/apq", body: `{"variables":{"first":"two"},` + apqExt(hash, 1) + `}`})
+	expect(t, "hit by hash, bad variable", resp, body, 400,
+		`{"errors":[{"message":"Variable \"$first\" is invalid at variable.first: cannot use string as Int"}]}`)
+
+	resp, body = s.do(t, call{path: "/apq", body: q(booksQuery, apqExt(librarySHA256(booksQuery+" "), 1))})
+	expect(t, "mismatched hash", resp, body, 400, bodyPQMismatch)
+	resp, body = s.do(t, call{path: "/apq", body: q(booksQuery, apqExt(hash[:60], 1))})
+	expect(t, "short hash", resp, body, 400, bodyPQMismatch)
+	resp, body = s.do(t, call{path: "/apq", body: `{` + apqExt(hash, 2) + `}`})
+	expect(t, "version 2", resp, body, 400, bodyPQVersion)
+
+	// an invalid document registers nothing
+	bad := `{ books { nodez } }`
+	resp, body = s.do(t, call{path: "/apq", body: q(bad, apqExt(librarySHA256(bad), 1))})
+	if resp.StatusCode != 200 || !strings.Contains(body, `"code":"GRAPHQL_VALIDATION_FAILED"`) {
+		t.Fatalf("invalid registration: %d %s", resp.StatusCode, body)
+	}
+	resp, body = s.do(t, call{path: "/apq", body: `{` + apqExt(librarySHA256(bad), 1) + `}`})
+	expect(t, "hash of an invalid document", resp, body, 200, bodyPQNotFound)
+
+	// a flood of distinct registrations is bounded by max_entries
+	early := `{ book(id: "early") { id } }`
+	resp, body = s.do(t, call{path: "/apq", body: q(early, apqExt(librarySHA256(early), 1))})
+	expect(t, "early registration", resp, body, 200, echoed("query", "book", "", "", q(early, apqExt(librarySHA256(early), 1))))
+	resp, body = s.do(t, call{path: "/apq", body: `{` + apqExt(librarySHA256(early), 1) + `}`})
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "type=query roots=book ") {
+		t.Fatalf("early hash before the flood: %d %s", resp.StatusCode, body)
+	}
+	const flood = 20_000
+	flooded := floodAPQ(t, s, "/apq", flood)
+	if flooded != flood {
+		t.Fatalf("%d of %d flood registrations admitted", flooded, flood)
+	}
+	resp, body = s.do(t, call{path: "/apq", body: `{` + apqExt(librarySHA256(early), 1) + `}`})
+	expect(t, "early hash after the flood", resp, body, 200, bodyPQNotFound)
+	last := floodDoc(flood - 1)
+	resp, body = s.do(t, call{path: "/apq", body: `{` + apqExt(librarySHA256(last), 1) + `}`})
+	expect(t, "last flood hash", resp, body, 200, echoed("query", "book", "", "", `{"query":`+jsonString(last)+`,`+apqExt(librarySHA256(last), 1)+`}`))
+}
+
+func floodDoc(i int) string { return `{ book(id: "f` + strconv.Itoa(i) + `") { id } }` }
+
+// floodAPQ registers n distinct documents (in order of i, 8 at a time) and
+// returns how many were admitted.
+func floodAPQ(t *testing.T, s *server, path string, n int) int {
+	t.Helper()
+	var admitted atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				doc := floodDoc(i)
+				req, err := http.NewRequest(http.MethodPost, s.base+path, strings.NewReader(q(doc, apqExt(librarySHA256(doc), 1))))
+				if err != nil {
+					errs <- err
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := s.tester.Client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b := new(strings.Builder)
+				_, _ = bufio.NewReader(resp.Body).WriteTo(b)
+				resp.Body.Close()
+				if resp.StatusCode == 200 && strings.HasPrefix(b.String(), "type=query ") {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// the last document is registered after every other one
+	doc := floodDoc(n - 1)
+	resp, body := s.do(t, call{path: path, body: q(doc, apqExt(librarySHA256(doc), 1))})
+	if resp.StatusCode != 200 {
+		t.Fatalf("last flood registration: %d %s", resp.StatusCode, body)
+	}
+	return int(admitted.Load())
+}
+
+// TestAnyBackendAPQRedis: two guards (two routes, each with its own memory
+// front) sharing one Redis URL and key_prefix: a document registered
+// through one is served by the other; one whose schema lacks a field
+// refuses the document registered through the other with the validation
+// error.
+func TestAnyBackendAPQRedis(t *testing.T) {
+	client, prefix := testenv.Redis(t)
+	schema := testdataPath(t, "library.graphqls")
+	src, err := os.ReadFile(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the same library without Query.loans (an instance on an older schema)
+	older := strings.Replace(string(src), "  loans(memberId: ID!, first: Int = 20): [Loan!]!\n", "", 1)
+	if older == string(src) {
+		t.Fatal("testdata/library.graphqls has no Query.loans line to remove")
+	}
+	olderPath := filepath.Join(t.TempDir(), "older.graphqls")
+	if err := os.WriteFile(olderPath, []byte(older), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := fmt.Sprintf("\n\t\t\t\tredis redis://%s/0\n\t\t\t\tkey_prefix %s\n\t\t\t\tttl 1h", testenv.RedisAddr(), prefix)
+	s := startCaddy(t, apqRoute("/a", schema, store)+apqRoute("/b", schema, store)+apqRoute("/older", olderPath, store)+
+		apqRoute("/other", schema, fmt.Sprintf("\n\t\t\t\tredis redis://%s/0\n\t\t\t\tkey_prefix %sother:", testenv.RedisAddr(), prefix)))
+
+	hash := librarySHA256(booksQuery)
+	hashOnly := `{"variables":{"first":1},` + apqExt(hash, 1) + `}`
+	resp, body := s.do(t, call{path: "/b", body: hashOnly})
+	expect(t, "unknown on b", resp, body, 200, bodyPQNotFound)
+	register := q(booksQuery, apqExt(hash, 1))
+	resp, body = s.do(t, call{path: "/a", body: register})
+	expect(t, "registered through a", resp, body, 200, echoed("query", "books", "", "", register))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stored, err := client.Get(ctx, prefix+"apq:"+hash).Result()
+	if err != nil || stored != booksQuery {
+		t.Fatalf("Redis %sapq:%s = %q, %v; want the document", prefix, hash, stored, err)
+	}
+	if ttl := client.TTL(ctx, prefix+"apq:"+hash).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Fatalf("TTL %s, want within 1h", ttl)
+	}
+
+	resp, body = s.do(t, call{path: "/b", body: hashOnly})
+	expect(t, "served by b", resp, body, 200,
+		echoed("query", "books", "", "", `{"query":`+jsonString(booksQuery)+`,"variables":{"first":1},`+apqExt(hash, 1)+`}`))
+	resp, body = s.do(t, call{path: "/other", body: hashOnly})
+	expect(t, "another key_prefix", resp, body, 200, bodyPQNotFound)
+
+	loansQuery := `{ loans(memberId: "m1") { id } }`
+	lh := librarySHA256(loansQuery)
+	resp, body = s.do(t, call{path: "/a", body: q(loansQuery, apqExt(lh, 1))})
+	expect(t, "loans registered through a", resp, body, 200, echoed("query", "loans", "", "", q(loansQuery, apqExt(lh, 1))))
+	resp, body = s.do(t, call{path: "/older", body: `{` + apqExt(lh, 1) + `}`})
+	expect(t, "loans by hash on the older schema", resp, body, 200,
+		`{"data":null,"errors":[{"message":"Cannot query field \"loans\" on type \"Query\". Did you mean \"books\"?","locations":[{"line":1,"column":3}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`)
+
+	// a value planted in Redis under the hash of another text is not served
+	planted := `{ book(id: "planted") { id } }`
+	ph := librarySHA256(`{ book(id: "other") { id } }`)
+	if err := client.Set(ctx, prefix+"apq:"+ph, planted, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	resp, body = s.do(t, call{path: "/b", body: `{` + apqExt(ph, 1) + `}`})
+	if resp.StatusCode == 200 && strings.HasPrefix(body, "type=") {
+		t.Fatalf("a Redis value that does not hash to its key was served: %s", body)
+	}
+}
+
+func TestAnyBackendTrustedDocuments(t *testing.T) {
+	schema := testdataPath(t, "library.graphqls")
+	manifest := testdataPath(t, "manifest.json")
+	s := startCaddy(t, fmt.Sprintf(`
+	route /trusted {
+		graphql_guard {
+			schema %[1]s
+			trusted_documents %[2]s
+			trusted_only
+		}
+		%[3]s
+	}
+	route /tiers {
+		map {http.request.header.X-Tier} {civic.tier} {
+			~(.+) "${1}"
+		}
+		graphql_guard {
+			schema %[1]s
+			trusted_documents %[2]s
+			trusted_only free
+		}
+		%[3]s
+	}`, schema, manifest, libraryEcho))
+	hash := librarySHA256(shelfQuery)
+	adHoc := `{ book(id: "b1") { title } }`
+
+	resp, body := s.do(t, call{path: "/trusted", body: q(shelfQuery)})
+	expect(t, "trusted text", resp, body, 200, echoed("query", "books", "", "", q(shelfQuery)))
+	resp, body = s.do(t, call{path: "/trusted", body: q(adHoc)})
+	expect(t, "ad-hoc", resp, body, 200, bodyUntrusted)
+	resp, body = s.do(t, call{path: "/trusted", body: q(shelfQuery + " ")})
+	expect(t, "trusted text with a trailing space", resp, body, 200, bodyUntrusted)
+	resp, body = s.do(t, call{path: "/trusted", body: `{"documentId":"sha256:` + hash + `"}`})
+	expect(t, "documentId", resp, body, 200, echoed("query", "books", "", "", `{"query":`+jsonString(shelfQuery)+`,"documentId":"sha256:`+hash+`"}`))
+	resp, body = s.do(t, call{path: "/trusted", body: `{"documentId":"sha256:` + librarySHA256(adHoc) + `"}`})
+	expect(t, "unknown documentId", resp, body, 200, bodyPQNotFound)
+	resp, body = s.do(t, call{path: "/trusted", body: `{` + apqExt(hash, 1) + `}`})
+	expect(t, "APQ hash of the trusted document", resp, body, 200, echoed("query", "books", "", "", `{"query":`+jsonString(shelfQuery)+`,`+apqExt(hash, 1)+`}`))
+	resp, body = s.do(t, call{path: "/trusted", headers: map[string]string{"Accept": "application/graphql-response+json"}, body: q(adHoc)})
+	expect(t, "ad-hoc, graphql-response+json", resp, body, 400, `{"errors":[{"message":"Only trusted documents are allowed","extensions":{"code":"TRUSTED_DOCUMENT_REQUIRED"}}]}`)
+
+	for _, tc := range []struct {
+		name, tier, body string
+		want             string
+	}{
+		{"free, ad-hoc", "free", q(adHoc), bodyUntrusted},
+		{"free, trusted", "free", q(shelfQuery), echoed("query", "books", "", "", q(shelfQuery))},
+		{"free, documentId", "free", `{"documentId":"sha256:` + hash + `"}`, echoed("query", "books", "", "", `{"query":`+jsonString(shelfQuery)+`,"documentId":"sha256:`+hash+`"}`)},
+		{"paid, ad-hoc", "paid", q(adHoc), echoed("query", "book", "", "", q(adHoc))},
+		{"no tier, ad-hoc", "", q(adHoc), echoed("query", "book", "", "", q(adHoc))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := map[string]string{}
+			if tc.tier != "" {
+				h["X-Tier"] = tc.tier
+			}
+			resp, body := s.do(t, call{path: "/tiers", headers: h, body: tc.body})
+			expect(t, tc.name, resp, body, 200, tc.want)
+		})
+	}
+}
+
+// streamThrough starts Caddy with the guard in front of a reverse_proxy to
+// up and POSTs body with accept.
+func streamThrough(t *testing.T, addr, accept, body string) (*http.Response, func()) {
+	t.Helper()
+	schema := testdataPath(t, "library.graphqls")
+	s := startCaddy(t, fmt.Sprintf(`
+	route /stream {
+		graphql_guard {
+			schema %s
+			entitlements {http.request.header.X-Families}%s
+		}
+		reverse_proxy %s
+	}`, schema, libraryFamilies, addr))
+	req, err := http.NewRequest(http.MethodPost, s.base+"/stream", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	req.Header.Set("X-Families", "catalog,loans")
+	resp, err := s.tester.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, func() { resp.Body.Close() }
+}
+
+func TestAnyBackendEventStream(t *testing.T) {
+	const ev = "event: next\ndata: {\"data\":{\"loanEvents\":{\"kind\":\"%s\",\"loan\":{\"id\":\"l%d\"}}}}\n\n"
+	first := fmt.Sprintf(ev, "BORROWED", 1)
+	rest := fmt.Sprintf(ev, "RETURNED", 2) + fmt.Sprintf(ev, "BORROWED", 3) + "event: complete\ndata:\n\n"
+	up, addr := startStreamUpstream(t, "text/event-stream", first, rest)
+	body := q(loanEventsSub)
+	resp, closeBody := streamThrough(t, addr, "text/event-stream", body)
+	defer closeBody()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("got %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	r := bufio.NewReader(resp.Body)
+	got := readUntil(t, r, first, 10*time.Second)
+	select {
+	case <-up.done:
+		t.Fatal("the upstream finished before the client read the first event")
+	default:
+	}
+	close(up.release) // the upstream writes the rest only now
+	got += readUntil(t, r, "event: complete\ndata:\n\n", 10*time.Second)
+	if got != first+rest {
+		t.Fatalf("stream %q, want %q", got, first+rest)
+	}
+	<-up.done
+	gotBody, gotAccept, gaveUp := up.seen()
+	if gaveUp {
+		t.Fatal("the upstream waited out its deadline: the first event was held back")
+	}
+	if gotBody != body || gotAccept != "text/event-stream" {
+		t.Fatalf("upstream got %q with Accept %q", gotBody, gotAccept)
+	}
+}
+
+func TestAnyBackendMultipartDefer(t *testing.T) {
+	const part = "\r\n---\r\nContent-Type: application/json; charset=utf-8\r\n\r\n%s"
+	first := fmt.Sprintf(part, `{"data":{"book":{"id":"b1"}},"hasNext":true}`)
+	rest := fmt.Sprintf(part, `{"incremental":[{"data":{"title":"Dune"},"path":["book"]}],"hasNext":true}`) +
+		fmt.Sprintf(part, `{"incremental":[{"data":{"author":"Herbert"},"path":["book"]}],"hasNext":false}`) + "\r\n-----\r\n"
+	up, addr := startStreamUpstream(t, `multipart/mixed; boundary="-"`, first, rest)
+	body := q(`query Deferred { book(id: "b1") { id ... @defer { title } ... @defer { author } } }`)
+	resp, closeBody := streamThrough(t, addr, `multipart/mixed; deferSpec=20220824, application/json`, body)
+	defer closeBody()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != `multipart/mixed; boundary="-"` {
+		t.Fatalf("got %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	r := bufio.NewReader(resp.Body)
+	got := readUntil(t, r, `"hasNext":true}`, 10*time.Second)
+	select {
+	case <-up.done:
+		t.Fatal("the upstream finished before the client read the first part")
+	default:
+	}
+	close(up.release)
+	got += readUntil(t, r, "\r\n-----\r\n", 10*time.Second)
+	if got != first+rest {
+		t.Fatalf("stream %q, want %q", got, first+rest)
+	}
+	<-up.done
+	gotBody, _, gaveUp := up.seen()
+	if gaveUp {
+		t.Fatal("the upstream waited out its deadline: the first part was held back")
+	}
+	if gotBody != body {
+		t.Fatalf("upstream got %q", gotBody)
+	}
+}
