@@ -23,7 +23,7 @@ type Subscription struct {
 // bearer token of the upgrade request (civicgate refuses a token inside
 // connection_init: the key travels in the Authorization header only), and
 // subscribes to loanEvents. The client does not reconnect: an error closing the socket
-// ends it and is sent on Done.
+// ends it and is sent on Done. Events arrive in the server's order.
 func SubscribeLoanEvents(url, key string) (*Subscription, error) {
 	header := http.Header{}
 	if key != "" {
@@ -40,6 +40,7 @@ func SubscribeLoanEvents(url, key string) (*Subscription, error) {
 		WithConnectionParams(map[string]any{"client": "libraryclient"}).
 		WithRetryTimeout(0).
 		WithExitWhenNoSubscription(false).
+		WithSyncMode(true). // deliver events in the order the server sent them
 		OnError(func(_ *graphql.SubscriptionClient, err error) error { return err })
 	var sub struct {
 		LoanEvents LoanEventView `graphql:"loanEvents"`
