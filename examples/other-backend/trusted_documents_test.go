@@ -2,8 +2,10 @@ package otherbackend
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,11 +52,24 @@ func TestTrustedDocumentsThroughTheGateway(t *testing.T) {
 			t.Fatalf("the engine received %q, want the manifest's document", op.Query)
 		}
 	})
+	// The refusal is a GraphQL request error: over application/json 200 with
+	// "data":null (as the guard's other refusals), over
+	// application/graphql-response+json 400 without data.
+	const refusal = `"errors":[{"message":"Only trusted documents are allowed","extensions":{"code":"TRUSTED_DOCUMENT_REQUIRED"}}]}`
 	t.Run("ad-hoc query refused for the kiosk", func(t *testing.T) {
 		before := g.Upstream.requestCount()
 		r := postJSON(t, g.URL, kiosk, map[string]any{"query": `{ books { endCursor } }`})
-		if r.Status != 200 || r.Body != `{"errors":[{"message":"Only trusted documents are allowed","extensions":{"code":"TRUSTED_DOCUMENT_REQUIRED"}}]}` {
+		if r.Status != 200 || r.Body != `{"data":null,`+refusal {
 			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		req, err := http.NewRequest(http.MethodPost, g.URL, strings.NewReader(`{"query":"{ books { endCursor } }"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/graphql-response+json")
+		if r := send(t, req, kiosk); r.Status != 400 || r.Body != `{`+refusal {
+			t.Fatalf("graphql-response+json: %d %s", r.Status, r.Body)
 		}
 		if g.Upstream.requestCount() != before {
 			t.Fatal("a refused ad-hoc query reached the engine")
