@@ -90,7 +90,6 @@ func TestMain(m *testing.M) {
 // provisioned Caddy reverse_proxy handler.
 type proxy struct {
 	addr string
-	mu   sync.Mutex
 	cfg  func() Config
 }
 
