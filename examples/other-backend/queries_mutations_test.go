@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
@@ -11,8 +12,9 @@ import (
 
 // Issue 17 item 1: queries and mutations through the gateway for an
 // entitled tier; a tier without the loans family is refused the mutation
-// (403, nothing reaches the engine) and served queries, over POST and GET.
-func TestMutationsThroughTheGateway(t *testing.T) {
+// (403, nothing reaches the engine) and served queries, over POST and GET,
+// and @defer streams back over multipart/mixed.
+func TestQueriesAndMutationsThroughTheGateway(t *testing.T) {
 	g := newGateway(t, keysInFile)
 	partner, _ := g.issue("county-archive", "partner")
 	reader, _ := g.issue("city-school", "reader")
@@ -68,6 +70,20 @@ func TestMutationsThroughTheGateway(t *testing.T) {
 		}
 		if got := g.Upstream.lastRequest(); got.Method != http.MethodGet {
 			t.Fatalf("engine received %s", got.Method)
+		}
+	})
+	t.Run("@defer streams over multipart/mixed", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodPost, g.URL, strings.NewReader(`{"query":"{ book(id: \"b1\") { title ... @defer { author { name } } } }"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "multipart/mixed;deferSpec=20220824")
+		r := send(t, req, reader)
+		if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/mixed") ||
+			!strings.Contains(r.Body, `{"data":{"book":{"title":"Middlemarch","author":null}},"hasNext":true}`) ||
+			!strings.Contains(r.Body, `{"incremental":[{"data":{"author":{"name":"George Eliot"}},"path":["book"],"hasNext":false}],"hasNext":false}`) {
+			t.Fatalf("%d %s\n%s", r.Status, r.Header.Get("Content-Type"), r.Body)
 		}
 	})
 }

@@ -37,4 +37,7 @@ func TestRevokeClosesSubscriptionSocket(t *testing.T) {
 		t.Fatal("socket still open 5 s after the revoke")
 	}
 	g.awaitSubscribers(t, 0)
+	if r := postJSON(t, g.URL, partner, map[string]string{"query": `{ authors { name } }`}); r.Status != 401 || r.Body != `{"error":"API key revoked"}` {
+		t.Fatalf("the revoked key after the close: %d %s", r.Status, r.Body)
+	}
 }

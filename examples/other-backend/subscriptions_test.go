@@ -2,9 +2,14 @@ package otherbackend
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	graphql "github.com/hasura/go-graphql-client"
 
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
 	"github.com/civicgate/civicgate/modules/contract"
@@ -79,7 +84,8 @@ func TestSubscriptionsThroughTheGateway(t *testing.T) {
 		defer sub.Close()
 		select {
 		case err := <-sub.Errors:
-			if !strings.Contains(err.Error(), "Tier not entitled to this endpoint family") {
+			var errs graphql.Errors
+			if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Message != "Tier not entitled to this endpoint family" || errs[0].Extensions["code"] != "NOT_ENTITLED" {
 				t.Fatalf("refusal %v", err)
 			}
 		case err := <-sub.Done:
@@ -119,5 +125,22 @@ func TestSubscriptionsThroughTheGateway(t *testing.T) {
 		}
 		cancel()
 		g.awaitSubscribers(t, 0)
+	})
+	t.Run("graphql-sse outside the tier is refused", func(t *testing.T) {
+		stream, err := libraryclient.PostSSE(ctx, g.URL, reader, `subscription { loanEvents { kind } }`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stream.Close()
+		body, _ := io.ReadAll(stream.Response.Body)
+		if stream.Response.StatusCode != http.StatusForbidden || string(body) != `{"error":"Tier not entitled to this endpoint family"}` {
+			t.Fatalf("%d %s", stream.Response.StatusCode, body)
+		}
+	})
+	t.Run("subscription over a plain POST is refused", func(t *testing.T) {
+		r := postJSON(t, g.URL, partner, map[string]string{"query": `subscription { loanEvents { kind } }`})
+		if r.Status != 200 || !strings.Contains(r.Body, `"code":"OPERATION_NOT_ALLOWED"`) {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
 	})
 }
