@@ -12,8 +12,14 @@
 #   modules       every module's Go benchmarks, ./modules/... (-count 5)
 #   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites the
 #                 "Backend (recordsd)" section; --fresh (or BENCH_FRESH=1) drops and re-seeds its database
-#   default       side-by-side, then gateway: what `make bench` runs when BENCH is empty (≈ 9 min)
-#   all           side-by-side, gateway, modules, backend
+#   unique-vars   policy chain CPU per request with per-request-unique variables vs the same binary's plain
+#                 reverse_proxy, in front of the example library engine, driven by bench/cmd/varsload
+#                 (bench/unique-vars.sh; ≈ 40 s incl. a 10 s gateway CPU profile); prints, BENCHMARKS.md by hand
+#   subscriptions graphql-transport-ws subscriptions direct vs plain reverse_proxy vs gateway (1×1, 50×100,
+#                 5000×1 sockets×subscriptions), delivery latency and memory per subscription, with
+#                 stream_buffer_size 32KiB and 4KiB, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 2 min)
+#   default       side-by-side, gateway, unique-vars: what `make bench` runs when BENCH is empty (≈ 10 min)
+#   all           side-by-side, gateway, unique-vars, subscriptions, modules, backend
 #
 # Without arguments the suites come from BENCH (default: default). Each suite's own settings are BENCH_*
 # variables, listed at the top of bench/side-by-side.sh and bench/backend.sh. GO names the go command (go).
@@ -50,9 +56,9 @@ for a in "${args[@]}"; do
 	IFS=', ' read -ra parts <<<"$a"
 	for s in "${parts[@]}"; do
 		case $s in
-		side-by-side | gateway | modules | backend) suites+=("$s") ;;
-		default) suites+=(side-by-side gateway) ;;
-		all) suites+=(side-by-side gateway modules backend) ;;
+		side-by-side | gateway | modules | backend | unique-vars | subscriptions) suites+=("$s") ;;
+		default) suites+=(side-by-side gateway unique-vars) ;;
+		all) suites+=(side-by-side gateway unique-vars subscriptions modules backend) ;;
 		*) log "unknown suite \"$s\""; usage ;;
 		esac
 	done
@@ -69,6 +75,8 @@ suite_cmd() {
 	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/gqlguard) ;;
 	modules) cmd=("$GO" test -run '^$' -bench . -benchmem -count 5 ./modules/...) ;;
 	backend) cmd=(bash bench/backend.sh "${backend_args[@]}") ;;
+	unique-vars) cmd=(bash bench/unique-vars.sh) ;;
+	subscriptions) cmd=(bash bench/subscriptions.sh) ;;
 	esac
 }
 

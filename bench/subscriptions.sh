@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The subscriptions suite of bench/run.sh (`make bench BENCH=subscriptions`), issue 17:
+# graphql-transport-ws subscriptions directly to the example library engine
+# (run in-process by bench/cmd/subsload, which timestamps each published event),
+# through the same civicgate binary as a plain reverse_proxy
+# (bench/Caddyfile.library-plain) and through the gateway
+# (bench/Caddyfile.library-gateway: civic_auth with a keys file, civic_rate_limit
+# in memory, graphql_guard subscriptions { max_per_connection 100 max_per_key 10000 }).
+# Each shape SOCKETSxSUBS runs on every target in turn; the proxies' memory per
+# subscription is VmRSS and (after a forced GC) Go heap+stack in use.
+# Runs once per stream_buffer_size in BENCH_SUBS_BUFFERS (fresh proxies each time).
+# Prints a Markdown report; does not edit BENCHMARKS.md.
+#
+# Env: BENCH_SUBS_SHAPES (1x1,50x100,5000x1), BENCH_SUBS_EVENTS (10), BENCH_SUBS_ROUNDS (1),
+#      BENCH_SUBS_BUFFERS ("32KiB 4KiB"), BENCH_SUBS_PORT_BASE (18290: +1 engine, +2 plain,
+#      +3 gateway, +4/+5 their admin endpoints).
+# Profiling while it runs: curl "http://127.0.0.1:18295/debug/pprof/heap" (gateway admin).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+log() { echo "bench: $*" >&2; }
+
+shapes=${BENCH_SUBS_SHAPES:-1x1,50x100,5000x1}
+events=${BENCH_SUBS_EVENTS:-10}
+rounds=${BENCH_SUBS_ROUNDS:-1}
+buffers=${BENCH_SUBS_BUFFERS:-32KiB 4KiB}
+base=${BENCH_SUBS_PORT_BASE:-18290}
+
+# 5 000 sockets need ≈ 10 000 descriptors in subsload (client + engine ends)
+# and in each proxy (client + upstream ends).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+log "open files limit $(ulimit -n)"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	trap - INT TERM EXIT
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup INT TERM EXIT
+
+export XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
+export BENCH_KEYS_FILE="$work/keys.json"
+export BENCH_LIB_SCHEMA="$root/examples/other-backend/library.graphqls"
+export BENCH_LIB_UPSTREAM="127.0.0.1:$((base + 1))"
+CIVIC_IDENTITY_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '=+/\n' | head -c 43)
+export CIVIC_IDENTITY_SECRET
+
+log "building bin/civicgate, bin/subsload"
+go build -o bin/civicgate ./cmd/civicgate
+go build -o bin/subsload ./bench/cmd/subsload
+SUBSLOAD_BEARER=$(bin/civicgate keys issue --org bench --tier bench --env live --file "$BENCH_KEYS_FILE" 2>/dev/null | grep -oE 'cg_live_[0-9A-Za-z]+' | head -1)
+if [ -z "$SUBSLOAD_BEARER" ]; then log "could not issue the bench key"; exit 1; fi
+export SUBSLOAD_BEARER
+
+wait_port() {
+	for _ in $(seq 1 200); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	log "nothing listens on $1"; return 1
+}
+
+cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*(.*)/\1/p' /proc/cpuinfo | head -n1)
+echo "Machine: $(nproc) cores (${cpu}), $(go version | cut -d' ' -f3-), Linux $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC'); load average before $(cut -d' ' -f1-3 /proc/loadavg); open files limit $(ulimit -n)."
+for buf in $buffers; do
+	export BENCH_STREAM_BUFFER=$buf
+	BENCH_LIB_PORT=$((base + 2)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 4))" \
+		bin/civicgate run --config bench/Caddyfile.library-plain --adapter caddyfile >"$work/plain-$buf.log" 2>&1 &
+	plain_pid=$!
+	pids+=("$plain_pid")
+	BENCH_LIB_PORT=$((base + 3)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 5))" \
+		bin/civicgate run --config bench/Caddyfile.library-gateway --adapter caddyfile >"$work/gateway-$buf.log" 2>&1 &
+	gateway_pid=$!
+	pids+=("$gateway_pid")
+	wait_port $((base + 2))
+	wait_port $((base + 3))
+	cmd=(bin/subsload --engine "$BENCH_LIB_UPSTREAM" --shapes "$shapes" --events "$events" --rounds "$rounds"
+		--target "direct=ws://${BENCH_LIB_UPSTREAM}/graphql"
+		--target "plain=ws://127.0.0.1:$((base + 2))/graphql"
+		--target "gateway=ws://127.0.0.1:$((base + 3))/graphql" --auth gateway
+		--pid "plain=$plain_pid" --pid "gateway=$gateway_pid"
+		--admin "plain=http://127.0.0.1:$((base + 4))" --admin "gateway=http://127.0.0.1:$((base + 5))")
+	echo
+	echo "### reverse_proxy stream_buffer_size $buf"
+	echo
+	echo "Command: \`BENCH_SUBS_BUFFERS=$buf BENCH_SUBS_SHAPES=$shapes BENCH_SUBS_EVENTS=$events BENCH_SUBS_ROUNDS=$rounds bench/run.sh subscriptions\` (bench/subscriptions.sh → ${cmd[*]})."
+	echo
+	if ! "${cmd[@]}"; then
+		for f in plain gateway; do log "--- $f log (tail)"; tail -n 20 "$work/$f-$buf.log" >&2; done
+		exit 1
+	fi
+	kill "$plain_pid" "$gateway_pid"
+	wait "$plain_pid" "$gateway_pid" 2>/dev/null || true
+	pids=()
+done
+echo
+echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The unique-vars suite of bench/run.sh (`make bench BENCH=unique-vars`; part of the default), issue 17:
+# the policy chain's CPU per request when every request carries the same document
+# with a different variable value (graphql_guard's variables memo always misses),
+# against the same civicgate binary as a plain reverse_proxy. bench/cmd/varsload
+# runs the example library engine in-process as the upstream of both proxies
+# (bench/Caddyfile.library-plain, bench/Caddyfile.library-gateway: civic_auth with
+# a keys file, civic_rate_limit in memory, graphql_guard) and drives cells
+# plain:unique, gateway:same (memo hits, for comparison) and gateway:unique.
+# Then a CPU profile of the gateway during gateway:unique (BENCH_VARS_PROFILE
+# seconds; 0 skips it), `go tool pprof -top` printed.
+# Prints a Markdown report; does not edit BENCHMARKS.md.
+#
+# Env: BENCH_VARS_CONNS (16), BENCH_VARS_ROUNDS (3), BENCH_VARS_DURATION (2s),
+#      BENCH_VARS_WARMUP (0.5s), BENCH_VARS_PROFILE (10), BENCH_VARS_PORT_BASE (18390:
+#      +1 engine, +2 plain, +3 gateway, +4/+5 their admin endpoints).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+log() { echo "bench: $*" >&2; }
+
+conns=${BENCH_VARS_CONNS:-16}
+rounds=${BENCH_VARS_ROUNDS:-3}
+duration=${BENCH_VARS_DURATION:-2s}
+warmup=${BENCH_VARS_WARMUP:-0.5s}
+profile=${BENCH_VARS_PROFILE:-10}
+base=${BENCH_VARS_PORT_BASE:-18390}
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	trap - INT TERM EXIT
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup INT TERM EXIT
+
+export XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
+export BENCH_KEYS_FILE="$work/keys.json"
+export BENCH_LIB_SCHEMA="$root/examples/other-backend/library.graphqls"
+export BENCH_LIB_UPSTREAM="127.0.0.1:$((base + 1))"
+CIVIC_IDENTITY_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '=+/\n' | head -c 43)
+export CIVIC_IDENTITY_SECRET
+
+log "building bin/civicgate, bin/varsload"
+go build -o bin/civicgate ./cmd/civicgate
+go build -o bin/varsload ./bench/cmd/varsload
+VARSLOAD_BEARER=$(bin/civicgate keys issue --org bench --tier bench --env live --file "$BENCH_KEYS_FILE" 2>/dev/null | grep -oE 'cg_live_[0-9A-Za-z]+' | head -1)
+if [ -z "$VARSLOAD_BEARER" ]; then log "could not issue the bench key"; exit 1; fi
+export VARSLOAD_BEARER
+
+wait_port() {
+	for _ in $(seq 1 200); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	log "nothing listens on $1"; return 1
+}
+
+BENCH_LIB_PORT=$((base + 2)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 4))" \
+	bin/civicgate run --config bench/Caddyfile.library-plain --adapter caddyfile >"$work/plain.log" 2>&1 &
+plain_pid=$!
+pids+=("$plain_pid")
+BENCH_LIB_PORT=$((base + 3)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 5))" \
+	bin/civicgate run --config bench/Caddyfile.library-gateway --adapter caddyfile >"$work/gateway.log" 2>&1 &
+gateway_pid=$!
+pids+=("$gateway_pid")
+wait_port $((base + 2))
+wait_port $((base + 3))
+
+common=(--target "plain=http://127.0.0.1:$((base + 2))/graphql" --target "gateway=http://127.0.0.1:$((base + 3))/graphql"
+	--auth gateway --pid "plain=$plain_pid" --pid "gateway=$gateway_pid" --conns "$conns")
+cmd=(bin/varsload --engine "$BENCH_LIB_UPSTREAM" "${common[@]}" --rounds "$rounds" --duration "$duration" --warmup "$warmup")
+cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*(.*)/\1/p' /proc/cpuinfo | head -n1)
+echo "Command: \`bench/run.sh unique-vars\` (bench/unique-vars.sh; env BENCH_VARS_CONNS=$conns BENCH_VARS_ROUNDS=$rounds BENCH_VARS_DURATION=$duration BENCH_VARS_WARMUP=$warmup BENCH_VARS_PROFILE=$profile) → \`${cmd[*]}\`."
+echo "Machine: $(nproc) cores (${cpu}), $(go version | cut -d' ' -f3-), Linux $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC'); load average before $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
+if ! "${cmd[@]}"; then
+	for f in plain gateway; do log "--- $f log (tail)"; tail -n 20 "$work/$f.log" >&2; done
+	exit 1
+fi
+echo
+echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
+
+[ "$profile" -gt 0 ] || exit 0
+# A second engine port: the first varsload has exited and released its own.
+bin/varsload --engine "$BENCH_LIB_UPSTREAM" "${common[@]}" --cells gateway:unique --rounds 1 \
+	--duration "$((profile + 2))s" --warmup 0.5s >"$work/profile-run.md" 2>"$work/profile-run.log" &
+load_pid=$!
+pids+=("$load_pid")
+sleep 1
+curl -fsS -o "$work/gateway.cpu.prof" "http://127.0.0.1:$((base + 5))/debug/pprof/profile?seconds=${profile}"
+wait "$load_pid"
+echo
+echo "CPU profile of the gateway during gateway:unique (${profile} s, \`go tool pprof -top bin/civicgate gateway.cpu.prof | head -n 28\`):"
+echo
+echo '```'
+go tool pprof -top bin/civicgate "$work/gateway.cpu.prof" 2>/dev/null | head -n 28
+echo '```'
+echo
+echo "Cumulative (\`-top -cum\`), first 30 lines:"
+echo
+echo '```'
+go tool pprof -top -cum bin/civicgate "$work/gateway.cpu.prof" 2>/dev/null | sed -n '6,35p'
+echo '```'
