@@ -2,6 +2,7 @@ package gqlguard
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,11 @@ type compiledOp struct {
 	familiesVal   any
 	families      opFamilies
 	memo          varMemo
+	// static is the coercion result when the cost does not depend on the
+	// variables (see scalarVariablesValid).
+	static coerced
+	// varsNeedCoercion: a variable's type is not a built-in scalar or enum.
+	varsNeedCoercion bool
 }
 
 // coerced is what variable coercion yields that a request needs: the cost.
@@ -150,18 +156,39 @@ func (c *compiler) compile(query string) *compiledDoc {
 	w.schema = c.schema
 	for _, op := range parsed.Operations {
 		m := w.measure(op)
+		static := m.cost.static
 		doc.ops = append(doc.ops, &compiledOp{
-			name:          op.Name,
-			kind:          op.Operation,
-			pos:           op.Position,
-			vars:          &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
-			measures:      m,
-			nameVal:       op.Name,
-			kindVal:       string(op.Operation),
-			rootFieldsVal: strings.Join(m.rootNames, ","),
+			static:           coerced{cost: static, costVal: strconv.FormatInt(static, 10)},
+			varsNeedCoercion: !scalarVariableTypes(c.schema, op.VariableDefinitions),
+			name:             op.Name,
+			kind:             op.Operation,
+			pos:              op.Position,
+			vars:             &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
+			measures:         m,
+			nameVal:          op.Name,
+			kindVal:          string(op.Operation),
+			rootFieldsVal:    strings.Join(m.rootNames, ","),
 		})
 	}
 	return doc
+}
+
+// scalarVariableTypes reports whether every variable is a built-in scalar or
+// an enum (not a list, input object or custom scalar).
+func scalarVariableTypes(schema *ast.Schema, defs ast.VariableDefinitionList) bool {
+	for _, d := range defs {
+		if d.Type.Elem != nil {
+			return false
+		}
+		switch d.Type.NamedType {
+		case "Int", "Float", "String", "ID", "Boolean":
+			continue
+		}
+		if t := schema.Types[d.Type.NamedType]; t == nil || t.Kind != ast.Enum {
+			return false
+		}
+	}
+	return true
 }
 
 func asList(err error) gqlerror.List {

@@ -135,8 +135,17 @@ func withCode(e json.RawMessage, code string) []byte {
 	return append(out, '}')
 }
 
+// errorList renders [{"message":msg,"extensions":{"code":code}}], message
+// first as every other body.
 func errorList(msg, code string) []byte {
-	return marshal([]map[string]any{{"message": msg, "extensions": map[string]string{"code": code}}})
+	type ext struct {
+		Code string `json:"code"`
+	}
+	type item struct {
+		Message    string `json:"message"`
+		Extensions ext    `json:"extensions"`
+	}
+	return marshal([]item{{Message: msg, Extensions: ext{Code: code}}})
 }
 
 // codeForStatus names the extensions.code of a refusal that carries none.

@@ -118,7 +118,7 @@ func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *located
 			writeJSON(w, http.StatusOK, bodyPersistedNotFound)
 			return outcomePersistedMissing
 		}
-		req.query, req.resolvedBy = text, resolvedByManifest
+		req.query, req.resolvedBy, req.byDocumentID = text, resolvedByManifest, true
 		return ""
 	}
 	rawHash, version, ok := persistedHashOf(ext)
@@ -197,6 +197,27 @@ func (g *Guard) registerPersisted(cl *caller, req *located, doc *compiledDoc) {
 	if err := g.apq.Put(cl.ctx, req.apqHash, doc.query); err != nil {
 		g.logger.Warn("persisted query store registration failed", zap.Error(err))
 	}
+}
+
+// forwardBody is the body the upstream receives for a request whose document
+// was resolved by hash or id: the document's text added as "query", and a
+// documentId replaced by it (an upstream that knows documentId refuses a
+// body with both, as the guard does).
+func forwardBody(body []byte, req *located, doc *compiledDoc) []byte {
+	if !req.byDocumentID {
+		return withQuery(body, doc)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return withQuery(body, doc)
+	}
+	delete(members, "documentId")
+	members["query"] = doc.quotedQuery()
+	out, err := json.Marshal(members)
+	if err != nil {
+		return withQuery(body, doc)
+	}
+	return out
 }
 
 // withQuery returns body (a JSON object without a "query" member) with the

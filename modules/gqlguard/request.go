@@ -135,6 +135,8 @@ type located struct {
 	// resolvedBy says where query came from when the request sent a hash or
 	// a document id instead of the text ("" when it sent the text).
 	resolvedBy string
+	// byDocumentID: resolved from a documentId member (replaced when forwarded).
+	byDocumentID bool
 	// apqHash is the APQ hash a request sent with its query, to register.
 	apqHash    persisted.Hash
 	apqPending bool

@@ -177,7 +177,7 @@ func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req
 	g.registerPersisted(cl, req, doc)
 	fwd := body
 	if req.resolvedBy != "" && body != nil {
-		fwd = withQuery(body, doc)
+		fwd = forwardBody(body, req, doc)
 	}
 	return admitted{body: fwd, op: op, co: co, via: cl.via, keyID: cl.keyID}, ""
 }

@@ -29,6 +29,9 @@ func (g *Guard) coerceVariables(w http.ResponseWriter, op *compiledOp, req *loca
 // and cost are pure functions of the operation and that text).
 func (g *Guard) coerce(op *compiledOp, fast bool, raw []byte, vars map[string]any, haveVars bool) (coerced, error) {
 	if fast {
+		if !op.measures.cost.dynamic && !op.varsNeedCoercion && scalarVariablesValid(g.schema.schema, op.vars.VariableDefinitions, raw) {
+			return op.static, nil
+		}
 		if c, ok := op.memo.get(raw); ok {
 			return c, nil
 		}
