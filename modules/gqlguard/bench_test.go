@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,6 +94,31 @@ func BenchmarkServeBillsQueryCached(b *testing.B) {
 	g := provisioned(b, &Guard{})
 	body := []byte(`{"query":` + jsonString(benchBillsQuery) + `,"variables":{"congress":118,"cursor":null},"operationName":"Bills"}`)
 	benchServe(b, g, body, http.StatusNoContent)
+}
+
+// The whole handler when every request carries a different variable value
+// (the per-operation memo always misses): scalar variables and a static cost
+// take the allocation-free check (variables_scalar.go).
+func BenchmarkServeBillsQueryUniqueVariables(b *testing.B) {
+	g := provisioned(b, &Guard{})
+	next := &recordNext{}
+	prefix := []byte(`{"query":` + jsonString(benchBillsQuery) + `,"variables":{"congress":`)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		body := strconv.AppendInt(append([]byte(nil), prefix...), int64(100+i%1_000_000), 10)
+		body = append(body, `,"cursor":null},"operationName":"Bills"}`...)
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		if err := g.ServeHTTP(w, r, next); err != nil {
+			b.Fatal(err)
+		}
+		if w.Code != http.StatusNoContent {
+			b.Fatalf("status %d: %s", w.Code, w.Body.String())
+		}
+	}
 }
 
 // Hostile 100 KiB documents through the whole handler, cache disabled so
