@@ -3,9 +3,9 @@ module github.com/civicgate/civicgate
 go 1.26.8
 
 require (
-	github.com/coder/websocket v1.8.15
 	github.com/99designs/gqlgen v0.17.98
 	github.com/caddyserver/caddy/v2 v2.11.9
+	github.com/coder/websocket v1.8.15
 	github.com/dustin/go-humanize v1.1.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/uuid v1.6.0
