@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
@@ -21,7 +22,7 @@ import (
 // (docs/api.md "Errors"). A WebSocket upgrade is checked message by message
 // (subscriptions.go).
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if wsproxy.IsUpgrade(r) {
+	if wsproxy.IsUpgrade(r) && g.allows(ast.Subscription) {
 		return g.serveWebSocket(w, r, next)
 	}
 	out := w

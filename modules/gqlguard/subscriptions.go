@@ -53,18 +53,9 @@ func (g *Guard) initTimeout() time.Duration {
 }
 
 // serveWebSocket admits a graphql-transport-ws upgrade and hands reverse_proxy
-// a connection whose client messages are checked. Where subscriptions do not
-// pass, the upgrade is refused like any GET.
+// a connection whose client messages are checked. (Where subscriptions do not
+// pass, ServeHTTP checks the upgrade like any GET instead.)
 func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if !g.allows(ast.Subscription) {
-		adm, outcome := g.check(w, r)
-		if outcome != outcomeAllowed {
-			g.metrics.requests.WithLabelValues(outcome).Inc()
-			return nil
-		}
-		_ = adm
-		return next.ServeHTTP(w, r)
-	}
 	if !wsproxy.Offers(r) {
 		writeJSON(w, http.StatusBadRequest, messageBody(msgSubprotocol))
 		g.metrics.requests.WithLabelValues(outcomeBadRequest).Inc()
