@@ -104,19 +104,47 @@ func (c opCost) evaluate(vars map[string]any) int64 {
 	if !c.dynamic {
 		return c.static
 	}
-	return c.plan.cost(c.root, vars)
+	return c.plan.cost(c.root, costVars{coerced: vars})
 }
 
-func (p *costPlan) cost(root int32, vars map[string]any) int64 {
-	memo := make([][2]int64, len(p.sets))
-	done := make([]bool, len(p.sets))
+// evaluateRaw returns the operation cost for raw variables that
+// scalarVariablesValid admitted, reading the limits from the JSON text.
+func (c opCost) evaluateRaw(raw []byte, defs ast.VariableDefinitionList) int64 {
+	if !c.dynamic {
+		return c.static
+	}
+	return c.plan.cost(c.root, costVars{raw: raw, defs: defs, isRaw: true})
+}
+
+// costVars is where limits from variables are read: the coerced values, or
+// the raw JSON object of scalar variables (with the definitions' defaults).
+type costVars struct {
+	coerced map[string]any
+	raw     []byte
+	defs    ast.VariableDefinitionList
+	isRaw   bool
+}
+
+// setsOnStack: plans this small evaluate without allocating.
+const setsOnStack = 32
+
+func (p *costPlan) cost(root int32, vars costVars) int64 {
+	var memoBuf [setsOnStack][2]int64
+	var doneBuf [setsOnStack]bool
+	memo, done := memoBuf[:0], doneBuf[:0]
+	if len(p.sets) <= setsOnStack {
+		memo, done = memoBuf[:len(p.sets)], doneBuf[:len(p.sets)]
+	} else {
+		memo = make([][2]int64, len(p.sets))
+		done = make([]bool, len(p.sets))
+	}
 	a, b := p.eval(root, vars, memo, done)
 	return satAdd(a, satMul(p.defaultSize, b))
 }
 
 // eval returns (A, B): the set's cost is A + size×B where size is the limit
 // handed down by the enclosing field (defaultSize when none).
-func (p *costPlan) eval(idx int32, vars map[string]any, memo [][2]int64, done []bool) (int64, int64) {
+func (p *costPlan) eval(idx int32, vars costVars, memo [][2]int64, done []bool) (int64, int64) {
 	if idx < 0 {
 		return 0, 0
 	}
@@ -151,7 +179,11 @@ func (p *costPlan) eval(idx int32, vars map[string]any, memo [][2]int64, done []
 	return a, b
 }
 
-func (l limitRef) resolve(vars map[string]any) (int64, bool) {
+func (l limitRef) resolve(cv costVars) (int64, bool) {
+	if cv.isRaw && l.kind == limitVar {
+		return rawLimit(cv.raw, cv.defs, l.varName)
+	}
+	vars := cv.coerced
 	switch l.kind {
 	case limitConst:
 		return l.value, true
@@ -205,6 +237,28 @@ func toLimit(v any) (int64, bool) {
 		n = 0
 	}
 	return n, true
+}
+
+// rawLimit reads an Int variable's value from a raw variables object as
+// coercion and toLimit would: absent → the definition's default, null or no
+// default → none, negative → 0.
+func rawLimit(raw []byte, defs ast.VariableDefinitionList, name string) (int64, bool) {
+	v := memberOf(raw, name)
+	if v == nil {
+		def := defs.ForName(name)
+		if def == nil || def.DefaultValue == nil || def.DefaultValue.Kind != ast.IntValue {
+			return 0, false
+		}
+		return parseLimitLiteral(def.DefaultValue.Raw), true
+	}
+	if len(v) == 4 && string(v) == "null" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return saturated, true
+	}
+	return max(n, 0), true
 }
 
 func parseLimitLiteral(raw string) int64 {

@@ -29,8 +29,12 @@ func (g *Guard) coerceVariables(w http.ResponseWriter, op *compiledOp, req *loca
 // and cost are pure functions of the operation and that text).
 func (g *Guard) coerce(op *compiledOp, fast bool, raw []byte, vars map[string]any, haveVars bool) (coerced, error) {
 	if fast {
-		if !op.measures.cost.dynamic && !op.varsNeedCoercion && scalarVariablesValid(g.schema.schema, op.vars.VariableDefinitions, raw) {
-			return op.static, nil
+		if !op.varsNeedCoercion && scalarVariablesValid(g.schema.schema, op.vars.VariableDefinitions, raw) {
+			if !op.measures.cost.dynamic {
+				return op.static, nil
+			}
+			cost := op.measures.cost.evaluateRaw(raw, op.vars.VariableDefinitions)
+			return coerced{cost: cost, costVal: strconv.FormatInt(cost, 10)}, nil
 		}
 		if c, ok := op.memo.get(raw); ok {
 			return c, nil

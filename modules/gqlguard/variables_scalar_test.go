@@ -12,23 +12,24 @@ import (
 // generated variables objects for a document of scalar and enum variables.
 func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 	g := provisioned(t, &Guard{})
-	doc := g.lookup(`query Q($c: Int, $n: Int!, $s: String, $id: ID!, $b: Boolean!, $p: RegulatoryFilingPeriod, $d: FederalBudgetDataset! = OUTLAYS) {
+	doc := g.lookup(`query Q($c: Int, $n: Int!, $m: Int = 7, $s: String, $id: ID!, $b: Boolean!, $p: RegulatoryFilingPeriod, $d: FederalBudgetDataset! = OUTLAYS) {
   bills(input: {congress: $c, q: $s, limit: $n}) { nextCursor }
   bill(id: $id) { id }
   regulatoryFilings(input: {filing_period: $p}) { nextCursor }
   federalBudgets(input: {dataset: $d}) { nextCursor }
-  members(input: {state: $s}) @include(if: $b) { nextCursor }
+  members(input: {state: $s, limit: $m}) @include(if: $b) { nextCursor }
 }`)
 	if doc.refusal != nil {
 		t.Fatal(string(doc.refusal))
 	}
 	op := doc.ops[0]
-	if op.varsNeedCoercion {
-		t.Fatal("scalar and enum variables need coercion")
+	if op.varsNeedCoercion || !op.measures.cost.dynamic {
+		t.Fatalf("want scalar variables and a cost that depends on them (needs coercion %v, dynamic %v)", op.varsNeedCoercion, op.measures.cost.dynamic)
 	}
 	values := map[string][]string{
 		"c":  {`118`, `-1`, `2147483647`, `2147483648`, `1.5`, `1e3`, `"118"`, `null`, `true`, `[1]`, `{}`},
-		"n":  {`10`, `null`, `0`, `-2147483648`, `-2147483649`, `"10"`},
+		"n":  {`10`, `null`, `0`, `-2147483648`, `-2147483649`, `"10"`, `-5`, `99`},
+		"m":  {`3`, `null`, `-1`, `2147483647`},
 		"s":  {`"x"`, `"a\"b"`, `null`, `1`, `false`, `["x"]`},
 		"id": {`"abc"`, `42`, `4.2`, `null`, `true`},
 		"b":  {`true`, `false`, `null`, `"true"`, `0`},
@@ -36,7 +37,7 @@ func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 		"d":  {`"APPROPRIATIONS"`, `null`, `"NOPE"`},
 		"zz": {`1`},
 	}
-	names := []string{"c", "n", "s", "id", "b", "p", "d", "zz"}
+	names := []string{"c", "n", "m", "s", "id", "b", "p", "d", "zz"}
 	rng := rand.New(rand.NewPCG(17, 23))
 	fastAdmitted := 0
 	for i := 0; i < 4000; i++ {
@@ -64,12 +65,15 @@ func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, slowErr := g.coerce(op, false, nil, vars, true)
+		slow, slowErr := g.coerce(op, false, nil, vars, true)
 		if fast && slowErr != nil {
 			t.Fatalf("fast check admitted %s, coercion refuses: %v", raw, slowErr)
 		}
 		if fast {
 			fastAdmitted++
+			if got := op.measures.cost.evaluateRaw(raw, op.vars.VariableDefinitions); got != slow.cost {
+				t.Fatalf("%s: cost from the raw variables %d, from coercion %d", raw, got, slow.cost)
+			}
 		}
 	}
 	if fastAdmitted < 50 {

@@ -81,7 +81,7 @@ func (w *walker) measure(op *ast.OperationDefinition) opMeasures {
 	}
 	m.cost = opCost{plan: w.plan, root: root, dynamic: dynamic}
 	if !dynamic {
-		m.cost.static = w.plan.cost(root, nil)
+		m.cost.static = w.plan.cost(root, costVars{})
 	}
 
 	var ra rootAttr
