@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"github.com/caddyserver/caddy/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,10 @@ type entry struct {
 	orgVal   any
 	tierVal  any
 	envVal   any
+	// placeholders answers the {civic.*} placeholders of this key (built
+	// once: a request adds it to the replacer without allocating a closure
+	// or growing the replacer's map).
+	placeholders caddy.ReplacerFunc
 	// what WatchCredential registers (found entries only)
 	hash    keystore.Hash
 	watches *watchRegistry

@@ -136,13 +136,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.refuse(w, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
 	}
 
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set(contract.CivicKeyID, e.keyIDVal)
-		repl.Set(contract.CivicOrg, e.orgVal)
-		repl.Set(contract.CivicTier, e.tierVal)
-		repl.Set(contract.CivicEnv, e.envVal)
-		repl.Set(contract.CivicRate, e.tier.rateVal)
-		repl.Set(contract.CivicFamilies, e.tier.familiesVal)
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && e.placeholders != nil {
+		repl.Map(e.placeholders) // {civic.*}: see entry.placeholder
 	}
 	for k := range r.Header {
 		if len(k) >= 8 && strings.EqualFold(k[:8], "X-Civic-") {

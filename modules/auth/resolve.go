@@ -76,10 +76,32 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*ent
 }
 
 func (a *App) newEntry(h keystore.Hash, rec keystore.Record, now time.Time) *entry {
-	return &entry{
+	e := &entry{
 		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier], hash: h, watches: a.watches,
 		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
 	}
+	e.placeholders = e.placeholder
+	return e
+}
+
+// placeholder answers the {civic.*} placeholders (modules/contract) for a
+// found key whose tier is configured.
+func (e *entry) placeholder(name string) (any, bool) {
+	switch name {
+	case contract.CivicKeyID:
+		return e.keyIDVal, true
+	case contract.CivicOrg:
+		return e.orgVal, true
+	case contract.CivicTier:
+		return e.tierVal, true
+	case contract.CivicEnv:
+		return e.envVal, true
+	case contract.CivicRate:
+		return e.tier.rateVal, true
+	case contract.CivicFamilies:
+		return e.tier.familiesVal, true
+	}
+	return nil, false
 }
 
 // identityFor returns e's identity assertion, signing a new one when none

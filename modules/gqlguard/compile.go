@@ -7,10 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator/core"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // compiledDoc is everything the guard needs about one document, computed once
@@ -56,6 +59,9 @@ type compiledOp struct {
 	familiesVal   any
 	families      opFamilies
 	memo          varMemo
+	// provider answers the {graphql.*} placeholders but the cost (built
+	// once, so forwarding adds no closure and no replacer map entries).
+	provider caddy.ReplacerFunc
 	// static is the coercion result when the cost does not depend on the
 	// variables (see scalarVariablesValid).
 	static coerced
@@ -170,7 +176,26 @@ func (c *compiler) compile(query string) *compiledDoc {
 			rootFieldsVal:    strings.Join(m.rootNames, ","),
 		})
 	}
+	for _, op := range doc.ops {
+		op.provider = op.placeholder
+	}
 	return doc
+}
+
+// placeholder answers the operation's {graphql.*} placeholders (the cost,
+// per request, is set on the replacer).
+func (op *compiledOp) placeholder(name string) (any, bool) {
+	switch name {
+	case contract.GraphQLOperationName:
+		return op.nameVal, true
+	case contract.GraphQLOperationType:
+		return op.kindVal, true
+	case contract.GraphQLRootFields:
+		return op.rootFieldsVal, true
+	case contract.GraphQLFamilies:
+		return op.familiesVal, true
+	}
+	return nil, false
 }
 
 // scalarVariableTypes reports whether every variable is a built-in scalar or

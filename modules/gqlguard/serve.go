@@ -213,9 +213,6 @@ func exportPlaceholders(repl *caddy.Replacer, op *compiledOp, co coerced) {
 	if repl == nil {
 		return
 	}
-	repl.Set(contract.GraphQLOperationName, op.nameVal)
-	repl.Set(contract.GraphQLOperationType, op.kindVal)
-	repl.Set(contract.GraphQLRootFields, op.rootFieldsVal)
-	repl.Set(contract.GraphQLFamilies, op.familiesVal)
+	repl.Map(op.provider) // name, type, root fields, families: compiledOp.placeholder
 	repl.Set(contract.GraphQLCost, co.costVal)
 }
