@@ -19,7 +19,7 @@ func scanBearer(w http.ResponseWriter, body []byte, req *located, token string) 
 		var err error
 		if !bearer && req.raw.queryEsc {
 			if req.query, err = unquote(req.raw.queryQuoted); err != nil {
-				panic(err) // json.Valid said it decodes
+				panic(err) // validJSON said it decodes
 			}
 			bearer = strings.Contains(req.query, token)
 		}

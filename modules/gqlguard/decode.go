@@ -162,7 +162,7 @@ type rawRequest struct {
 // valid body this path does not handle, such as escaped key names).
 func scanRequest(body []byte) (rawRequest, bool) {
 	var rq rawRequest
-	if !utf8.Valid(body) || !json.Valid(body) {
+	if !utf8.Valid(body) || !validJSON(body) {
 		return rq, false
 	}
 	i := skipWS(body, 0)
@@ -256,19 +256,26 @@ func skipWS(b []byte, i int) int {
 
 // scanString returns the bounds of the contents of the (valid) JSON string
 // starting at b[i] == '"': b[start:end] are the contents, b[end] the closing
-// quote; esc reports a backslash inside.
+// quote; esc reports a backslash inside. It jumps from quote to quote
+// (IndexByte): a quote preceded by an odd run of backslashes is escaped.
 func scanString(b []byte, i int) (start, end int, esc bool) {
 	start = i + 1
-	for j := start; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			esc = true
-			j++
-		case '"':
-			return start, j, esc
+	j := start
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return start, len(b), bytes.IndexByte(b[start:], '\\') >= 0
 		}
+		q := j + k
+		n := 0
+		for p := q - 1; p >= start && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return start, q, bytes.IndexByte(b[start:q], '\\') >= 0
+		}
+		j = q + 1
 	}
-	return start, len(b), esc
 }
 
 // skipValue skips the (valid) JSON value at b[i] and returns the index after

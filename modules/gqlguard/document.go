@@ -24,7 +24,7 @@ func (g *Guard) lookupDocument(req *located) *compiledDoc {
 	if req.raw.opEsc && req.opName == "" {
 		var err error
 		if req.opName, err = unquote(req.raw.opQuoted); err != nil {
-			panic(err) // json.Valid said it decodes
+			panic(err) // validJSON said it decodes
 		}
 	} else if !req.raw.opEsc {
 		req.rawOp = req.raw.op
@@ -58,7 +58,7 @@ func (g *Guard) lookupRaw(rq rawRequest, decoded string) *compiledDoc {
 	} else if decoded == "" {
 		var err error
 		if decoded, err = unquote(rq.queryQuoted); err != nil {
-			panic(err) // json.Valid said it decodes
+			panic(err) // validJSON said it decodes
 		}
 	}
 	return g.compileAndCache(key, text, decoded)

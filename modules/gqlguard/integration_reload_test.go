@@ -48,27 +48,8 @@ func TestSchemaReload(t *testing.T) {
 // reload POSTs the running config back to /load, forcing a reload.
 func reload(t *testing.T) {
 	t.Helper()
-	admin := fmt.Sprintf("http://localhost:%d", adminPort)
-	resp, err := http.Get(admin + "/config/")
-	if err != nil {
+	if err := tryReload(); err != nil {
 		t.Fatal(err)
-	}
-	cfg, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, admin+"/load", strings.NewReader(string(cfg)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Cache-Control", "must-revalidate")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("reload: %d %s", resp.StatusCode, b)
 	}
 }
 

@@ -181,7 +181,7 @@ func queryHash(req *located) persisted.Hash {
 	if req.query == "" {
 		q, err := unquote(req.raw.queryQuoted)
 		if err != nil {
-			panic(err) // json.Valid said it decodes
+			panic(err) // validJSON said it decodes
 		}
 		req.query = q
 	}

@@ -3,7 +3,7 @@ package gqlguard
 // Locating a persisted document reference in a request without decoding it:
 // Apollo's extensions.persistedQuery {version, sha256Hash} (APQ) and the
 // GraphQL-over-HTTP documentId. Allocation-free on valid JSON (the body has
-// passed json.Valid, or was re-encoded by decodeRequest).
+// passed validJSON, or was re-encoded by decodeRequest).
 
 // persistedHashOf returns extensions.persistedQuery.sha256Hash's raw
 // contents and the version, or ok false when ext has no persistedQuery
