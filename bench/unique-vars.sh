@@ -26,37 +26,9 @@ warmup=${BENCH_VARS_WARMUP:-0.5s}
 profile=${BENCH_VARS_PROFILE:-10}
 base=${BENCH_VARS_PORT_BASE:-18390}
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	trap - INT TERM EXIT
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-trap cleanup INT TERM EXIT
-
-export XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
-export BENCH_KEYS_FILE="$work/keys.json"
-export BENCH_LIB_SCHEMA="$root/examples/other-backend/library.graphqls"
-export BENCH_LIB_UPSTREAM="127.0.0.1:$((base + 1))"
-CIVIC_IDENTITY_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '=+/\n' | head -c 43)
-export CIVIC_IDENTITY_SECRET
-
-log "building bin/civicgate, bin/varsload"
-go build -o bin/civicgate ./cmd/civicgate
-go build -o bin/varsload ./bench/cmd/varsload
-VARSLOAD_BEARER=$(bin/civicgate keys issue --org bench --tier bench --env live --file "$BENCH_KEYS_FILE" 2>/dev/null | grep -oE 'cg_live_[0-9A-Za-z]+' | head -1)
-if [ -z "$VARSLOAD_BEARER" ]; then log "could not issue the bench key"; exit 1; fi
-export VARSLOAD_BEARER
-
-wait_port() {
-	for _ in $(seq 1 200); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.05
-	done
-	log "nothing listens on $1"; return 1
-}
+LOADER=varsload BEARER_VAR=VARSLOAD_BEARER
+# shellcheck source=bench/library-stack.sh
+. bench/library-stack.sh
 
 BENCH_LIB_PORT=$((base + 2)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 4))" \
 	bin/civicgate run --config bench/Caddyfile.library-plain --adapter caddyfile >"$work/plain.log" 2>&1 &

@@ -1,0 +1,37 @@
+# Sourced by bench/subscriptions.sh and bench/unique-vars.sh: the setup both
+# share — a work directory removed on exit (with every process in pids), the
+# environment of bench/Caddyfile.library-{plain,gateway}, the bench key, and
+# wait_port. Needs: root (the repository), base (the suite's port base),
+# LOADER (the bench/cmd tool to build) and BEARER_VAR (the variable the
+# loader reads the key from).
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	trap - INT TERM EXIT
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup INT TERM EXIT
+
+export XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
+export BENCH_KEYS_FILE="$work/keys.json"
+export BENCH_LIB_SCHEMA="$root/examples/other-backend/library.graphqls"
+export BENCH_LIB_UPSTREAM="127.0.0.1:$((base + 1))"
+CIVIC_IDENTITY_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '=+/\n' | head -c 43)
+export CIVIC_IDENTITY_SECRET
+
+log "building bin/civicgate, bin/$LOADER"
+go build -o bin/civicgate ./cmd/civicgate
+go build -o "bin/$LOADER" "./bench/cmd/$LOADER"
+bearer=$(bin/civicgate keys issue --org bench --tier bench --env live --file "$BENCH_KEYS_FILE" 2>/dev/null | grep -oE 'cg_live_[0-9A-Za-z]+' | head -1)
+if [ -z "$bearer" ]; then log "could not issue the bench key"; exit 1; fi
+export "$BEARER_VAR=$bearer"
+
+wait_port() {
+	for _ in $(seq 1 200); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	log "nothing listens on $1"; return 1
+}
