@@ -1,6 +1,7 @@
 package otherbackend
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -40,4 +41,44 @@ func TestRevokeClosesSubscriptionSocket(t *testing.T) {
 	if r := postJSON(t, g.URL, partner, map[string]string{"query": `{ authors { name } }`}); r.Status != 401 || r.Body != `{"error":"API key revoked"}` {
 		t.Fatalf("the revoked key after the close: %d %s", r.Status, r.Body)
 	}
+}
+
+// The graphql-sse stream of a revoked key ends within 2 s too (docs/design.md
+// D22): the stream stops delivering, and the engine no longer holds it.
+func TestRevokeEndsEventStream(t *testing.T) {
+	g := newGateway(t, keysInPostgres)
+	partner, id := g.issue("county-archive", "partner")
+	g.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := libraryclient.PostSSE(ctx, g.URL, partner, `subscription { loanEvents { kind loan { id } } }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if stream.Response.StatusCode != 200 {
+		t.Fatalf("event stream: status %d", stream.Response.StatusCode)
+	}
+	g.awaitSubscribers(t, 1)
+
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := stream.Next(); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	g.s.Run(bins.Civicgate, "keys", "revoke", id)
+	revoked := time.Now()
+	select {
+	case <-ended:
+		if took := time.Since(revoked); took > 2*time.Second {
+			t.Fatalf("stream ended %s after the revoke, want within 2 s", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("event stream still open 5 s after the revoke")
+	}
+	g.awaitSubscribers(t, 0)
 }
