@@ -131,7 +131,10 @@ const setsOnStack = 32
 func (p *costPlan) cost(root int32, vars costVars) int64 {
 	var memoBuf [setsOnStack][2]int64
 	var doneBuf [setsOnStack]bool
-	memo, done := memoBuf[:0], doneBuf[:0]
+	var (
+		memo [][2]int64
+		done []bool
+	)
 	if len(p.sets) <= setsOnStack {
 		memo, done = memoBuf[:len(p.sets)], doneBuf[:len(p.sets)]
 	} else {
