@@ -69,4 +69,8 @@ func TestSubscribesChargeTheKeysRateLimit(t *testing.T) {
 	if got := a.Up.opsWith("loanEvents") - opsBefore; got != 2 {
 		t.Fatalf("the engine ran %d loanEvents subscriptions, want 2", got)
 	}
+	// The refusal is counted with the guard's other outcomes.
+	if got := a.metric(`civicgate_graphql_guard_requests_total{outcome="rate_limited"}`); got != 1 {
+		t.Fatalf("rate_limited outcomes counted: %v, want 1", got)
+	}
 }

@@ -71,6 +71,7 @@ func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next cadd
 		MaxSubscriptions: g.maxPerConnection(),
 		Token:            cl.token,
 		Logger:           g.logger,
+		Refused:          func(outcome string) { g.metrics.requests.WithLabelValues(outcome).Inc() },
 	}
 	if cl.keyID != "" {
 		cfg.Slots = g.slots.forKey(cl.keyID)

@@ -68,6 +68,11 @@ type Config struct {
 	// its current frame and for the client to take it (default 10s); past it
 	// the connection is dropped.
 	WriteTimeout time.Duration
+	// Refused, when set, is told of each subscribe the filter refuses by
+	// itself (not the Checker's refusals): "bearer_in_request",
+	// "subscription_limit", "rate_limited" or "internal_error" — e.g. to count
+	// them with the caller's other outcomes.
+	Refused func(outcome string)
 	// Logger receives refusals and failures; it never sees message payloads
 	// or the token. nil: no logs.
 	Logger *zap.Logger

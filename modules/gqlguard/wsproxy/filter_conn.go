@@ -217,6 +217,7 @@ func (c *filterConn) subscribe(m clientMessage, tokenInside bool) error {
 		return &closeError{closeBadRequest, "Invalid message received: payload must be an object"}
 	}
 	if tokenInside {
+		c.refused(OutcomeBearer)
 		return c.refuse(id, graphQLErrors("Request must not contain the bearer token", "BAD_REQUEST"))
 	}
 	forward, holdsSlot, errs := c.admit(c.ctx, m.Payload)

@@ -97,10 +97,12 @@ func (s *subscriptions) closeAll() {
 // the GraphQL errors of the refusal.
 func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte, holdsSlot bool, errs []byte) {
 	if c.subs.count() >= c.cfg.MaxSubscriptions {
+		c.refused(OutcomeSubscriptionLimit)
 		return nil, false, graphQLErrors("Too many subscriptions on this connection", "SUBSCRIPTION_LIMIT")
 	}
 	if c.cfg.Slots != nil {
 		if !c.cfg.Slots.Acquire() {
+			c.refused(OutcomeSubscriptionLimit)
 			return nil, false, graphQLErrors("Too many subscriptions for this key", "SUBSCRIPTION_LIMIT")
 		}
 		holdsSlot = true
@@ -115,6 +117,7 @@ func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte,
 		allowed, retryAfter, err := c.cfg.Charger.Charge(ctx)
 		if err != nil {
 			c.cfg.Logger.Error("charging a subscription failed", zap.Error(err))
+			c.refused(OutcomeInternal)
 			return refuse(graphQLErrors("Internal Server Error", "INTERNAL_SERVER_ERROR"))
 		}
 		if !allowed {
@@ -122,6 +125,7 @@ func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte,
 			if secs < 1 {
 				secs = 1
 			}
+			c.refused(OutcomeRateLimited)
 			return refuse(rateLimitedErrors(secs))
 		}
 	}
@@ -137,4 +141,19 @@ func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte,
 		}
 	}
 	return forward, holdsSlot, nil
+}
+
+// The outcomes Config.Refused is told of.
+const (
+	OutcomeBearer            = "bearer_in_request"
+	OutcomeSubscriptionLimit = "subscription_limit"
+	OutcomeRateLimited       = "rate_limited"
+	OutcomeInternal          = "internal_error"
+)
+
+// refused tells Config.Refused of a refusal the filter decided.
+func (c *filterConn) refused(outcome string) {
+	if c.cfg.Refused != nil {
+		c.cfg.Refused(outcome)
+	}
 }
