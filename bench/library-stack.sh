@@ -35,3 +35,19 @@ wait_port() {
 	done
 	log "nothing listens on $1"; return 1
 }
+
+# start_proxies SUFFIX starts the plain and the gateway civicgate on base+2
+# and base+3 (admin base+4, base+5), logs in $work/{plain,gateway}SUFFIX.log,
+# sets plain_pid and gateway_pid and waits until both listen.
+start_proxies() {
+	BENCH_LIB_PORT=$((base + 2)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 4))" \
+		bin/civicgate run --config bench/Caddyfile.library-plain --adapter caddyfile >"$work/plain$1.log" 2>&1 &
+	plain_pid=$!
+	pids+=("$plain_pid")
+	BENCH_LIB_PORT=$((base + 3)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 5))" \
+		bin/civicgate run --config bench/Caddyfile.library-gateway --adapter caddyfile >"$work/gateway$1.log" 2>&1 &
+	gateway_pid=$!
+	pids+=("$gateway_pid")
+	wait_port $((base + 2))
+	wait_port $((base + 3))
+}

@@ -39,16 +39,7 @@ cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*(.*)/\1/p' /proc/cpuinfo | 
 echo "Machine: $(nproc) cores (${cpu}), $(go version | cut -d' ' -f3-), Linux $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC'); load average before $(cut -d' ' -f1-3 /proc/loadavg); open files limit $(ulimit -n)."
 for buf in $buffers; do
 	export BENCH_STREAM_BUFFER=$buf
-	BENCH_LIB_PORT=$((base + 2)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 4))" \
-		bin/civicgate run --config bench/Caddyfile.library-plain --adapter caddyfile >"$work/plain-$buf.log" 2>&1 &
-	plain_pid=$!
-	pids+=("$plain_pid")
-	BENCH_LIB_PORT=$((base + 3)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 5))" \
-		bin/civicgate run --config bench/Caddyfile.library-gateway --adapter caddyfile >"$work/gateway-$buf.log" 2>&1 &
-	gateway_pid=$!
-	pids+=("$gateway_pid")
-	wait_port $((base + 2))
-	wait_port $((base + 3))
+	start_proxies "-$buf"
 	cmd=(bin/subsload --engine "$BENCH_LIB_UPSTREAM" --shapes "$shapes" --events "$events" --rounds "$rounds"
 		--target "direct=ws://${BENCH_LIB_UPSTREAM}/graphql"
 		--target "plain=ws://127.0.0.1:$((base + 2))/graphql"

@@ -30,16 +30,7 @@ LOADER=varsload BEARER_VAR=VARSLOAD_BEARER
 # shellcheck source=bench/library-stack.sh
 . bench/library-stack.sh
 
-BENCH_LIB_PORT=$((base + 2)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 4))" \
-	bin/civicgate run --config bench/Caddyfile.library-plain --adapter caddyfile >"$work/plain.log" 2>&1 &
-plain_pid=$!
-pids+=("$plain_pid")
-BENCH_LIB_PORT=$((base + 3)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 5))" \
-	bin/civicgate run --config bench/Caddyfile.library-gateway --adapter caddyfile >"$work/gateway.log" 2>&1 &
-gateway_pid=$!
-pids+=("$gateway_pid")
-wait_port $((base + 2))
-wait_port $((base + 3))
+start_proxies ""
 
 common=(--target "plain=http://127.0.0.1:$((base + 2))/graphql" --target "gateway=http://127.0.0.1:$((base + 3))/graphql"
 	--auth gateway --pid "plain=$plain_pid" --pid "gateway=$gateway_pid" --conns "$conns")

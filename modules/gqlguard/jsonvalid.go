@@ -30,16 +30,9 @@ func validJSON(b []byte) bool {
 				goto after
 			}
 			if c == '{' {
-				if i >= len(b) || b[i] != '"' {
+				if i = validMemberName(b, i); i < 0 {
 					return false
 				}
-				if i = validString(b, i); i < 0 {
-					return false
-				}
-				if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
-					return false
-				}
-				i = skipWS(b, i+1)
 			}
 			continue
 		case '"':
@@ -81,16 +74,9 @@ func validJSON(b []byte) bool {
 			case b[i] == ',':
 				i = skipWS(b, i+1)
 				if top == '{' {
-					if i >= len(b) || b[i] != '"' {
+					if i = validMemberName(b, i); i < 0 {
 						return false
 					}
-					if i = validString(b, i); i < 0 {
-						return false
-					}
-					if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
-						return false
-					}
-					i = skipWS(b, i+1)
 				}
 			case (top == '{' && b[i] == '}') || (top == '[' && b[i] == ']'):
 				depth--
@@ -105,6 +91,21 @@ func validJSON(b []byte) bool {
 }
 
 const maxFastDepth = 64
+
+// validMemberName checks `"name" :` at b[i] and returns the index of the
+// member's value (white space skipped), or -1.
+func validMemberName(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = validString(b, i); i < 0 {
+		return -1
+	}
+	if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipWS(b, i+1)
+}
 
 func hasAt(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
