@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -97,6 +98,8 @@ type App struct {
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the workers (LISTEN, recheck) have ended
+	// listens counts the LISTENs started (tests await the first).
+	listens *atomic.Int64
 }
 
 // KeysConfig selects the key store.
@@ -165,6 +168,7 @@ var familyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // builds the cache and the (lazily connecting) store.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.listens = new(atomic.Int64)
 	var err error
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.IdentitySecret, ""))
@@ -298,13 +302,14 @@ func (a *App) Cleanup() error {
 }
 
 // listen keeps a LISTEN connection open and invalidates cache entries named by
-// notifications. After a reconnect the whole cache is dropped, because
-// notifications may have been missed meanwhile.
+// notifications. Each time LISTEN starts — the first time too — the whole
+// cache is dropped and every watch rechecked, because notifications sent
+// before it (a key revoked while the listener was connecting, or down) were
+// missed.
 func (a *App) listen(ctx context.Context) {
 	backoff := 50 * time.Millisecond
-	first := true
 	for ctx.Err() == nil {
-		err := a.listenOnce(ctx, &first)
+		err := a.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -320,7 +325,7 @@ func (a *App) listen(ctx context.Context) {
 	}
 }
 
-func (a *App) listenOnce(ctx context.Context, first *bool) error {
+func (a *App) listenOnce(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, a.timeout)
 	conn, err := pgx.Connect(cctx, a.dsn)
 	cancel()
@@ -331,11 +336,9 @@ func (a *App) listenOnce(ctx context.Context, first *bool) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+keystore.Channel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	if !*first {
-		a.cache.flush()
-		a.watches.notifyAll()
-	}
-	*first = false
+	a.cache.flush()
+	a.watches.notifyAll()
+	a.listens.Add(1)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

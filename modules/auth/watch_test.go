@@ -96,6 +96,18 @@ func expectOpen(t *testing.T, w contract.CredentialWatch) {
 	}
 }
 
+// awaitListening waits until the app's key-change listener has started LISTEN.
+func awaitListening(t *testing.T, a *App) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for a.listens.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the key-change listener did not start")
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
+
 // awaitRounds waits until the app has finished n more recheck rounds.
 func awaitRounds(t *testing.T, a *App, n int64, within time.Duration) {
 	t.Helper()
@@ -130,6 +142,9 @@ func TestWatchFiresOnKeyChanges(t *testing.T) {
 	dsn, pool := migratedDB(t)
 	a := provisionWatchApp(t, dsn, time.Minute)
 	startApp(t, a)
+	// A notification sent before LISTEN starts is caught by the recheck LISTEN
+	// starts with, not by NOTIFY; wait for the listener so NOTIFY is tested.
+	awaitListening(t, a)
 	bystander := issue(t, pool, "bystander", "free", "live")
 	bw := watchKey(t, a, bystander.Key)
 
