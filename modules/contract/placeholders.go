@@ -13,8 +13,8 @@ const (
 	CivicTier = "civic.tier"
 	// CivicEnv is the key's environment, live or test: civic_webhooks' default env.
 	CivicEnv = "civic.env"
-	// CivicRate is the tier's rate as written in its tier line (ParseRate
-	// syntax): civic_rate_limit's default rate.
+	// CivicRate is the tier's rate list (ParseRates syntax, written by
+	// Rates: "100/m" or "100/m,20000/d"): civic_rate_limit's default rate.
 	CivicRate = "civic.rate"
 	// CivicFamilies is the tier's families, comma-separated in configuration
 	// order: graphql_guard's default entitlements and civic_webhooks' default

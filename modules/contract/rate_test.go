@@ -61,3 +61,28 @@ func FuzzParseRate(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRates(t *testing.T) {
+	for in, want := range map[string]string{"100/m": "100/m", "100/m 20000/d": "100/m,20000/d",
+		"100/m,20000/d": "100/m,20000/d", " 10/s , 100/m\t1000/h 5/d": "10/s,100/m,1000/h,5/d"} {
+		rs, err := ParseRates(in)
+		if err != nil || Rates(rs) != want {
+			t.Errorf("ParseRates(%q) = %v, %v; want %s", in, rs, err, want)
+		}
+	}
+	for _, bad := range []string{"", " , ", "100/m 10/60s", "1/s 2/m 3/h 4/d 5/2s", "100/m fast", "100/m,,0/s"} {
+		if rs, err := ParseRates(bad); err == nil {
+			t.Errorf("ParseRates(%q) = %v, accepted", bad, rs)
+		}
+	}
+}
+
+func TestWindowName(t *testing.T) {
+	for in, want := range map[string]string{"1/s": "second", "1/m": "minute", "1/h": "hour", "1/d": "day",
+		"1/90s": "90s", "1/1500ms": "1500ms", "1/2h": "7200s"} {
+		r, _ := ParseRate(in)
+		if got := WindowName(r); got != want {
+			t.Errorf("WindowName(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
