@@ -1,4 +1,4 @@
-// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|list`
+// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|list|usage`
 // to the civicgate binary (docs/design.md D8). The database comes from DATABASE_URL.
 package keycmd
 
@@ -22,13 +22,14 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "keys",
-		Usage: "migrate | issue --org NAME --tier TIER --env live|test [--file PATH] | rotate --org NAME --env ENV [--tier TIER] | revoke KEY_ID | suspend --org NAME | resume --org NAME | list [--org NAME]",
+		Usage: "migrate | issue --org NAME --tier TIER --env live|test [--file PATH] | rotate --org NAME --env ENV [--tier TIER] | revoke KEY_ID | suspend --org NAME | resume --org NAME | list [--org NAME] | usage --org ORG [--key KEY_ID] [--since 24h] [--by minute|hour] [--json]",
 		Short: "Manages civicgate API keys (database from DATABASE_URL)",
 		Long: `
 Manages the API keys civic_auth accepts. Keys are printed once, at issue or
 rotate, and stored only as SHA-256 hashes. The database is DATABASE_URL.
 With --file, issue appends a hashed key to a keys file instead (for gateways
-configured with "keys file PATH").
+configured with "keys file PATH"). usage prints the requests counted per key
+(admitted, refused, 4xx, 5xx, cost) by minute or hour.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.DisableFlagParsing = true
@@ -42,13 +43,17 @@ configured with "keys file PATH").
 	})
 }
 
-const usage = `usage: civicgate keys <command> [flags]
+const usageText = `usage: civicgate keys <command> [flags]
   migrate                                          create or upgrade the key tables
   issue  --org NAME --tier TIER --env live|test    issue a key (creates the organization); --file PATH for a keys file
   rotate --org NAME --env live|test [--tier TIER]  issue a new key and retire the oldest live one
   revoke KEY_ID                                    revoke a key
   suspend --org NAME | resume --org NAME           suspend or resume an organization
   list [--org NAME]                                list keys (ids, prefixes, tier, status, dates; never keys)
+  usage --org ORG [--key KEY_ID] [--since 24h] [--by minute|hour] [--json]
+                                                   requests per key and minute or hour: admitted, refused (429),
+                                                   4xx, 5xx, cost; ORG is a name or id; --since takes 90m, 24h, 7d;
+                                                   --by defaults to minute up to 2h, hour beyond (minutes: 48h at most)
 `
 
 // Run executes one keys subcommand and returns the process exit code.
@@ -57,13 +62,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		ctx = context.Background()
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText)
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
 	}
 	sub, rest := args[0], args[1:]
+	if sub == "usage" {
+		return runUsage(ctx, rest, stdout, stderr, getenv)
+	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	org := fs.String("org", "", "organization name")
@@ -75,7 +83,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	err := run(ctx, sub, fs.Args(), *org, *tier, *env, *file, stdout, getenv)
 	if errors.Is(err, errUsage) {
-		fmt.Fprintf(stderr, "civicgate keys %s: %v\n%s", sub, err, usage)
+		fmt.Fprintf(stderr, "civicgate keys %s: %v\n%s", sub, err, usageText)
 		return 2
 	}
 	if err != nil {
@@ -113,13 +121,9 @@ func run(ctx context.Context, sub string, args []string, org, tier, env, file st
 	default:
 		return need(false, "unknown command "+sub)
 	}
-	dsn := getenv("DATABASE_URL")
-	if dsn == "" {
-		return errors.New("DATABASE_URL is not set")
-	}
-	pool, err := pgxpool.New(ctx, dsn)
+	pool, err := openPool(ctx, getenv)
 	if err != nil {
-		return errors.New("cannot parse DATABASE_URL") // never echo the DSN: it may hold a password
+		return err
 	}
 	defer pool.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -194,6 +198,19 @@ func run(ctx context.Context, sub string, args []string, org, tier, env, file st
 		return tw.Flush()
 	}
 	return nil
+}
+
+// openPool opens DATABASE_URL.
+func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
+	dsn := getenv("DATABASE_URL")
+	if dsn == "" {
+		return nil, errors.New("DATABASE_URL is not set")
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, errors.New("cannot parse DATABASE_URL") // never echo the DSN: it may hold a password
+	}
+	return pool, nil
 }
 
 func printIssued(out io.Writer, iss keystore.Issued) {

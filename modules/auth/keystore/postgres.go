@@ -59,6 +59,36 @@ var migrations = []string{
 		retired_at timestamptz
 	);
 	CREATE INDEX api_keys_live ON civicgate.api_keys (org_id, env, created_at) WHERE status = 'active';`,
+	// 2: usage per key and minute / hour (modules/ratelimit/usage), written
+	// additively by every gateway. No foreign keys: a gateway reading a keys
+	// file counts keys the database does not know. The BRIN index on start
+	// serves the hourly prune.
+	`CREATE TABLE civicgate.usage_minute (
+		key_id        text NOT NULL,
+		org_id        text NOT NULL,
+		start         timestamptz NOT NULL,
+		admitted      bigint NOT NULL DEFAULT 0,
+		refused       bigint NOT NULL DEFAULT 0,
+		client_errors bigint NOT NULL DEFAULT 0,
+		server_errors bigint NOT NULL DEFAULT 0,
+		cost          bigint NOT NULL DEFAULT 0,
+		PRIMARY KEY (key_id, start)
+	);
+	CREATE INDEX usage_minute_org ON civicgate.usage_minute (org_id, start);
+	CREATE INDEX usage_minute_start ON civicgate.usage_minute USING brin (start);
+	CREATE TABLE civicgate.usage_hour (
+		key_id        text NOT NULL,
+		org_id        text NOT NULL,
+		start         timestamptz NOT NULL,
+		admitted      bigint NOT NULL DEFAULT 0,
+		refused       bigint NOT NULL DEFAULT 0,
+		client_errors bigint NOT NULL DEFAULT 0,
+		server_errors bigint NOT NULL DEFAULT 0,
+		cost          bigint NOT NULL DEFAULT 0,
+		PRIMARY KEY (key_id, start)
+	);
+	CREATE INDEX usage_hour_org ON civicgate.usage_hour (org_id, start);
+	CREATE INDEX usage_hour_start ON civicgate.usage_hour USING brin (start);`,
 }
 
 // Migrate creates or upgrades the key schema; it is idempotent and safe to run

@@ -1,0 +1,171 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+)
+
+// DefaultFlushInterval is the interval NewFlusher uses when given <= 0.
+const DefaultFlushInterval = 5 * time.Second
+
+// PruneEvery is how often a running Flusher prunes old rows (Prune).
+const PruneEvery = time.Hour
+
+// Flusher moves a Meter's counts to PostgreSQL every interval. A failed write
+// puts the counts back into the Meter (Restore), to be written with the next
+// interval's, and is logged once per outage; the Meter's bound caps what an
+// outage can hold.
+type Flusher struct {
+	meter    *Meter
+	pool     *pgxpool.Pool
+	interval time.Duration
+	timeout  time.Duration // for one flush of the running loop
+	logger   *zap.Logger
+
+	mu          sync.Mutex // one flush at a time; guards the fields below
+	failing     bool
+	failedSince time.Time
+	failures    int
+	lastPrune   time.Time
+
+	startOnce, stopOnce sync.Once
+	cancel              context.CancelFunc // ends the loop's in-flight flush
+	stop, done          chan struct{}
+	started             chan struct{} // closed by Start
+}
+
+// NewFlusher returns a Flusher of m's counts into pool every interval
+// (DefaultFlushInterval when <= 0). A nil logger logs nothing.
+func NewFlusher(m *Meter, pool *pgxpool.Pool, interval time.Duration, logger *zap.Logger) *Flusher {
+	if interval <= 0 {
+		interval = DefaultFlushInterval
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &Flusher{
+		meter: m, pool: pool, interval: interval, logger: logger,
+		timeout: max(2*interval, 5*time.Second),
+		stop:    make(chan struct{}), done: make(chan struct{}), started: make(chan struct{}),
+	}
+}
+
+// Start runs the flush loop in a goroutine: every interval a flush, and about
+// every PruneEvery (the first time on the first successful flush) a prune.
+// Calls after the first do nothing.
+func (f *Flusher) Start() {
+	f.startOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		f.cancel = cancel
+		close(f.started)
+		go f.loop(ctx)
+	})
+}
+
+func (f *Flusher) loop(ctx context.Context) {
+	defer close(f.done)
+	t := time.NewTicker(f.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+		}
+		fctx, cancel := context.WithTimeout(ctx, f.timeout)
+		if f.FlushNow(fctx) == nil {
+			f.maybePrune(fctx)
+		}
+		cancel()
+	}
+}
+
+// Stop ends the loop (cancelling a flush in flight, whose counts go back to
+// the Meter) and flushes what the Meter holds, within ctx. Counts added after
+// Stop stay in the Meter. Calls after the first only flush again.
+func (f *Flusher) Stop(ctx context.Context) error {
+	f.stopOnce.Do(func() {
+		close(f.stop)
+		select {
+		case <-f.started:
+			f.cancel()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+			}
+		default: // never started
+		}
+	})
+	return f.FlushNow(ctx)
+}
+
+// FlushNow drains the Meter and writes the rows; on failure it restores them
+// into the Meter and returns the error. The first failure of an outage is
+// logged (warn), and so is the recovery (info).
+func (f *Flusher) FlushNow(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows := f.meter.Drain()
+	if len(rows) == 0 {
+		return nil
+	}
+	err := Write(ctx, f.pool, rows)
+	if err != nil {
+		f.meter.Restore(rows)
+		f.failures++
+		if !f.failing {
+			f.failing, f.failedSince = true, time.Now()
+			f.logger.Warn("usage: flush to PostgreSQL failed; counts kept in memory and retried every interval",
+				zap.String("error", describe(err)), zap.Int("rows", len(rows)),
+				zap.Duration("interval", f.interval), zap.Int64("dropped_total", f.meter.Dropped()))
+		}
+		return err
+	}
+	if f.failing {
+		f.logger.Info("usage: flush to PostgreSQL recovered",
+			zap.Duration("outage", time.Since(f.failedSince).Round(time.Millisecond)),
+			zap.Int("failed_flushes", f.failures), zap.Int("rows", len(rows)),
+			zap.Int64("dropped_total", f.meter.Dropped()))
+		f.failing, f.failures = false, 0
+	}
+	return nil
+}
+
+func (f *Flusher) maybePrune(ctx context.Context) {
+	f.mu.Lock()
+	now := time.Now()
+	due := f.lastPrune.IsZero() || now.Sub(f.lastPrune) >= PruneEvery
+	if due {
+		f.lastPrune = now // a failed prune waits for the next hour too
+	}
+	f.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := Prune(ctx, f.pool, now); err != nil {
+		f.logger.Warn("usage: prune failed; retried in an hour", zap.String("error", describe(err)))
+	}
+}
+
+// describe is err for a log line, without what a connection error carries
+// about the DSN (user, database): only its innermost cause.
+func describe(err error) string {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) {
+		return err.Error()
+	}
+	cause := error(ce)
+	for u := errors.Unwrap(cause); u != nil; u = errors.Unwrap(cause) {
+		cause = u
+	}
+	if cause == error(ce) {
+		return "cannot connect to PostgreSQL"
+	}
+	return "cannot connect to PostgreSQL: " + cause.Error()
+}

@@ -1,0 +1,142 @@
+package usage
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Retention of the two tables (Prune).
+const (
+	MinuteRetention = 48 * time.Hour
+	HourRetention   = 90 * 24 * time.Hour
+)
+
+// batchRows is the most rows one upsert statement carries.
+const batchRows = 5000
+
+// ErrNotMigrated is returned (wrapped) when the usage tables do not exist.
+var ErrNotMigrated = errors.New("usage: the usage tables do not exist (run `civicgate keys migrate`)")
+
+// upsertSQL adds a batch of rows to the table %s (a constant of this file):
+// one statement per batch, the columns as arrays, in the order given so that
+// concurrent writers lock rows in the same order (no deadlock).
+const upsertSQL = `INSERT INTO %s AS u (key_id, org_id, start, admitted, refused, client_errors, server_errors, cost)
+SELECT k, o, s, a, r, ce, se, c
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
+	WITH ORDINALITY AS t(k, o, s, a, r, ce, se, c, n)
+ORDER BY n
+ON CONFLICT (key_id, start) DO UPDATE SET
+	admitted      = u.admitted + EXCLUDED.admitted,
+	refused       = u.refused + EXCLUDED.refused,
+	client_errors = u.client_errors + EXCLUDED.client_errors,
+	server_errors = u.server_errors + EXCLUDED.server_errors,
+	cost          = u.cost + EXCLUDED.cost`
+
+const (
+	minuteTable = "civicgate.usage_minute"
+	hourTable   = "civicgate.usage_hour"
+)
+
+// Write adds rows to civicgate.usage_minute (each row's minute) and to
+// civicgate.usage_hour (its hour) in one transaction: either both tables get
+// all the rows or neither gets any. Counts add to what is there, so several
+// gateways may write the same (key, minute). Rows of the same key and bucket
+// are summed first.
+func Write(ctx context.Context, pool *pgxpool.Pool, rows []Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	minutes := rollup(rows, time.Minute)
+	hours := rollup(rows, time.Hour)
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, b := range []struct {
+			table string
+			rows  []Row
+		}{{minuteTable, minutes}, {hourTable, hours}} {
+			for chunk := range slices.Chunk(b.rows, batchRows) {
+				if err := upsert(ctx, tx, b.table, chunk); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("usage: write %d rows: %w", len(rows), schemaErr(err))
+	}
+	return nil
+}
+
+func upsert(ctx context.Context, tx pgx.Tx, table string, rows []Row) error {
+	n := len(rows)
+	keys, orgs, starts := make([]string, n), make([]string, n), make([]time.Time, n)
+	adm, ref, ce, se, cost := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, r := range rows {
+		keys[i], orgs[i], starts[i] = r.KeyID, r.OrgID, r.Start
+		adm[i], ref[i], ce[i], se[i], cost[i] = r.Admitted, r.Refused, r.ClientErrors, r.ServerErrors, r.Cost
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf(upsertSQL, table), keys, orgs, starts, adm, ref, ce, se, cost); err != nil {
+		return fmt.Errorf("upsert into %s: %w", table, err)
+	}
+	return nil
+}
+
+// rollup sums rows per (key, Start truncated to unit), sorted by key then
+// start — the lock order every writer uses.
+func rollup(rows []Row, unit time.Duration) []Row {
+	type bucket struct {
+		key   string
+		start int64
+	}
+	idx := make(map[bucket]int, len(rows))
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		start := r.Start.UTC().Truncate(unit)
+		b := bucket{r.KeyID, start.Unix()}
+		if i, ok := idx[b]; ok {
+			out[i].Delta = out[i].Delta.Plus(r.Delta)
+			continue
+		}
+		idx[b] = len(out)
+		out = append(out, Row{KeyID: r.KeyID, OrgID: r.OrgID, Start: start, Delta: r.Delta})
+	}
+	slices.SortFunc(out, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), a.Start.Compare(b.Start))
+	})
+	return out
+}
+
+// Prune deletes minute rows that started more than MinuteRetention before now
+// and hour rows that started more than HourRetention before now.
+func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_minute WHERE start < $1`, now.Add(-MinuteRetention)); err != nil {
+			return fmt.Errorf("minute rows: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_hour WHERE start < $1`, now.Add(-HourRetention)); err != nil {
+			return fmt.Errorf("hour rows: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("usage: prune: %w", schemaErr(err))
+	}
+	return nil
+}
+
+// schemaErr marks "relation does not exist" as ErrNotMigrated.
+func schemaErr(err error) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "42P01" {
+		return fmt.Errorf("%w: %w", ErrNotMigrated, err)
+	}
+	return err
+}
