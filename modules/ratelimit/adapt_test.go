@@ -19,7 +19,7 @@ func global(opts string) string {
 
 // Each option with a valid value: all of them are once-only.
 var (
-	handlerOnce = map[string]string{"key": "{remote_host}", "rate": "10/s", "policy": "anonymous"}
+	handlerOnce = map[string]string{"key": "{remote_host}", "rate": "10/s", "policy": "anonymous", "cost": "{civic.cost_budget}"}
 	globalOnce  = map[string]string{
 		"redis": "{env.REDIS_URL}", "addrs": "10.0.0.1:26379 10.0.0.2:26379", "master_name": "civic", "username": "u",
 		"password": "{env.REDIS_PASSWORD}", "key_prefix": "rl:", "timeout": "20ms", "on_store_error": "closed", "lease": "0.02",
@@ -31,7 +31,14 @@ func TestCaddyfileErrors(t *testing.T) {
 	configs := map[string]adapttest.Refusal{
 		"handler argument":     {":8080 {\ncivic_rate_limit 10/s\n}\n", "wrong argument count or unexpected line ending after '10/s'"},
 		"handler unknown":      {handler("burst 3"), `civic_rate_limit: unknown option "burst"`},
-		"handler two values":   {handler("rate 1/s 2/s"), "wrong argument count or unexpected line ending after '2/s'"},
+		"handler two values":   {handler("policy a b"), "wrong argument count or unexpected line ending after 'b'"},
+		"handler same window":  {handler("rate 1/s 2/s"), `civic_rate_limit: rate: rate list "1/s,2/s": two quotas over 1s`},
+		"handler five rates":   {handler("rate 1/s 2/m 3/h 4/d 5/2s"), `civic_rate_limit: rate: rate list "1/s,2/m,3/h,4/d,5/2s": more than 4 rates`},
+		"handler placeholder+": {handler("rate {civic.rate} 1/s"), `civic_rate_limit: rate: a placeholder must be the only rate`},
+		"handler bad cost":     {handler("cost lots"), `civic_rate_limit: cost: rate "lots": want <quota>/<window>, e.g. 100/m`},
+		"handler cost two":     {handler("cost 1/s 2/m"), "wrong argument count or unexpected line ending after '2/m'"},
+		"global usage no dsn":  {global("usage {\nflush_interval 0s\n}"), `civic_rate_limit usage: flush_interval: want a duration from 1s to 1m0s, got "0s"`},
+		"global usage unknown": {global("usage {\nflush 5s\n}"), `civic_rate_limit usage: unknown option "flush"`},
 		"handler no value":     {handler("key"), "wrong argument count or unexpected line ending after 'key'"},
 		"handler bad rate":     {handler("rate lots"), `civic_rate_limit: rate: rate "lots": want <quota>/<window>, e.g. 100/m`},
 		"handler zero rate":    {handler("rate 0/s"), `civic_rate_limit: rate: rate "0/s": quota must be a positive integer`},
@@ -74,6 +81,8 @@ func TestCaddyfileValidControl(t *testing.T) {
 	}
 	adapttest.Adapts(t, "{\ncivic_rate_limit {\n"+g+"}\n}\n"+handler(h))
 	adapttest.Adapts(t, handler("rate {civic.rate}"))
+	adapttest.Adapts(t, handler("rate 100/m 20000/d\ncost 50000/h"))
+	adapttest.Adapts(t, global("usage {\npostgres {env.DATABASE_URL}\nflush_interval 1s\nmax_cells 10\n}"))
 	adapttest.Adapts(t, global("lease 0\ntimeout 0s\nbreaker_cooldown 0s"))
 	adapttest.Adapts(t, global("lease 0.05\ntimeout 50ms"))
 }

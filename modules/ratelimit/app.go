@@ -1,7 +1,10 @@
 package ratelimit
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -43,6 +46,8 @@ type App struct {
 	BreakerCooldown caddy.Duration `json:"breaker_cooldown,omitempty"`
 	// Bound on keys held in memory (default 1,000,000).
 	MaxKeys int `json:"max_keys,omitempty"`
+	// Usage counting per key, flushed to PostgreSQL (off without it).
+	Usage *UsageConfig `json:"usage,omitempty"`
 
 	limiter *limiter
 	poolKey string
@@ -66,6 +71,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	if a.KeyPrefix == "" {
 		a.KeyPrefix = "civicgate:rl:"
+	}
+	if strings.ContainsAny(a.KeyPrefix, "{}") {
+		return fmt.Errorf("civic_rate_limit: key_prefix must not contain { or } (the key is the Redis hash tag)")
+	}
+	usageDSN, usageInterval, usageCells, err := a.usageSettings(repl)
+	if err != nil {
+		return err
 	}
 	timeout := time.Duration(a.Timeout)
 	if timeout == 0 {
@@ -132,14 +144,23 @@ func (a *App) Provision(ctx caddy.Context) error {
 		opts.ContextTimeoutEnabled = true
 	}
 	a.poolKey = fmt.Sprintf("%q|%q|%q|%q|%q|%s|%s|%v|%d|%s|%d", url, a.Addrs, a.MasterName, a.Username,
-		password, a.KeyPrefix, timeout, share, failures, cooldown, maxKeys) + "|" + a.OnStoreError
+		password, a.KeyPrefix, timeout, share, failures, cooldown, maxKeys) + "|" + a.OnStoreError +
+		fmt.Sprintf("|%q|%s|%d", usageDSN, usageInterval, usageCells)
 	val, _, err := limiters.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
+		var sink *usageSink
+		if usageDSN != "" {
+			var err error
+			if sink, err = newUsageSink(usageDSN, usageInterval, usageCells, ctx.Logger().Named("usage")); err != nil {
+				return nil, err
+			}
+		}
 		var client redis.UniversalClient
 		if opts != nil {
 			client = redis.NewUniversalClient(opts)
 		}
 		l := newLimiter(limiterConfig{redis: client, prefix: a.KeyPrefix, timeout: timeout, mode: a.OnStoreError,
 			share: share, failures: failures, cooldown: cooldown, maxKeys: maxKeys})
+		l.usage = sink
 		return l, nil
 	})
 	if err != nil {
@@ -155,8 +176,41 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Start is a no-op: the Redis client connects lazily.
-func (a *App) Start() error { return nil }
+// Start starts usage flushing (once per limiter; it outlives reloads). The
+// Redis client connects lazily.
+func (a *App) Start() error {
+	if a.limiter != nil && a.limiter.usage != nil {
+		a.limiter.usage.start()
+	}
+	return nil
+}
+
+// usageSettings validates the usage block: the resolved DSN ("" = off), the
+// flush interval and the cell bound.
+func (a *App) usageSettings(repl *caddy.Replacer) (string, time.Duration, int, error) {
+	if a.Usage == nil {
+		return "", 0, 0, nil
+	}
+	dsn := repl.ReplaceKnown(a.Usage.Postgres, "")
+	if dsn == "" {
+		return "", 0, 0, fmt.Errorf("civic_rate_limit: usage needs postgres <dsn> (e.g. {env.DATABASE_URL}), which resolved to empty")
+	}
+	interval := time.Duration(a.Usage.FlushInterval)
+	if interval == 0 {
+		interval = 5 * time.Second
+	}
+	if interval < time.Second || interval > time.Minute {
+		return "", 0, 0, fmt.Errorf("civic_rate_limit: usage flush_interval %s must be in [1s, 1m]", interval)
+	}
+	cells := a.Usage.MaxCells
+	if cells == 0 {
+		cells = 100_000
+	}
+	if cells < 0 {
+		return "", 0, 0, fmt.Errorf("civic_rate_limit: usage max_cells must be positive")
+	}
+	return dsn, interval, cells, nil
+}
 
 // Stop is a no-op: the limiter outlives the config until Cleanup.
 func (a *App) Stop() error { return nil }
@@ -198,11 +252,14 @@ func newLimiter(c limiterConfig) *limiter {
 		mode:     c.mode,
 		share:    c.share,
 		memory:   newMemoryStore(c.maxKeys),
-		local:    newLocalCache(c.maxKeys),
+		local:    newLeaseCache(c.maxKeys),
 		breaker:  breaker{threshold: int64(c.failures), cooldown: c.cooldown},
 		clock:    time.Now,
 		maxLease: 1000,
 	}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	l.leaseIDs.Store(binary.LittleEndian.Uint64(seed[:]) >> 1)
 	m, _ := newMetrics(nil) // unregistered until a config registers its own
 	l.metrics.Store(m)
 	return l

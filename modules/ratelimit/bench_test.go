@@ -25,39 +25,42 @@ func BenchmarkLocalDecision(b *testing.B) {
 	ctx := context.Background()
 	b.Run("over_limit_cache", func(b *testing.B) {
 		l := testLimiter(b, testenv.RedisAddr(), prefix, 0.02)
-		r := contract.Rate{Quota: 1, Window: time.Hour}
+		set := oneRate(l, contract.Rate{Quota: 1, Window: time.Hour})
+		sk := set.prefix + "over"
 		for range 2 { // the second is refused by Redis and cached
-			if _, err := l.take(ctx, "over", r); err != nil {
+			if _, err := l.take(ctx, set, sk, "over", 1); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if d, _ := l.take(ctx, "over", r); d.granted != 0 {
+			if d, _ := l.take(ctx, set, sk, "over", 1); d.granted != 0 {
 				b.Fatal("allowed")
 			}
 		}
 	})
 	b.Run("leased_token", func(b *testing.B) {
 		l := testLimiter(b, testenv.RedisAddr(), prefix, 0.02)
-		r := contract.Rate{Quota: 1_000_000_000, Window: time.Hour}
+		set := oneRate(l, contract.Rate{Quota: 1_000_000_000, Window: time.Hour})
+		sk := set.prefix + "lease"
 		now := time.Now().UnixMicro()
-		l.local.record("lease", now, decision{granted: 1 << 40, remaining: 1}, true, r.Window.Microseconds())
+		l.local.record(sk, now, 1, decision{granted: 1 << 40, n: 1, remaining: [maxRates]int64{1}}, 1, time.Hour.Microseconds())
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if d, _ := l.take(ctx, "lease", r); d.granted != 1 {
+			if d, _ := l.take(ctx, set, sk, "lease", 1); d.granted != 1 {
 				b.Fatal("refused")
 			}
 		}
 	})
 	b.Run("memory_store", func(b *testing.B) {
 		l := newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000})
-		r := contract.Rate{Quota: 1_000_000_000, Window: time.Microsecond * 1_000_000_000}
+		set := oneRate(l, contract.Rate{Quota: 1_000_000_000, Window: time.Microsecond * 1_000_000_000})
+		sk := set.prefix + "mem"
 		b.ReportAllocs()
 		for b.Loop() {
-			if d, _ := l.take(ctx, "mem", r); d.granted != 1 {
+			if d, _ := l.take(ctx, set, sk, "mem", 1); d.granted != 1 {
 				b.Fatal("refused")
 			}
 		}
@@ -69,13 +72,14 @@ func BenchmarkLocalDecision(b *testing.B) {
 func BenchmarkRedisDecision(b *testing.B) {
 	_, prefix := testenv.Redis(b)
 	l := testLimiter(b, testenv.RedisAddr(), prefix, 0)
-	r := contract.Rate{Quota: 1_000_000_000, Window: time.Hour}
+	set := oneRate(l, contract.Rate{Quota: 1_000_000_000, Window: time.Hour})
+	sk := set.prefix + "redis"
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, 1<<16)
 	b.ReportAllocs()
 	for b.Loop() {
 		t0 := time.Now()
-		d, err := l.take(ctx, "redis", r)
+		d, err := l.take(ctx, set, sk, "redis", 1)
 		lat = append(lat, time.Since(t0))
 		if err != nil || d.granted != 1 {
 			b.Fatalf("%+v %v", d, err)
@@ -119,7 +123,7 @@ func BenchmarkRedisRoundTrips(b *testing.B) {
 					if d := time.Until(start.Add(time.Duration(i) * perReq)); d > 0 {
 						time.Sleep(d) // pacing to the target request rate
 					}
-					d, err := l.take(ctx, keys[i%tc.keys], tc.r)
+					d, err := take1(ctx, l, keys[i%tc.keys], tc.r)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -178,10 +182,9 @@ func (s *statusWriter) WriteHeader(status int)      { s.status = status }
 // limiter, a request whose key is "k", and a next handler that does nothing.
 func benchHandler(rate string, limiter *limiter) (*Handler, *http.Request, caddyhttp.Handler) {
 	h := &Handler{Key: "{http.request.header.X-Key}", Rate: rate, Policy: "bench",
-		limiter: limiter, logger: zap.NewNop(), policies: new(policyCache)}
+		limiter: limiter, logger: zap.NewNop(), policies: &policyCache{share: limiter.share, maxLease: limiter.maxLease}}
 	h.keyName = placeholderName(h.Key)
-	r, _ := contract.ParseRate(h.Rate)
-	h.fixed = &r
+	h.fixed = true
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Header.Set("X-Key", "k")

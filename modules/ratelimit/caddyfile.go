@@ -1,12 +1,14 @@
 package ratelimit
 
 import (
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
@@ -19,20 +21,43 @@ func init() {
 //
 //	civic_rate_limit {
 //	    key    <placeholder or literal>
-//	    rate   <quota/window or placeholder>
+//	    rate   <quota/window>... | <placeholder>   # up to four rates: 100/m 20000/d
 //	    policy <name or placeholder>
+//	    cost   <points/window or placeholder>     # cost budget, e.g. {civic.cost_budget}
 //	}
 //
-// Each option may be given once; a literal rate is checked here, one with a
+// Each option may be given once; literal rates are checked here, ones with a
 // placeholder per request.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Read(d, "civic_rate_limit", caddyopt.Block{
-		"key": caddyopt.String(&h.Key),
-		"rate": caddyopt.Rate(&h.Rate, func(v string) error {
-			_, err := parseRate(v)
+		"key":    caddyopt.String(&h.Key),
+		"rate":   rateList(&h.Rate),
+		"policy": caddyopt.String(&h.Policy),
+		"cost": caddyopt.Rate(&h.Cost, func(v string) error {
+			_, err := contract.ParseRate(v)
 			return err
 		}),
-		"policy": caddyopt.String(&h.Policy),
+	})
+}
+
+// rateList reads one or more rates (contract.ParseRates), kept as one
+// comma-separated string, or one placeholder.
+func rateList(dst *string) caddyopt.Option {
+	return caddyopt.Func(func(a *caddyopt.Args) error {
+		args, err := a.AtLeast(1)
+		if err != nil {
+			return err
+		}
+		v := strings.Join(args, ",")
+		if strings.Contains(v, "{") {
+			if len(args) > 1 {
+				return a.Errf("a placeholder must be the only rate")
+			}
+		} else if _, err := contract.ParseRates(v); err != nil {
+			return a.Errf("%v", err)
+		}
+		*dst = v
+		return nil
 	})
 }
 
@@ -49,6 +74,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	    breaker_failures <n>
 //	    breaker_cooldown <duration>         # 0: the default, 1s
 //	    max_keys         <n>
+//	    usage {                             # usage per key, flushed to PostgreSQL
+//	        postgres       <dsn>            # {env.DATABASE_URL}
+//	        flush_interval <duration>       # 1s … 1m, default 5s
+//	        max_cells      <n>              # (key, minute) cells between flushes, default 100000
+//	    }
 //	}
 //
 // Each option may be given once.
@@ -66,7 +96,17 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"breaker_failures": caddyopt.Positive(&a.BreakerFailures),
 		"breaker_cooldown": caddyopt.DurationIn(&a.BreakerCooldown, 0, caddyopt.Forever),
 		"max_keys":         caddyopt.Positive(&a.MaxKeys),
+		"usage":            a.usageBlock(),
 	})
+}
+
+func (a *App) usageBlock() caddyopt.Option {
+	c := new(UsageConfig)
+	return caddyopt.Sub(caddyopt.Block{
+		"postgres":       caddyopt.String(&c.Postgres),
+		"flush_interval": caddyopt.DurationIn(&c.FlushInterval, time.Second, time.Minute),
+		"max_cells":      caddyopt.Positive(&c.MaxCells),
+	}).Then(func() { a.Usage = c })
 }
 
 // Interface guards

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 // upgradeCharger implements contract.Charger for a WebSocket upgrade the
@@ -17,8 +18,11 @@ import (
 // upgrade request itself did.
 type upgradeCharger struct {
 	limiter  *limiter
+	set      *policySet
 	storeKey string // policy prefix + key, as the request was charged
-	rate     contract.Rate
+	key      string
+	keyID    string // for usage counting ("" not counted)
+	org      string
 }
 
 // Charge implements contract.Charger with the request path's decision:
@@ -26,31 +30,41 @@ type upgradeCharger struct {
 // when the store failed and on_store_error would have refused the request
 // (closed); open allows, local decides in memory (inside take).
 func (c *upgradeCharger) Charge(ctx context.Context) (allowed bool, retryAfter time.Duration, err error) {
-	d, err := c.limiter.take(ctx, c.storeKey, c.rate)
+	d, err := c.limiter.take(ctx, c.set, c.storeKey, c.key, 1)
 	m := c.limiter.metrics.Load()
 	if err != nil {
 		if errors.Is(err, errStoreDown) && c.limiter.mode == modeOpen {
 			m.allowed.Inc()
+			c.count(usage.Delta{Admitted: 1})
 			return true, 0, nil
 		}
 		return false, 0, fmt.Errorf("civic_rate_limit: charge: %w", err)
 	}
 	if d.granted == 0 {
 		m.refused.Inc()
+		c.count(usage.Delta{Refused: 1})
 		return false, max(time.Microsecond, time.Duration(d.retryAfter)*time.Microsecond), nil
 	}
 	m.allowed.Inc()
+	c.count(usage.Delta{Admitted: 1})
 	return true, 0, nil
+}
+
+// count adds one operation of the socket to the key's usage.
+func (c *upgradeCharger) count(d usage.Delta) {
+	if u := c.limiter.usage; u != nil && c.keyID != "" {
+		u.add(c.keyID, c.org, c.limiter.clock(), d)
+	}
 }
 
 // withCharger returns r carrying a Charger for storeKey and rt when r is a
 // WebSocket upgrade (Upgrade: websocket with Connection: upgrade), else r
 // itself: plain requests pay nothing.
-func (h *Handler) withCharger(r *http.Request, storeKey string, rt contract.Rate) *http.Request {
+func (h *Handler) withCharger(r *http.Request, set *policySet, storeKey, key, keyID, org string) *http.Request {
 	if !isWebSocketUpgrade(r.Header) {
 		return r
 	}
-	c := &upgradeCharger{limiter: h.limiter, storeKey: storeKey, rate: rt}
+	c := &upgradeCharger{limiter: h.limiter, set: set, storeKey: storeKey, key: key, keyID: keyID, org: org}
 	return r.WithContext(contract.WithCharger(r.Context(), c))
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -19,19 +18,24 @@ import (
 type Handler struct {
 	// Key to limit on (default {civic.key_id}); e.g. {remote_host}.
 	Key string `json:"key,omitempty"`
-	// Rate like 100/m, 10/s, 1000/h, 5/d, 5/2s (contract.ParseRate), or a
-	// placeholder (default {civic.rate}).
+	// Rate list like 100/m, or 100/m 20000/d (contract.ParseRates: up to
+	// four rates over distinct windows), or a placeholder (default
+	// {civic.rate}).
 	Rate string `json:"rate,omitempty"`
 	// Policy name in the RateLimit headers (default {civic.tier}; "default" if empty).
 	Policy string `json:"policy,omitempty"`
+	// Cost budget in GraphQL cost points per window, like 50000/h, or a
+	// placeholder ({civic.cost_budget}); empty (the default): none. A
+	// placeholder that resolves to "" means no budget for that request.
+	Cost string `json:"cost,omitempty"`
 
 	limiter *limiter
-	fixed   *contract.Rate // Rate without placeholders, parsed once
+	fixed   bool // Rate has no placeholder (checked at provision)
 	logger  *zap.Logger
 	// keyName, rateName, policyName: the placeholder when Key, Rate, Policy
 	// are exactly one placeholder (read without ReplaceAll's allocation).
-	keyName, rateName, policyName string
-	policies                      *policyCache
+	keyName, rateName, policyName, costName string
+	policies                                *policyCache
 }
 
 // CaddyModule returns the Caddy module information.
@@ -52,19 +56,24 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.Policy = "{" + contract.CivicTier + "}"
 	}
 	h.keyName, h.rateName, h.policyName = placeholderName(h.Key), placeholderName(h.Rate), placeholderName(h.Policy)
-	h.policies = new(policyCache)
+	h.costName = placeholderName(h.Cost)
 	if !strings.Contains(h.Rate, "{") {
-		r, err := contract.ParseRate(h.Rate)
-		if err != nil {
+		if _, err := contract.ParseRates(h.Rate); err != nil {
 			return fmt.Errorf("civic_rate_limit: %w", err)
 		}
-		h.fixed = &r
+		h.fixed = true
+	}
+	if h.Cost != "" && !strings.Contains(h.Cost, "{") {
+		if _, err := contract.ParseRate(h.Cost); err != nil {
+			return fmt.Errorf("civic_rate_limit: cost: %w", err)
+		}
 	}
 	appIface, err := ctx.App("civic_rate_limit") // configured, or an in-memory default
 	if err != nil {
 		return fmt.Errorf("civic_rate_limit: %w", err)
 	}
 	h.limiter = appIface.(*App).limiter
+	h.policies = &policyCache{share: h.limiter.share, maxLease: h.limiter.maxLease}
 	return nil
 }
 
@@ -94,62 +103,6 @@ func expand(repl *caddy.Replacer, tmpl, name string) string {
 	return repl.ReplaceAll(tmpl, "")
 }
 
-// policyKey and policyStrings: per (policy name, rate as written), the parsed
-// rate, the header value and the store-key prefix, built once instead of on
-// every request.
-type policyKey struct {
-	name    string
-	rawRate string
-}
-
-type policyStrings struct {
-	r      contract.Rate
-	sf     string // the name as a structured-field string
-	header string // RateLimit-Policy value
-	prefix string // store key prefix: name:quota/window_ms:
-}
-
-// policyCache is bounded: it is emptied when it reaches maxPolicies (a
-// placeholder policy or rate could take many values).
-type policyCache struct {
-	mu sync.RWMutex
-	m  map[policyKey]*policyStrings
-}
-
-const maxPolicies = 1024
-
-// get returns the entry for a policy name and a rate as written, parsing
-// the rate on a miss (an unparsable rate is not cached).
-func (c *policyCache) get(name, rawRate string) (*policyStrings, error) {
-	k := policyKey{name: name, rawRate: rawRate}
-	c.mu.RLock()
-	p := c.m[k]
-	c.mu.RUnlock()
-	if p != nil {
-		return p, nil
-	}
-	r, err := contract.ParseRate(rawRate)
-	if err != nil {
-		return nil, err
-	}
-	sf := sfString(name)
-	p = &policyStrings{
-		r:      r,
-		sf:     sf,
-		header: sf + ";q=" + strconv.FormatInt(r.Quota, 10) + ";w=" + strconv.FormatInt(ceilDiv(r.Window.Microseconds(), 1e6), 10),
-		// the rate is part of the store key: a rate changed by reload starts from
-		// a full quota instead of reinterpreting the old state; policies are isolated
-		prefix: name + ":" + strconv.FormatInt(r.Quota, 10) + "/" + strconv.FormatInt(r.Window.Milliseconds(), 10) + ":",
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxPolicies {
-		c.m = make(map[policyKey]*policyStrings)
-	}
-	c.m[k] = p
-	c.mu.Unlock()
-	return p, nil
-}
-
 // ServeHTTP admits or refuses the request (docs/api.md "Rate limits").
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
@@ -163,43 +116,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	rawRate := h.Rate
-	if h.fixed == nil {
+	if !h.fixed {
 		rawRate = expand(repl, h.Rate, h.rateName)
 	}
 	name := expand(repl, h.Policy, h.policyName)
 	if name == "" {
 		name = "default"
 	}
-	ps, err := h.policies.get(name, rawRate)
+	rawCost := ""
+	if h.Cost != "" {
+		rawCost = expand(repl, h.Cost, h.costName) // "" for a tier without a budget
+	}
+	hp, err := h.policies.get(name, rawRate, rawCost)
 	if err != nil {
-		h.logger.Error("rate limit rate does not parse", zap.String("rate", h.Rate), zap.Error(err))
+		h.logger.Error("rate limit rate or cost budget does not parse", zap.String("rate", h.Rate), zap.String("cost", h.Cost), zap.Error(err))
 		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
-	rt := ps.r
 	// One allocation for both header value slices; each is capped at one
 	// element so that an Add elsewhere copies instead of overwriting.
 	vals := make([]string, 2)
-	vals[0] = ps.header
+	vals[0] = hp.header
 	hdr := w.Header()
 	hdr["Ratelimit-Policy"] = vals[0:1:1]
 
-	storeKey := ps.prefix + key
-	d, err := h.limiter.take(r.Context(), storeKey, rt)
+	storeKey := hp.req.prefix + key
+	d, err := h.limiter.take(r.Context(), hp.req, storeKey, key, 1)
 	m := h.limiter.metrics.Load()
 	if err != nil {
 		if errors.Is(err, errStoreDown) && h.limiter.mode == modeOpen {
 			m.allowed.Inc()
-			return next.ServeHTTP(w, h.withCharger(r, storeKey, rt))
+			return h.serveAdmitted(w, r, next, repl, hp, storeKey, key, nil)
 		}
 		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	var buf [96]byte
-	b := append(buf[:0], ps.sf...)
 	if d.granted == 0 {
 		m.refused.Inc()
+		h.countRefused(repl)
 		retry := max(1, ceilDiv(d.retryAfter, 1e6))
+		b := append(buf[:0], hp.req.names[hp.req.refusing(&d, 1)]...)
 		b = append(b, ";r=0;t="...)
 		b = strconv.AppendInt(b, retry, 10)
 		vals[1] = string(b)
@@ -209,15 +166,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	m.allowed.Inc()
-	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, d.remaining, 10)
-	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, ceilDiv(d.resetAfter, 1e6), 10)
-	vals[1] = string(b)
+	i := hp.req.closest(&d)
+	vals[1] = string(appendRateLimit(buf[:0], hp.req.names[i], d.remaining[i], d.resetAfter[i]))
 	hdr["Ratelimit"] = vals[1:2:2]
-	// A WebSocket upgrade also gets a Charger for the operations it carries
-	// later (charger.go).
-	return next.ServeHTTP(w, h.withCharger(r, storeKey, rt))
+	return h.serveAdmitted(w, r, next, repl, hp, storeKey, key, &d)
+}
+
+// appendRateLimit appends one RateLimit member: <name>;r=<remaining>;t=<s>.
+func appendRateLimit(b []byte, name string, remaining, resetAfter int64) []byte {
+	b = append(b, name...)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, remaining, 10)
+	b = append(b, ";t="...)
+	return strconv.AppendInt(b, ceilDiv(resetAfter, 1e6), 10)
 }
 
 func ceilDiv(a, b int64) int64 {

@@ -32,8 +32,8 @@ func testLimiter(t testing.TB, addr, prefix string, share float64) *limiter {
 }
 
 // TestTwoInstancesShareQuota: two instances (each with its own local cache and
-// leases) hammering one key admit the quota within 5 % in total, and use far
-// fewer Redis round trips than admitted requests.
+// leases) hammering one key admit at most the quota and at least 95 % of it,
+// and use far fewer Redis round trips than admitted requests.
 func TestTwoInstancesShareQuota(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	r := contract.Rate{Quota: 2000, Window: time.Minute} // lease = 40 tokens
@@ -47,7 +47,7 @@ func TestTwoInstancesShareQuota(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 1500; i++ {
-				d, err := l.take(context.Background(), "shared", r)
+				d, err := take1(context.Background(), l, "shared", r)
 				if err != nil {
 					t.Error(err)
 					return
@@ -58,10 +58,15 @@ func TestTwoInstancesShareQuota(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	expected := float64(r.Quota) + float64(elapsed.Microseconds())/float64(emissionInterval(r)) // earned back meanwhile
+	if elapsed >= r.Window {
+		t.Fatalf("took %s: the test needs every request inside one window", elapsed)
+	}
+	// Sliding window: never more than the quota in one window, however many
+	// instances; leases only hold units back (≤ one lease per instance).
+	expected := float64(r.Quota)
 	got := float64(admitted.Load())
-	if got > expected+0.05*float64(r.Quota) || got < expected-0.05*float64(r.Quota) {
-		t.Fatalf("admitted %v of expected %.0f (quota %d, %s)", got, expected, r.Quota, elapsed)
+	if got > expected || got < expected-0.05*float64(r.Quota) {
+		t.Fatalf("admitted %v of quota %d (%s)", got, r.Quota, elapsed)
 	}
 	calls := testutilCount(a) + testutilCount(b)
 	if calls*5 > uint64(got) {
@@ -80,7 +85,7 @@ func TestTwoInstancesRedisCut(t *testing.T) {
 	b := testLimiter(t, proxy.Addr(), prefix, 0.02)
 	count := func(l *limiter, key string, n int) (ok int64) {
 		for range n {
-			d, err := l.take(context.Background(), key, r)
+			d, err := take1(context.Background(), l, key, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,8 +110,8 @@ func TestTwoInstancesRedisCut(t *testing.T) {
 	// on a loaded machine the refusal cache then outlived the deadline (issue 16).
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
-		_, errA := a.take(context.Background(), fmt.Sprintf("probe-a-%d", i), r)
-		_, errB := b.take(context.Background(), fmt.Sprintf("probe-b-%d", i), r)
+		_, errA := take1(context.Background(), a, fmt.Sprintf("probe-a-%d", i), r)
+		_, errB := take1(context.Background(), b, fmt.Sprintf("probe-b-%d", i), r)
 		if errA != nil || errB != nil {
 			t.Fatal(errA, errB)
 		}
@@ -121,7 +126,7 @@ func TestTwoInstancesRedisCut(t *testing.T) {
 	// shared again: a fresh key's quota is split between the instances
 	shared := func(l *limiter, n int) (ok int64) {
 		for range n {
-			d, _ := l.take(context.Background(), "fresh", r)
+			d, _ := take1(context.Background(), l, "fresh", r)
 			ok += d.granted
 		}
 		return ok

@@ -120,19 +120,24 @@ func TestQuotaThen429(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	g := startGateway(t, redisGlobal("redis://"+testenv.RedisAddr(), prefix, ""), limitRoute("5/m"))
 	const pol = `"gold";q=5;w=60`
+	first := time.Now()
 	for i := 1; i <= 5; i++ {
 		r := g.get(t, "/a", "k1", "gold")
-		want := reply{200, "ok", pol, fmt.Sprintf(`"gold";r=%d;t=%d`, 5-i, 12*i), "", r.ctype}
+		// t: until the quota is whole again, when this request leaves the window
+		want := reply{200, "ok", pol, fmt.Sprintf(`"gold";r=%d;t=60`, 5-i), "", r.ctype}
 		if r != want {
 			t.Fatalf("request %d:\n got %+v\nwant %+v", i, r, want)
 		}
 	}
-	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, 12)
-	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, 12) // denied requests are not counted
-	if r := g.get(t, "/a", "k2", "gold"); r.status != 200 || r.limit != `"gold";r=4;t=12` {
+	// Retry-After: when the first request leaves the window, 60 s after it
+	// (less what has elapsed since, rounded up)
+	retry := 60 - int(time.Since(first)/time.Second)
+	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, retry)
+	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, 60-int(time.Since(first)/time.Second)) // denied requests are not counted
+	if r := g.get(t, "/a", "k2", "gold"); r.status != 200 || r.limit != `"gold";r=4;t=60` {
 		t.Fatalf("other key not isolated: %+v", r)
 	}
-	if r := g.get(t, "/a", "k1", "silver"); r.status != 200 || r.limit != `"silver";r=4;t=12` {
+	if r := g.get(t, "/a", "k1", "silver"); r.status != 200 || r.limit != `"silver";r=4;t=60` {
 		t.Fatalf("other tier not isolated: %+v", r)
 	}
 	if r := g.get(t, "/a", "k1", ""); r.status != 200 || r.policy != `"default";q=5;w=60` {
@@ -217,7 +222,7 @@ func TestRedisCutLocalMode(t *testing.T) {
 	for i := 0; ; i++ { // await the breaker's probe: a fresh key shows up in Redis
 		probe := fmt.Sprintf("probe%d", i)
 		g.get(t, "/a", probe, "t")
-		if n, err := client.Exists(ctx, prefix+"t:5/60000:"+probe).Result(); err == nil && n == 1 {
+		if n, err := client.Exists(ctx, prefix+"{"+probe+"}:t:5/60000").Result(); err == nil && n == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -354,9 +359,9 @@ func TestStandaloneRemoteHost(t *testing.T) {
 }
 respond "ok" 200`)
 	for i := 1; i <= 3; i++ {
-		if r := g.get(t, "/", "", ""); r.status != 200 || r.limit != fmt.Sprintf(`"anonymous";r=%d;t=%d`, 3-i, 1200*i) {
+		if r := g.get(t, "/", "", ""); r.status != 200 || r.limit != fmt.Sprintf(`"anonymous";r=%d;t=3600`, 3-i) {
 			t.Fatalf("request %d: %+v", i, r)
 		}
 	}
-	wantRefused(t, g.get(t, "/", "", ""), "anonymous", `"anonymous";q=3;w=3600`, 1200)
+	wantRefused(t, g.get(t, "/", "", ""), "anonymous", `"anonymous";q=3;w=3600`, 3600)
 }

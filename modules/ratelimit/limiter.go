@@ -3,20 +3,17 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"hash/maphash"
-	"sync"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
-
-	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // Store error modes (on_store_error).
 const (
-	modeLocal  = "local"  // keep limiting with the same GCRA in memory
+	modeLocal  = "local"  // keep limiting with the same sliding window in memory
 	modeOpen   = "open"   // allow (RateLimit-Policy still sent, no RateLimit)
 	modeClosed = "closed" // 500 {"error":"Internal Server Error"}
 )
@@ -34,33 +31,52 @@ type limiter struct {
 	mode     string
 	share    float64 // lease share of a key's quota
 	memory   *memoryStore
-	local    *localCache
+	local    *leaseCache
 	breaker  breaker
 	metrics  atomic.Pointer[metrics]
 	logger   atomic.Pointer[zap.Logger]
 	clock    func() time.Time
 	maxLease int64
+	// leaseIDs numbers this instance's leases from a random start, so that
+	// two instances' ids for one key do not meet.
+	leaseIDs atomic.Uint64
+	// storeClock: tests only — send the limiter's clock to the script
+	// instead of letting Redis read its own (fake-clock tests on real Redis).
+	storeClock bool
+	usage      *usageSink // nil: usage not counted
 }
 
-// take decides one request for key under r at the limiter's clock.
-func (l *limiter) take(ctx context.Context, key string, r contract.Rate) (decision, error) {
+// take decides need units for key (whose store key under set is storeKey)
+// under every policy of set, at the limiter's clock.
+func (l *limiter) take(ctx context.Context, set *policySet, storeKey, key string, need int64) (decision, error) {
 	now := l.clock()
 	nowUS := now.UnixMicro()
-	interval := emissionInterval(r)
 	if l.redis == nil {
-		return l.memory.take(key, nowUS, interval, r.Quota, 1), nil
+		return l.memory.take(storeKey, nowUS, set.rates, need, need), nil
 	}
-	lease := l.leaseSize(r)
-	if d, ok := l.local.take(key, nowUS, lease > 1); ok {
-		return d, nil
+	var settle settlement
+	if need <= set.minQuota { // more than a whole quota is for the store to refuse
+		var d decision
+		var ok bool
+		if d, settle, ok = l.local.take(storeKey, nowUS, need); ok {
+			return d, nil
+		}
 	}
 	if !l.breaker.allow(now) {
-		return l.fallback(key, nowUS, interval, r)
+		return l.fallback(storeKey, nowUS, set, need)
 	}
-	want := max(lease, 1)
+	call := storeCall{keys: set.redisKeys(l.prefix, key), set: set, need: need, want: need, settle: settle}
+	if l.storeClock {
+		call.now = nowUS
+	}
+	var id uint64
+	if set.lease > need {
+		id = l.leaseIDs.Add(1)
+		call.want, call.ttl, call.leaseID = set.lease, set.leaseTTL, strconv.FormatUint(id, 36)
+	}
 	l.metrics.Load().redisCalls.Inc()
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	d, err := redisTake(cctx, l.redis, l.prefix+key, interval, r.Quota, want)
+	d, _, err := redisTake(cctx, l.redis, call)
 	cancel()
 	if err != nil {
 		l.metrics.Load().storeErrors.Inc()
@@ -68,35 +84,26 @@ func (l *limiter) take(ctx context.Context, key string, r contract.Rate) (decisi
 			l.log().Error("rate limit store unavailable; using on_store_error mode until it recovers",
 				zap.String("mode", l.mode), zap.Error(err))
 		}
-		return l.fallback(key, nowUS, interval, r)
+		return l.fallback(storeKey, nowUS, set, need)
 	}
 	if l.breaker.success() {
 		l.log().Info("rate limit store recovered; shared counting resumed")
 	}
-	l.local.record(key, nowUS, d, lease > 1, r.Window.Microseconds())
-	if d.granted > 1 { // the other leased tokens are this instance's to spend
-		d.remaining += d.granted - 1
-		d.granted = 1
+	l.local.record(storeKey, nowUS, need, d, id, call.ttl)
+	if d.granted > need { // the other leased units are this instance's to spend
+		for i := 0; i < d.n; i++ {
+			d.remaining[i] += d.granted - need
+		}
+		d.granted = need
 	}
 	return d, nil
 }
 
-func (l *limiter) fallback(key string, nowUS, interval int64, r contract.Rate) (decision, error) {
+func (l *limiter) fallback(storeKey string, nowUS int64, set *policySet, need int64) (decision, error) {
 	if l.mode == modeLocal {
-		return l.memory.take(key, nowUS, interval, r.Quota, 1), nil
+		return l.memory.take(storeKey, nowUS, set.rates, need, need), nil
 	}
 	return decision{}, errStoreDown
-}
-
-// leaseSize is how many tokens one Redis round trip fetches for a key of rate
-// r: floor(quota*share), but 1 (no leasing) below 2 or above maxLease. See
-// README.md "Leasing" for why the error across N instances is at most N*lease.
-func (l *limiter) leaseSize(r contract.Rate) int64 {
-	n := int64(float64(r.Quota) * l.share)
-	if n < 2 {
-		return 1
-	}
-	return min(n, l.maxLease)
 }
 
 func (l *limiter) log() *zap.Logger {
@@ -106,13 +113,18 @@ func (l *limiter) log() *zap.Logger {
 	return zap.NewNop()
 }
 
-// Destruct closes the Redis client (caddy.Destructor, called by the pool
-// when the last configuration using this limiter is unloaded).
+// Destruct stops usage counting (a last flush) and closes the Redis client
+// (caddy.Destructor, called by the pool when the last configuration using
+// this limiter is unloaded).
 func (l *limiter) Destruct() error {
-	if l.redis != nil {
-		return l.redis.Close()
+	var err error
+	if l.usage != nil {
+		err = l.usage.stop()
 	}
-	return nil
+	if l.redis != nil {
+		err = errors.Join(err, l.redis.Close())
+	}
+	return err
 }
 
 // breaker is a consecutive-failure circuit breaker with a half-open probe.
@@ -160,90 +172,4 @@ func (b *breaker) success() bool {
 	b.openUntil.Store(0)
 	b.probing.Store(false)
 	return true
-}
-
-// localCache holds, per key, what this instance may decide without Redis:
-// refusals until the retry time Redis gave (other instances can only move it
-// later), and leased tokens already counted in Redis.
-type localCache struct {
-	seed   maphash.Seed
-	max    int
-	shards [shardCount]localShard
-}
-
-type localShard struct {
-	mu      sync.Mutex
-	entries map[string]localEntry
-}
-
-type localEntry struct {
-	blockedUntil int64 // µs; refuse before this
-	tokens       int64 // leased tokens left
-	leaseUntil   int64 // µs; leased tokens expire then
-	remaining    int64 // Redis' remaining after the lease
-	resetAt      int64 // µs when Redis' quota is whole again
-}
-
-func newLocalCache(maxKeys int) *localCache {
-	c := &localCache{seed: maphash.MakeSeed(), max: max(1, maxKeys/shardCount)}
-	for i := range c.shards {
-		c.shards[i].entries = make(map[string]localEntry)
-	}
-	return c
-}
-
-// take answers from the cache if it can: a refusal while the key is known to
-// be over its limit, or a leased token. It does not allocate.
-func (c *localCache) take(key string, now int64, leasing bool) (decision, bool) {
-	s := &c.shards[maphash.String(c.seed, key)%shardCount]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries[key]
-	if !ok {
-		return decision{}, false
-	}
-	if now < e.blockedUntil {
-		return decision{resetAfter: max(0, e.resetAt-now), retryAfter: e.blockedUntil - now}, true
-	}
-	if leasing && e.tokens > 0 && now < e.leaseUntil {
-		e.tokens--
-		s.entries[key] = e
-		return decision{granted: 1, remaining: e.remaining + e.tokens, resetAfter: max(0, e.resetAt-now)}, true
-	}
-	delete(s.entries, key)
-	return decision{}, false
-}
-
-// record stores what a Redis decision d at now means for later local
-// decisions: a refusal until its retry time, or granted-1 leased tokens.
-func (c *localCache) record(key string, now int64, d decision, leasing bool, window int64) {
-	var e localEntry
-	switch {
-	case d.granted == 0:
-		e = localEntry{blockedUntil: now + d.retryAfter, resetAt: now + d.resetAfter}
-	case leasing && d.granted > 1:
-		e = localEntry{tokens: d.granted - 1, leaseUntil: now + window, remaining: d.remaining, resetAt: now + d.resetAfter}
-	default:
-		return
-	}
-	s := &c.shards[maphash.String(c.seed, key)%shardCount]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.entries[key]; !ok && len(s.entries) >= c.max {
-		for k, old := range s.entries {
-			if old.blockedUntil <= now && old.leaseUntil <= now {
-				delete(s.entries, k)
-			}
-		}
-		for k := range s.entries {
-			if len(s.entries) < c.max {
-				break
-			}
-			delete(s.entries, k)
-		}
-	}
-	if old, ok := s.entries[key]; ok && e.tokens > 0 && old.tokens > 0 && now < old.leaseUntil {
-		e.tokens += old.tokens // a concurrent lease of this instance: keep both
-	}
-	s.entries[key] = e
 }

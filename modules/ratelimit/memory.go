@@ -3,14 +3,17 @@ package ratelimit
 import (
 	"hash/maphash"
 	"sync"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 const shardCount = 64
 
-// memoryStore is GCRA in process memory: sharded maps of key → TAT (µs).
-// Size is bounded: a full shard first drops idle keys (TAT in the past, which
-// are indistinguishable from fresh keys), then arbitrary ones (which then get
-// a fresh quota; only reachable with more than maxKeys active keys).
+// memoryStore is the sliding-window log in process memory: sharded maps of
+// store key → the key's logs. Size is bounded: a full shard first drops idle
+// keys (every entry out of its window, indistinguishable from fresh keys),
+// then arbitrary ones (which then get a fresh quota; only reachable with
+// more than maxKeys active keys).
 type memoryStore struct {
 	seed    maphash.Seed
 	perShrd int
@@ -19,7 +22,14 @@ type memoryStore struct {
 
 type memShard struct {
 	mu   sync.Mutex
-	tats map[string]int64
+	keys map[string]*memKey
+}
+
+// memKey is one store key's state: a log per policy, and when the last of
+// them empties (µs).
+type memKey struct {
+	logs   [maxRates]policyLog
+	idleAt int64
 }
 
 func newMemoryStore(maxKeys int) *memoryStore {
@@ -28,7 +38,7 @@ func newMemoryStore(maxKeys int) *memoryStore {
 	}
 	m := &memoryStore{seed: maphash.MakeSeed(), perShrd: maxKeys / shardCount}
 	for i := range m.shards {
-		m.shards[i].tats = make(map[string]int64)
+		m.shards[i].keys = make(map[string]*memKey)
 	}
 	return m
 }
@@ -37,33 +47,52 @@ func (m *memoryStore) shard(key string) *memShard {
 	return &m.shards[maphash.String(m.seed, key)%shardCount]
 }
 
-// take runs GCRA for key at now (µs) on the local clock.
-func (m *memoryStore) take(key string, now, interval, quota, want int64) decision {
+// take decides need units (up to want) for key under rates at now (µs, the
+// local clock). A known key does not allocate.
+func (m *memoryStore) take(key string, now int64, rates []contract.Rate, need, want int64) decision {
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tat, known := s.tats[key]
-	newTat, d := gcra(tat, now, interval, quota, want)
-	if d.granted > 0 {
-		if !known && len(s.tats) >= m.perShrd {
-			s.evict(now, m.perShrd)
+	k := s.keys[key]
+	if k == nil {
+		var fresh memKey
+		d := decideLogs(&fresh.logs, rates, now, need, want)
+		if d.granted > 0 {
+			if len(s.keys) >= m.perShrd {
+				s.evict(now, m.perShrd)
+			}
+			fresh.idleAt = idleAt(now, rates)
+			s.keys[key] = &fresh
 		}
-		s.tats[key] = newTat
+		return d
+	}
+	d := decideLogs(&k.logs, rates, now, need, want)
+	if d.granted > 0 {
+		k.idleAt = max(k.idleAt, idleAt(now, rates))
 	}
 	return d
 }
 
+// idleAt is when units admitted at now have left every window.
+func idleAt(now int64, rates []contract.Rate) int64 {
+	var w int64
+	for _, r := range rates {
+		w = max(w, r.Window.Microseconds())
+	}
+	return now + w + granularity(w)
+}
+
 func (s *memShard) evict(now int64, limit int) {
-	for k, tat := range s.tats {
-		if tat <= now {
-			delete(s.tats, k)
+	for k, st := range s.keys {
+		if st.idleAt <= now {
+			delete(s.keys, k)
 		}
 	}
-	for k := range s.tats {
-		if len(s.tats) < limit {
+	for k := range s.keys {
+		if len(s.keys) < limit {
 			return
 		}
-		delete(s.tats, k)
+		delete(s.keys, k)
 	}
 }
 
@@ -71,7 +100,7 @@ func (m *memoryStore) len() int {
 	n := 0
 	for i := range m.shards {
 		m.shards[i].mu.Lock()
-		n += len(m.shards[i].tats)
+		n += len(m.shards[i].keys)
 		m.shards[i].mu.Unlock()
 	}
 	return n

@@ -14,6 +14,8 @@ type metrics struct {
 	refused     prometheus.Counter
 	storeErrors prometheus.Counter
 	redisCalls  prometheus.Counter
+	costRefused prometheus.Counter // documents refused by a cost budget
+	costSpent   prometheus.Counter // cost points charged to budgets
 }
 
 // newMetrics registers the collectors in reg (nil: unregistered), reusing
@@ -32,8 +34,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Namespace: ns, Subsystem: sub, Name: "redis_calls_total",
 		Help: "Round trips to the Redis rate-limit store.",
 	})
+	costRefused := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "cost_refused_total",
+		Help: "GraphQL documents refused because their key's cost budget was spent.",
+	})
+	costSpent := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "cost_points_total",
+		Help: "GraphQL cost points charged to keys' cost budgets.",
+	})
 	if reg != nil {
 		var err error
+		if costRefused, err = collectors.Register(reg, costRefused); err != nil {
+			return nil, err
+		}
+		if costSpent, err = collectors.Register(reg, costSpent); err != nil {
+			return nil, err
+		}
 		if decisions, err = collectors.Register(reg, decisions); err != nil {
 			return nil, err
 		}
@@ -50,5 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		refused:     decisions.WithLabelValues("refused"),
 		storeErrors: storeErrors,
 		redisCalls:  redisCalls,
+		costRefused: costRefused,
+		costSpent:   costSpent,
 	}, nil
 }

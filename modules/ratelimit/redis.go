@@ -3,44 +3,161 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// gcraScript is gcra() executed atomically in Redis on Redis' own clock
-// (TIME), so every gateway instance agrees. KEYS[1] = key; ARGV = interval µs,
-// quota, tokens wanted. Returns {granted, remaining, reset_after µs,
-// retry_after µs}. Refusals write nothing (denied requests are not counted).
-var gcraScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
-local quota = tonumber(ARGV[2])
-local want = tonumber(ARGV[3])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tat < now then tat = now end
-local limit = now + quota * interval
-local avail = math.floor((limit - tat) / interval)
-if avail < 1 then
-  return {0, 0, tat - now, tat + interval - limit}
+// windowScript is decideLogs executed atomically in Redis on Redis' own clock
+// (TIME), so every gateway instance agrees, plus leases (lease.go). One call
+// decides every policy of a tier: KEYS[i] is policy i's log for the key, a
+// hash of
+//
+//	b<bucket>   "<stamp>:<count>"           units admitted in that bucket
+//	l<lease id> "<granted at>:<stamp>:<n>"  an open lease, stamped at its end
+//
+// All KEYS share one hash tag (one Cluster slot). ARGV: now (0 = TIME, else a
+// test clock), need, want, lease ttl µs (0 = no lease: record as admitted
+// now), the new lease id, the lease id to settle ("" none), its unspent
+// units, µs from its grant to its last spend, then quota and window µs per
+// policy. Returns {granted, retry µs (-1 never), now, then remaining and
+// reset µs per policy}. A refusal records nothing.
+var windowScript = redis.NewScript(`
+local now = tonumber(ARGV[1])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local n = math.min(want, avail)
-tat = tat + n * interval
-redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
-local remaining = math.floor((limit - tat) / interval)
-local retry = 0
-if remaining < 1 then retry = tat + interval - limit end
-return {n, remaining, tat - now, retry}
+local need, want, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local newid, oldid = ARGV[5], ARGV[6]
+local unspent, spentoff = tonumber(ARGV[7]), tonumber(ARGV[8])
+local k = #KEYS
+local q, w, gran, sums, lasts, entries = {}, {}, {}, {}, {}, {}
+
+local function addbucket(key, stamp, n, g)
+  local f = 'b' .. string.format('%d', math.floor(stamp / g))
+  local v = redis.call('HGET', key, f)
+  if v then
+    local s, c = string.match(v, '^(%d+):(%d+)$')
+    s, c = tonumber(s), tonumber(c)
+    if s > stamp then stamp = s end
+    n = n + c
+  end
+  redis.call('HSET', key, f, string.format('%d:%d', stamp, n))
+end
+
+for i = 1, k do
+  q[i], w[i] = tonumber(ARGV[7 + 2 * i]), tonumber(ARGV[8 + 2 * i])
+  gran[i] = math.max(1, math.floor(w[i] / 64))
+  local key = KEYS[i]
+  if oldid ~= '' then
+    local v = redis.call('HGET', key, 'l' .. oldid)
+    if v then
+      redis.call('HDEL', key, 'l' .. oldid)
+      local g, s, c = string.match(v, '^(%d+):(%d+):(%d+)$')
+      g, s, c = tonumber(g), tonumber(s), tonumber(c) - unspent
+      if c > 0 then addbucket(key, math.min(s, g + spentoff), c, gran[i]) end
+    end
+  end
+  local all = redis.call('HGETALL', key)
+  local sum, last, list = 0, 0, {}
+  for j = 1, #all, 2 do
+    local s, c, _
+    if string.sub(all[j], 1, 1) == 'l' then
+      _, s, c = string.match(all[j + 1], '^(%d+):(%d+):(%d+)$')
+    else
+      s, c = string.match(all[j + 1], '^(%d+):(%d+)$')
+    end
+    s, c = tonumber(s), tonumber(c)
+    if s + w[i] <= now then
+      redis.call('HDEL', key, all[j])
+    else
+      sum = sum + c
+      if s > last then last = s end
+      list[#list + 1] = {s, c}
+    end
+  end
+  sums[i], lasts[i], entries[i] = sum, last, list
+end
+
+local avail = -1
+for i = 1, k do
+  local a = math.max(0, q[i] - sums[i])
+  if avail < 0 or a < avail then avail = a end
+end
+local out = {0, 0, now}
+if avail < need then
+  local retry = 0
+  for i = 1, k do
+    local wt = 0
+    if need > q[i] then
+      wt = -1
+    elseif sums[i] + need > q[i] then
+      local excess = sums[i] + need - q[i]
+      table.sort(entries[i], function(a, b) return a[1] < b[1] end)
+      wt = w[i]
+      for _, e in ipairs(entries[i]) do
+        excess = excess - e[2]
+        if excess <= 0 then wt = e[1] + w[i] - now; break end
+      end
+    end
+    if wt < 0 then retry = -1 elseif retry >= 0 and wt > retry then retry = wt end
+    out[#out + 1] = math.max(0, q[i] - sums[i])
+    out[#out + 1] = math.max(0, lasts[i] + w[i] - now)
+  end
+  out[2] = retry
+  return out
+end
+local n = math.min(math.max(want, need), avail)
+out[1] = n
+for i = 1, k do
+  local stamp = now
+  if ttl > 0 then
+    stamp = now + ttl
+    redis.call('HSET', KEYS[i], 'l' .. newid, string.format('%d:%d:%d', now, stamp, n))
+  else
+    addbucket(KEYS[i], now, n, gran[i])
+  end
+  local last = math.max(lasts[i], stamp)
+  redis.call('PEXPIRE', KEYS[i], math.ceil((last + w[i] - now) / 1000) + 1)
+  out[#out + 1] = q[i] - sums[i] - n
+  out[#out + 1] = last + w[i] - now
+end
+return out
 `)
 
-// redisTake runs the script for key, asking for up to want tokens.
-func redisTake(ctx context.Context, c redis.Scripter, key string, interval, quota, want int64) (decision, error) {
-	v, err := gcraScript.Run(ctx, c, []string{key}, interval, quota, want).Int64Slice()
+// storeCall is one decision asked of Redis.
+type storeCall struct {
+	keys       []string // one per policy, one hash tag
+	set        *policySet
+	now        int64 // 0: Redis' clock
+	need, want int64
+	ttl        int64  // lease ttl µs; 0: no lease
+	leaseID    string // the new lease's id (ttl > 0)
+	settle     settlement
+}
+
+// redisTake runs the script for c and returns the decision and Redis' now.
+func redisTake(ctx context.Context, s redis.Scripter, c storeCall) (decision, int64, error) {
+	settleID := ""
+	if c.settle.id != 0 {
+		settleID = strconv.FormatUint(c.settle.id, 36)
+	}
+	args := make([]any, 0, 8+2*len(c.set.rates))
+	args = append(args, c.now, c.need, c.want, c.ttl, c.leaseID, settleID, c.settle.unspent, c.settle.spentAfter)
+	for _, r := range c.set.rates {
+		args = append(args, r.Quota, r.Window.Microseconds())
+	}
+	v, err := windowScript.Run(ctx, s, c.keys, args...).Int64Slice()
 	if err != nil {
-		return decision{}, fmt.Errorf("ratelimit: redis gcra: %w", err)
+		return decision{}, 0, fmt.Errorf("ratelimit: redis window: %w", err)
 	}
-	if len(v) != 4 {
-		return decision{}, fmt.Errorf("ratelimit: redis gcra: %d values", len(v))
+	if len(v) != 3+2*len(c.set.rates) {
+		return decision{}, 0, fmt.Errorf("ratelimit: redis window: %d values", len(v))
 	}
-	return decision{granted: v[0], remaining: v[1], resetAfter: v[2], retryAfter: v[3]}, nil
+	d := decision{granted: v[0], retryAfter: v[1], n: len(c.set.rates)}
+	for i := range c.set.rates {
+		d.remaining[i], d.resetAfter[i] = v[3+2*i], v[4+2*i]
+	}
+	return d, v[2], nil
 }
