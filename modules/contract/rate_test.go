@@ -41,7 +41,7 @@ func TestRateString(t *testing.T) {
 
 // FuzzParseRate: no input panics, and an accepted rate is usable — a quota
 // in 1..MaxQuota, a window of at least 1 ms and at most one request per
-// microsecond (civic_rate_limit's GCRA interval ≥ 1 µs) — and its String form
+// microsecond — and its String form
 // parses back to the same rate.
 func FuzzParseRate(f *testing.F) {
 	for _, s := range []string{"100/m", "10/s", "1000/h", "5/2s", "7/d", "1/1ns", "1000000000/s", "0/m", " 3/m ", "3/", "/m", "9999999999999999999/m"} {
