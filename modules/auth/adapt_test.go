@@ -58,6 +58,19 @@ func TestCaddyfileErrors(t *testing.T) {
 		"negative_cache_size zero":       {global("negative_cache_size 0"), `civic_auth: negative_cache_size: want a positive integer, got "0"`},
 		"negative_cache_size word":       {global("negative_cache_size lots"), `civic_auth: negative_cache_size: want a positive integer, got "lots"`},
 		"failed_lookup_clients negative": {global("failed_lookup_clients -5"), `civic_auth: failed_lookup_clients: want a positive integer, got "-5"`},
+
+		// tier lines with several rates and a cost budget (issue 18): the
+		// refusal names the tier; the rate's own reason belongs to the parser.
+		"tier cost first":        {global("tier paid cost 50000/h bills"), "tier paid: want at least one rate (<quota>/<window>, e.g. 100/m) before cost"},
+		"tier same window twice": {global("tier paid 100/m 200/min bills"), `tier paid: rate list "100/m,200/min": two quotas over`},
+		"tier five rates":        {global("tier paid 1/s 2/m 3/h 4/d 5/2d"), "tier paid: rate list \"1/s,2/m,3/h,4/d,5/2d\": more than 4 rates"},
+		"tier bad second rate":   {global("tier paid 100/m 0/d bills"), `tier paid: rate "0/d"`},
+		"tier cost no rate":      {global("tier paid 100/m cost"), "tier paid: cost: want one rate in points per window, e.g. cost 50000/h"},
+		"tier cost not a rate":   {global("tier paid 100/m cost bills"), `tier paid: cost: rate "bills"`},
+		"tier cost two rates":    {global("tier paid 100/m cost 5/h 6/d bills"), `tier paid: cost takes exactly one rate, got also "6/d"`},
+		"tier cost twice":        {global("tier paid 100/m cost 5/h cost 6/h"), "tier paid: cost given twice"},
+		"tier cost after family": {global("tier paid 100/m bills cost 5/h"), "tier paid: cost must come after the rates and before the families (no family may be named cost)"},
+		"tier rate after family": {global("tier paid 100/m bills 20000/d"), `tier paid: rate "20000/d" after the families: rates come first`},
 	}
 	for opt, v := range onceOnly {
 		configs[opt+" twice"] = adapttest.Refusal{Cfg: global(opt + " " + v + "\n" + opt + " " + v), Msg: "civic_auth: " + opt + " given twice"}
@@ -77,7 +90,8 @@ func TestCaddyfileValidControl(t *testing.T) {
 		}
 	}
 	adapttest.Adapts(t, global(opts))
-	for _, opts := range []string{"failed_lookups 20/m", "failed_lookups 1/s", "failed_lookups 1000000/h", "failed_lookups off",
+	for _, opts := range []string{"tier paid 100/m 20000/d cost 50000/h bills members", "tier paid 1/s,2/m,3/h,4/d cost 1/d",
+		"tier paid 100/m costs cost_center", "failed_lookups 20/m", "failed_lookups 1/s", "failed_lookups 1000000/h", "failed_lookups off",
 		"negative_cache_size 1", "failed_lookup_clients 65536"} {
 		adapttest.Adapts(t, global(opts))
 	}

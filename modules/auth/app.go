@@ -76,7 +76,7 @@ type App struct {
 	// exchanges (contract.Watcher) are looked up again when no key change
 	// notification asked for it (default 1s).
 	WatchInterval caddy.Duration `json:"watch_interval,omitempty"`
-	// Tiers maps a tier name to its rate and families.
+	// Tiers maps a tier name to its rates, cost budget and families.
 	Tiers map[string]TierConfig `json:"tiers,omitempty"`
 
 	secret  []byte
@@ -112,28 +112,19 @@ type KeysConfig struct {
 	File string `json:"file,omitempty"`
 }
 
-// TierConfig is one tier's policy.
+// TierConfig is one tier's policy (a tier line, tiers.go).
 type TierConfig struct {
-	// Rate like "100/m" (contract.ParseRate), published as {civic.rate}.
+	// Rate is the tier's rate list (contract.ParseRates: one to
+	// contract.MaxRatesPerTier rates, comma- or space-separated, each window
+	// once), e.g. "100/m" or "100/m,20000/d"; published as {civic.rate} in
+	// contract.Rates' form.
 	Rate string `json:"rate"`
+	// CostBudget is the tier's GraphQL cost budget, points per window
+	// (contract.ParseRate, e.g. "50000/h"); published as {civic.cost_budget}
+	// ("" when empty).
+	CostBudget string `json:"cost_budget,omitempty"`
 	// Families the tier is entitled to, published as {civic.families}.
 	Families []string `json:"families,omitempty"`
-}
-
-type tierPolicy struct {
-	name        string
-	families    []string
-	rateVal     any
-	familiesVal any
-}
-
-func (t *tierPolicy) entitled(family string) bool {
-	for _, f := range t.families {
-		if f == family {
-			return true
-		}
-	}
-	return false
 }
 
 // store is where lookups go on a cache miss.
@@ -198,15 +189,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if !keystore.ValidTier(name) {
 			return fmt.Errorf("civic_auth: bad tier name %q", name)
 		}
-		if _, err := contract.ParseRate(tc.Rate); err != nil {
-			return fmt.Errorf("civic_auth: tier %s: %w", name, err)
+		if a.tiers[name], err = newTierPolicy(name, tc); err != nil {
+			return fmt.Errorf("civic_auth: %w", err)
 		}
-		for _, f := range tc.Families {
-			if !familyRE.MatchString(f) {
-				return fmt.Errorf("civic_auth: tier %s: bad family %q", name, f)
-			}
-		}
-		a.tiers[name] = &tierPolicy{name: name, families: tc.Families, rateVal: tc.Rate, familiesVal: strings.Join(tc.Families, ",")}
 	}
 
 	if a.metrics, err = newAuthMetrics(ctx.GetMetricsRegistry()); err != nil {

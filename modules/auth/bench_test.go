@@ -28,11 +28,9 @@ func benchApp(b *testing.B, key string) *App {
 		secret:      []byte(testSecret),
 		idTTL:       30 * time.Second,
 		timeout:     time.Second,
-		tiers: map[string]*tierPolicy{"enterprise": {
-			name: "enterprise", families: []string{"bills", "members"}, rateVal: "1000/m", familiesVal: "bills,members",
-		}},
-		cache:  newKeyCache(1000, 1000, time.Hour, time.Second),
-		flight: new(singleflight.Group),
+		tiers:       map[string]*tierPolicy{"enterprise": mustTier(b, "enterprise", TierConfig{Rate: "1000/m", Families: []string{"bills", "members"}})},
+		cache:       newKeyCache(1000, 1000, time.Hour, time.Second),
+		flight:      new(singleflight.Group),
 		store: fileStore{keystore.HashKey(key): {
 			KeyID: "key_bench", OrgID: "org_bench", OrgName: "bench", OrgStatus: "active", Env: "live", Tier: "enterprise", Status: "active",
 		}},
@@ -52,7 +50,7 @@ type nextFunc func(http.ResponseWriter, *http.Request) error
 func (f nextFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) error { return f(w, r) }
 
 // BenchmarkHandlerCachedKey is one authenticated request with a cached key:
-// header parse, SHA-256, cache hit, checks, six placeholders, header
+// header parse, SHA-256, cache hit, checks, seven placeholders, header
 // stripping, the (reused) identity assertion and the credential context.
 func BenchmarkHandlerCachedKey(b *testing.B) {
 	key, err := keystore.NewKey("live")

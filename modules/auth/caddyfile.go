@@ -31,10 +31,13 @@ func init() {
 //	    watch_interval <duration>            # recheck of open WebSocket/SSE credentials (default 1s)
 //	    failed_lookups <rate>|off            # rate: contract.ParseRate (N/s, N/m, N/h, N/d, N/<duration>)
 //	    failed_lookup_clients <n>
-//	    tier <name> <rate> [<family>...]    # repeated: one line per tier (import tiers.caddy)
+//	    tier <name> <rate>... [cost <rate>] [<family>...]   # repeated: one line per tier (import tiers.caddy)
 //	}
 //
-// Every option but tier may be given once; each tier name once.
+// Every option but tier may be given once; each tier name once. A tier line
+// holds one to contract.MaxRatesPerTier rates (the tokens with '/', each
+// window once), then optionally `cost` and one rate (the cost budget in
+// GraphQL cost points per window), then the families (tiers.go).
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Read(d, "civic_auth", caddyopt.Block{
 		"keys":                  caddyopt.Func(a.unmarshalKeys),
@@ -62,14 +65,15 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return nil
 		}),
 		"tier": caddyopt.EachNamed(1, func(o *caddyopt.Args) error {
-			name, args := o.Name(), o.Rest()
-			if _, err := contract.ParseRate(args[0]); err != nil {
+			name := o.Name()
+			tc, err := parseTierLine(o.Rest())
+			if err != nil {
 				return d.WrapErr(fmt.Errorf("tier %s: %w", name, err))
 			}
 			if a.Tiers == nil {
 				a.Tiers = make(map[string]TierConfig)
 			}
-			a.Tiers[name] = TierConfig{Rate: args[0], Families: args[1:]}
+			a.Tiers[name] = tc
 			return nil
 		}),
 	})

@@ -87,6 +87,11 @@ func TestProvisionRefusesBadConfig(t *testing.T) {
 	if err := good().Provision(ctx); err != nil {
 		t.Fatalf("control config refused: %v", err)
 	}
+	several := good()
+	several.Tiers["paid"] = TierConfig{Rate: "100/m 20000/d", CostBudget: "50000/h", Families: []string{"bills"}}
+	if err := several.Provision(ctx); err != nil {
+		t.Fatalf("control config with several rates and a cost budget refused: %v", err)
+	}
 	for name, mutate := range map[string]func(*App){
 		"short secret":   func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_SHORT_SECRET}" },
 		"unset secret":   func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_UNSET_SECRET}" },
@@ -94,6 +99,9 @@ func TestProvisionRefusesBadConfig(t *testing.T) {
 		"no tiers":       func(a *App) { a.Tiers = nil },
 		"bad rate":       func(a *App) { a.Tiers["free"] = TierConfig{Rate: "fast"} },
 		"bad family":     func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"Bills!"}} },
+		"rate list":      func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m,2/min"} },
+		"bad cost":       func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", CostBudget: "cheap"} },
+		"family cost":    func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"cost"}} },
 		"identity ttl":   func(a *App) { a.IdentityTTL = caddy.Duration(2 * time.Minute) },
 		"source":         func(a *App) { a.Keys.Source = "ldap" },
 		"empty dsn":      func(a *App) { a.Keys = KeysConfig{Source: "postgres", DSN: "{env.CIVIC_AUTH_UNSET_DSN}"} },

@@ -126,7 +126,7 @@ func startGatewayWith(t *testing.T, c gatewayConfig) *gateway {
 		negative_cache_ttl 200ms
 		lookup_timeout 1s
 		tier free 30/m bills members
-		tier enterprise 1000/m bills members changes
+		tier enterprise 1000/m 100000/d cost 500000/h bills members changes
 		%[7]s
 	}
 	%[8]s
@@ -149,7 +149,7 @@ http://localhost:%[2]d {
 	}
 	route /echo {
 		civic_auth
-		respond "{civic.key_id}|{civic.org}|{civic.tier}|{civic.env}|{civic.rate}|{civic.families}"
+		respond "{civic.key_id}|{civic.org}|{civic.tier}|{civic.env}|{civic.rate}|{civic.families}|{civic.cost_budget}"
 	}
 }
 `, adminPort, port, testenv.FreePort(t), g.logPath, g.upstream.srv.URL, cacheTTL, c.authOptions, c.globalOptions, g.accessLogPath)

@@ -93,9 +93,14 @@ func TestPlaceholdersAndUpstreamHeaders(t *testing.T) {
 	ent := issue(t, pool, "acme", "enterprise", "live")
 
 	got := get(t, g.base+"/echo", "Authorization", "Bearer "+ent.Key)
-	want := ent.ID + "|" + ent.OrgID + "|enterprise|live|1000/m|bills,members,changes"
+	want := ent.ID + "|" + ent.OrgID + "|enterprise|live|1000/m,100000/d|bills,members,changes|500000/h"
 	if got.status != 200 || got.body != want {
 		t.Fatalf("placeholders: %d %q, want %q", got.status, got.body, want)
+	}
+	free := issue(t, pool, "acme-free", "free", "live") // one rate, no cost budget: {civic.cost_budget} is ""
+	got = get(t, g.base+"/echo", "Authorization", "Bearer "+free.Key)
+	if want := free.ID + "|" + free.OrgID + "|free|live|30/m|bills,members|"; got.status != 200 || got.body != want {
+		t.Fatalf("placeholders of a tier without a cost budget: %d %q, want %q", got.status, got.body, want)
 	}
 
 	forged, err := contract.SignIdentity([]byte(testSecret), contract.Caller{KeyID: "key_forged", Org: "evil", Tier: "enterprise", Env: "live"}, time.Now(), 30*time.Second)

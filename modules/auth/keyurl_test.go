@@ -54,9 +54,7 @@ func unitApp(t testing.TB, st store, failed string) (*App, *observer.ObservedLog
 	core, logs := observer.New(zapcore.DebugLevel)
 	a := &App{
 		Environment: "live", secret: []byte(testSecret), idTTL: 30 * time.Second, timeout: time.Second,
-		tiers: map[string]*tierPolicy{"enterprise": {
-			name: "enterprise", families: []string{"bills"}, rateVal: "1000/m", familiesVal: "bills",
-		}},
+		tiers: map[string]*tierPolicy{"enterprise": mustTier(t, "enterprise", TierConfig{Rate: "1000/m", Families: []string{"bills"}})},
 		cache: newKeyCache(100, 100, time.Hour, time.Hour), flight: new(singleflight.Group), failed: limiter,
 		store: st, metrics: m, logger: zap.New(core),
 	}

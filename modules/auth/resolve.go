@@ -98,6 +98,8 @@ func (e *entry) placeholder(name string) (any, bool) {
 		return e.envVal, true
 	case contract.CivicRate:
 		return e.tier.rateVal, true
+	case contract.CivicCostBudget:
+		return e.tier.costVal, true
 	case contract.CivicFamilies:
 		return e.tier.familiesVal, true
 	}
