@@ -39,7 +39,6 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		g.metrics.requests.WithLabelValues(outcome).Inc()
 		return nil
 	}
-	g.metrics.allowed.Inc()
 	if adm.query != nil {
 		r.URL.RawQuery = adm.query.Encode()
 		r.RequestURI = r.URL.RequestURI()
@@ -54,8 +53,9 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		r.GetBody = rb.fresh
 	}
 	if adm.via == viaEventStream {
-		return g.serveEventStream(w, r, next, adm.op, adm.keyID)
+		return g.serveEventStream(w, r, next, &adm)
 	}
+	g.metrics.allowed.Inc()
 	return next.ServeHTTP(w, r)
 }
 
@@ -119,6 +119,13 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 	adm, outcome = g.checkLocated(w, &cl, body, &req)
 	if outcome != "" {
 		return adm, outcome
+	}
+	// The last check: the cost budget. An event stream spends once its
+	// subscription slot is held (serveEventStream).
+	if adm.via != viaEventStream {
+		if outcome = g.chargeCost(cl.ctx, w, cl.budget, adm.op, adm.co.cost); outcome != "" {
+			return admitted{}, outcome
+		}
 	}
 	if r.Method == http.MethodGet && req.resolvedBy != "" {
 		adm.query = r.URL.Query()

@@ -18,9 +18,10 @@ import (
 
 // Subscriptions (docs/design.md D22): a graphql-transport-ws WebSocket is
 // checked message by message — every subscribe goes through checkLocated
-// exactly like a POST, is charged to the key's rate limit and counted
-// against the bounds — and a graphql-sse event stream is checked like the
-// POST it is. Both end when the caller's credential stops being valid.
+// exactly like a POST, is charged to the key's rate limit, counted against
+// the bounds and, last, spends its cost on the key's cost budget
+// (costbudget.go) — and a graphql-sse event stream is checked like the POST
+// it is. Both end when the caller's credential stops being valid.
 
 const (
 	defaultMaxPerConnection = 100
@@ -100,7 +101,7 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		defer func() {
 			if v := recover(); v != nil {
 				s.g.logger.Error("graphql_guard internal error", zap.String("panic", fmt.Sprintf("%T", v)))
-				rec = refusalRecorder{}
+				rec, errs = refusalRecorder{}, nil
 				writeJSON(&rec, http.StatusInternalServerError, contract.BodyInternal)
 				outcome = outcomeInternal
 			}
@@ -112,25 +113,32 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		cl := s.cl
 		cl.ctx = ctx
 		adm, outcome := s.g.checkLocated(&rec, &cl, payload, &req)
-		if outcome == "" {
-			forward = adm.body
+		if outcome != "" {
+			return outcome
 		}
-		return outcome
+		if outcome, errs = s.g.chargeSubscribe(ctx, cl.budget, adm.op, adm.co.cost); outcome != "" {
+			return outcome
+		}
+		forward = adm.body
+		return ""
 	}()
 	if outcome != "" {
 		s.g.metrics.requests.WithLabelValues(outcome).Inc()
-		_, errs = refusalErrors(rec.status, rec.body)
+		if errs == nil {
+			_, errs = refusalErrors(rec.status, rec.body)
+		}
 		return nil, errs
 	}
 	s.g.metrics.allowed.Inc()
 	return forward, nil
 }
 
-// serveEventStream forwards an admitted graphql-sse request, bounded per key
-// and cut when the caller's credential stops being valid.
-func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, op *compiledOp, keyID string) error {
-	if op.kind == ast.Subscription && keyID != "" {
-		slot := g.slots.forKey(keyID)
+// serveEventStream forwards an admitted graphql-sse request, bounded per key,
+// charged to the key's cost budget and cut when the caller's credential
+// stops being valid.
+func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, adm *admitted) error {
+	if adm.op.kind == ast.Subscription && adm.keyID != "" {
+		slot := g.slots.forKey(adm.keyID)
 		if !slot.Acquire() {
 			writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{Message: msgTooManySubscriptions, Code: codeSubscriptionLimit}}))
 			g.metrics.requests.WithLabelValues(outcomeSubscriptionCap).Inc()
@@ -138,6 +146,13 @@ func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next ca
 		}
 		defer slot.Release()
 	}
+	if budget, ok := contract.CostBudgetFrom(r.Context()); ok {
+		if outcome := g.chargeCost(r.Context(), w, budget, adm.op, adm.co.cost); outcome != "" {
+			g.metrics.requests.WithLabelValues(outcome).Inc()
+			return nil
+		}
+	}
+	g.metrics.allowed.Inc()
 	wt, ok := contract.WatcherFrom(r.Context())
 	if !ok {
 		return next.ServeHTTP(w, r)

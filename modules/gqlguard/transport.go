@@ -38,13 +38,15 @@ type caller struct {
 	token      string
 	hasToken   bool
 	via        transport
-	get        bool // the request is a GET
+	get        bool                // the request is a GET
+	budget     contract.CostBudget // the key's cost budget; nil: none (costbudget.go)
 }
 
 func (g *Guard) callerOf(r *http.Request, repl *caddy.Replacer) caller {
 	cl := caller{ctx: r.Context(), via: transportOf(r), get: r.Method == http.MethodGet}
 	cl.owned, cl.checkOwned = g.ownedFamilies(repl)
 	cl.token, cl.hasToken = contract.BearerFromRequest(r)
+	cl.budget, _ = contract.CostBudgetFrom(r.Context())
 	if repl != nil && (len(g.TrustedOnly) > 0 || g.Subscriptions != nil || cl.via != viaPOST) {
 		cl.tier = placeholderString(repl, contract.CivicTier)
 		cl.keyID = placeholderString(repl, contract.CivicKeyID)
