@@ -94,6 +94,12 @@ func TestCaddyfileValidControl(t *testing.T) {
 	for _, v := range []string{"on", "off", "true", "false"} {
 		adapttest.Adapts(t, global("deliver "+v+"\ninsecure_allow_loopback "+v))
 	}
+	// the shipped tiers.caddy syntax: several rates and a cost budget, read by
+	// contract.ParseTierLine like civic_auth reads it
+	adapttest.Adapts(t, "{\ncivic_webhooks {\ndatabase x\nsecret_key k\ntier paid 100/m 20000/d cost 50000/h bills members\n}\n}\n:8080 {\nrespond ok\n}")
+	adapttest.Refused(t, map[string]adapttest.Refusal{
+		"cost without rate": {"{\ncivic_webhooks {\ndatabase x\nsecret_key k\ntier paid 1/m cost bills\n}\n}\n:8080 {\nrespond ok\n}", "civic_webhooks: tier paid: cost: "},
+	})
 }
 
 // TestProvisionRefusals: configurations that adapt but must not run — a

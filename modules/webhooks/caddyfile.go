@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
@@ -31,7 +32,7 @@ func init() {
 //	    rotation_overlap <duration>
 //	    retention <duration>
 //	    insecure_allow_loopback [on|off|<host:port>...]
-//	    tier <name> <rate> [<family>...]    # repeated: one line per tier (import tiers.caddy)
+//	    tier <name> <rate>... [cost <rate>] [<family>...]   # repeated: one line per tier (import tiers.caddy)
 //	}
 //
 // Every option but tier may be given once; each tier name once.
@@ -75,9 +76,15 @@ func (a *App) unmarshalLoopback(o *caddyopt.Args) error {
 	return nil
 }
 
-// unmarshalTier reads one `tier <name> <rate> [<family>...]` line.
+// unmarshalTier reads one `tier <name> <rate>... [cost <rate>] [<family>...]`
+// line (contract.ParseTierLine, the parser civic_auth reads the same
+// tiers.caddy with); only the families matter here.
 func (a *App) unmarshalTier(o *caddyopt.Args) error {
-	tc := TierConfig{Rate: o.Rest()[0], Families: o.Rest()[1:]}
+	tl, err := contract.ParseTierLine(o.Rest())
+	if err != nil {
+		return o.Dispenser().Errf("civic_webhooks: tier %s: %v", o.Name(), err)
+	}
+	tc := TierConfig{Rate: tl.Rates, Families: tl.Families}
 	if err := checkTier(o.Name(), tc); err != nil {
 		return o.Dispenser().Errf("civic_webhooks: %v", err)
 	}

@@ -36,7 +36,7 @@ func checkTier(name string, tc TierConfig) error {
 	if !tierNameRE.MatchString(name) {
 		return fmt.Errorf("tier %q: not a tier name", name)
 	}
-	if _, err := contract.ParseRate(tc.Rate); err != nil {
+	if _, err := contract.ParseRates(tc.Rate); err != nil {
 		return fmt.Errorf("tier %s: %w", name, err)
 	}
 	for _, f := range tc.Families {
