@@ -2,7 +2,7 @@ package ratelimit
 
 import (
 	"net/http"
-	"strconv"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -18,9 +18,9 @@ import (
 type exchange struct {
 	caddyhttp.ResponseWriterWrapper
 	status int
-	budget costBudget
 	keyID  string
 	org    string
+	budget *costBudget // nil without a cost budget
 }
 
 // WriteHeader records the final status (1xx other than 101 are interim).
@@ -50,69 +50,62 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 	}
 	x := &exchange{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	if u != nil {
-		x.keyID, x.org = identity(repl)
+		x.keyID, x.org = h.identity(repl, key)
 	}
-	ctx := r.Context()
 	if hp.cost != nil {
-		x.budget = costBudget{limiter: h.limiter, set: hp.cost, storeKey: hp.cost.prefix + key, key: key, req: hp.req}
+		x.budget = &costBudget{limiter: h.limiter, set: hp.cost, storeKey: hp.cost.prefix + key, key: key, req: hp.req}
 		if d != nil {
 			x.budget.reqDecision = *d
 		}
-		ctx = contract.WithCostBudget(ctx, &x.budget)
+		r = r.WithContext(contract.WithCostBudget(r.Context(), x.budget))
 	}
-	r = h.withCharger(r.WithContext(ctx), hp.req, storeKey, key, x.keyID, x.org)
+	r = h.withCharger(r, hp.req, storeKey, key, x.keyID, x.org)
 	if u == nil || x.keyID == "" {
 		return next.ServeHTTP(w, r)
 	}
 	err := next.ServeHTTP(x, r)
-	delta := usage.Delta{Admitted: 1, Cost: x.budget.spent.Load()}
-	if hp.cost == nil {
-		delta.Cost = costOf(repl)
+	delta := usage.Delta{Admitted: 1}
+	if x.budget != nil {
+		delta.Cost = x.budget.spent.Load()
 	}
 	switch {
-	case x.budget.refused.Load():
+	case x.budget != nil && x.budget.refused.Load():
 		delta.Admitted, delta.Refused = 0, 1
 	case x.status >= 500 || (err != nil && x.status == 0):
 		delta.ServerErrors = 1
 	case x.status >= 400:
 		delta.ClientErrors = 1
 	}
-	u.add(x.keyID, x.org, h.limiter.clock(), delta)
+	var at time.Time
+	if d != nil {
+		at = time.UnixMicro(d.at)
+	} else { // admitted with the store down (open): no decision time
+		at = h.limiter.clock()
+	}
+	u.add(x.keyID, x.org, at, delta)
 	return err
 }
 
-// countRefused counts a request the rate limit refused (429).
-func (h *Handler) countRefused(repl *caddy.Replacer) {
+// countRefused counts a request the rate limit refused (429) at d.at.
+func (h *Handler) countRefused(repl *caddy.Replacer, key string, d *decision) {
 	if u := h.limiter.usage; u != nil {
-		if keyID, org := identity(repl); keyID != "" {
-			u.add(keyID, org, h.limiter.clock(), usage.Delta{Refused: 1})
+		if keyID, org := h.identity(repl, key); keyID != "" {
+			u.add(keyID, org, time.UnixMicro(d.at), usage.Delta{Refused: 1})
 		}
 	}
 }
 
 // identity is the key id and organization civic_auth published ("" when
-// the request was not authenticated by civic_auth: not counted).
-func identity(repl *caddy.Replacer) (keyID, org string) {
-	keyID = expand(repl, "{"+contract.CivicKeyID+"}", contract.CivicKeyID)
-	org = expand(repl, "{"+contract.CivicOrg+"}", contract.CivicOrg)
-	return keyID, org
-}
-
-// costOf is {graphql.cost} as graphql_guard published it for the document
-// it forwarded (0 if none).
-func costOf(repl *caddy.Replacer) int64 {
-	v, ok := repl.Get(contract.GraphQLCost)
-	if !ok {
-		return 0
+// the request was not authenticated by civic_auth: not counted); key is the
+// handler's resolved key, the key id itself by default.
+func (h *Handler) identity(repl *caddy.Replacer, key string) (keyID, org string) {
+	if h.keyName == contract.CivicKeyID {
+		keyID = key
+	} else {
+		keyID = expand(repl, "{"+contract.CivicKeyID+"}", contract.CivicKeyID)
 	}
-	switch c := v.(type) {
-	case int64:
-		return c
-	case int:
-		return int64(c)
-	case string:
-		n, _ := strconv.ParseInt(c, 10, 64)
-		return n
+	if keyID == "" {
+		return "", ""
 	}
-	return 0
+	return keyID, expand(repl, "{"+contract.CivicOrg+"}", contract.CivicOrg)
 }

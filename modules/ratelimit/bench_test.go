@@ -16,6 +16,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 // BenchmarkLocalDecision: decisions served without Redis — a key known to be
@@ -149,6 +150,35 @@ func BenchmarkHandlerLocal(b *testing.B) {
 		if err := h.ServeHTTP(w, req, next); err != nil || w.Header().Get("RateLimit") == "" {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkHandlerUsage: BenchmarkHandlerLocal's decision (memory store, a
+// leased-size quota) with usage counting off and on, in one run: the
+// difference is what counting a request per key and minute costs (issue 18:
+// ≤ 100 ns). The request carries {civic.key_id} and {civic.org} as
+// civic_auth publishes them.
+func BenchmarkHandlerUsage(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			l := newLimiter(limiterConfig{mode: modeLocal, maxKeys: 1000})
+			if on {
+				l.usage = &usageSink{meter: usage.NewMeter(0)}
+			}
+			h, req, next := benchHandler("1000000000/h", l)
+			h.Key, h.keyName = "{"+contract.CivicKeyID+"}", contract.CivicKeyID // the default, as behind civic_auth
+			repl := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+			repl.Set(contract.CivicKeyID, "key_bench")
+			repl.Set(contract.CivicOrg, "org_bench")
+			w := &statusWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				if err := h.ServeHTTP(w, req, next); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

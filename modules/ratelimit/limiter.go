@@ -50,6 +50,12 @@ type limiter struct {
 // under every policy of set, at the limiter's clock.
 func (l *limiter) take(ctx context.Context, set *policySet, storeKey, key string, need int64) (decision, error) {
 	now := l.clock()
+	d, err := l.decide(ctx, now, set, storeKey, key, need)
+	d.at = now.UnixMicro()
+	return d, err
+}
+
+func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, storeKey, key string, need int64) (decision, error) {
 	nowUS := now.UnixMicro()
 	if l.redis == nil {
 		return l.memory.take(storeKey, nowUS, set.rates, need, need), nil

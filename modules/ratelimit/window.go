@@ -102,6 +102,9 @@ type decision struct {
 	// until the policy's quota is whole again (its last entry leaves the window)
 	remaining  [maxRates]int64
 	resetAfter [maxRates]int64
+	// at is when the limiter decided (µs, its clock): usage counts the
+	// request in that minute without reading the clock again.
+	at int64
 }
 
 // decideLogs decides need units (granting up to want when all fit) for the
