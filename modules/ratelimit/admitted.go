@@ -19,8 +19,8 @@ type exchange struct {
 	caddyhttp.ResponseWriterWrapper
 	status int
 	keyID  string
-	org    string
 	budget *costBudget // nil without a cost budget
+	vals   [2]string   // the handler's RateLimit-Policy and RateLimit values
 }
 
 // WriteHeader records the final status (1xx other than 101 are interim).
@@ -41,16 +41,20 @@ func (e *exchange) Write(p []byte) (int, error) {
 
 // serveAdmitted calls next for an admitted request (d nil: admitted with the
 // store down in open mode): with a Charger on a WebSocket upgrade, the cost
-// budget in the context and usage counted around it when configured.
+// budget in the context and usage counted around it when configured. x is
+// the exchange ServeHTTP allocated with its header values (usage on), or nil.
 func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer,
-	hp *handlerPolicy, storeKey, key string, d *decision) error {
+	hp *handlerPolicy, storeKey, key string, d *decision, x *exchange) error {
 	u := h.limiter.usage
 	if u == nil && hp.cost == nil {
-		return next.ServeHTTP(w, h.withCharger(r, hp.req, storeKey, key, "", ""))
+		return next.ServeHTTP(w, h.withCharger(r, hp.req, storeKey, key, "", nil))
 	}
-	x := &exchange{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	if x == nil {
+		x = new(exchange)
+	}
+	x.ResponseWriter = w
 	if u != nil {
-		x.keyID, x.org = h.identity(repl, key)
+		x.keyID = h.keyID(repl, key)
 	}
 	if hp.cost != nil {
 		x.budget = &costBudget{limiter: h.limiter, set: hp.cost, storeKey: hp.cost.prefix + key, key: key, req: hp.req}
@@ -59,7 +63,7 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		}
 		r = r.WithContext(contract.WithCostBudget(r.Context(), x.budget))
 	}
-	r = h.withCharger(r, hp.req, storeKey, key, x.keyID, x.org)
+	r = h.withCharger(r, hp.req, storeKey, key, x.keyID, repl)
 	if u == nil || x.keyID == "" {
 		return next.ServeHTTP(w, r)
 	}
@@ -82,30 +86,25 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 	} else { // admitted with the store down (open): no decision time
 		at = h.limiter.clock()
 	}
-	u.add(x.keyID, x.org, at, delta)
+	u.add(x.keyID, (*replacerOrg)(repl), at, delta)
 	return err
 }
 
 // countRefused counts a request the rate limit refused (429) at d.at.
 func (h *Handler) countRefused(repl *caddy.Replacer, key string, d *decision) {
 	if u := h.limiter.usage; u != nil {
-		if keyID, org := h.identity(repl, key); keyID != "" {
-			u.add(keyID, org, time.UnixMicro(d.at), usage.Delta{Refused: 1})
+		if keyID := h.keyID(repl, key); keyID != "" {
+			u.add(keyID, (*replacerOrg)(repl), time.UnixMicro(d.at), usage.Delta{Refused: 1})
 		}
 	}
 }
 
-// identity is the key id and organization civic_auth published ("" when
-// the request was not authenticated by civic_auth: not counted); key is the
-// handler's resolved key, the key id itself by default.
-func (h *Handler) identity(repl *caddy.Replacer, key string) (keyID, org string) {
+// keyID is the key id civic_auth published ("" when the request was not
+// authenticated by civic_auth: not counted); key is the handler's resolved
+// key, the key id itself by default.
+func (h *Handler) keyID(repl *caddy.Replacer, key string) string {
 	if h.keyName == contract.CivicKeyID {
-		keyID = key
-	} else {
-		keyID = expand(repl, "{"+contract.CivicKeyID+"}", contract.CivicKeyID)
+		return key
 	}
-	if keyID == "" {
-		return "", ""
-	}
-	return keyID, expand(repl, "{"+contract.CivicOrg+"}", contract.CivicOrg)
+	return expand(repl, "{"+contract.CivicKeyID+"}", contract.CivicKeyID)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/caddyserver/caddy/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -22,7 +23,7 @@ type upgradeCharger struct {
 	storeKey string // policy prefix + key, as the request was charged
 	key      string
 	keyID    string // for usage counting ("" not counted)
-	org      string
+	org      string // its organization (read once, at the upgrade)
 }
 
 // Charge implements contract.Charger with the request path's decision:
@@ -53,18 +54,21 @@ func (c *upgradeCharger) Charge(ctx context.Context) (allowed bool, retryAfter t
 // count adds one operation of the socket to the key's usage.
 func (c *upgradeCharger) count(d usage.Delta) {
 	if u := c.limiter.usage; u != nil && c.keyID != "" {
-		u.add(c.keyID, c.org, c.limiter.clock(), d)
+		u.add(c.keyID, fixedOrg(c.org), c.limiter.clock(), d)
 	}
 }
 
 // withCharger returns r carrying a Charger for storeKey and rt when r is a
 // WebSocket upgrade (Upgrade: websocket with Connection: upgrade), else r
 // itself: plain requests pay nothing.
-func (h *Handler) withCharger(r *http.Request, set *policySet, storeKey, key, keyID, org string) *http.Request {
+func (h *Handler) withCharger(r *http.Request, set *policySet, storeKey, key, keyID string, repl *caddy.Replacer) *http.Request {
 	if !isWebSocketUpgrade(r.Header) {
 		return r
 	}
-	c := &upgradeCharger{limiter: h.limiter, set: set, storeKey: storeKey, key: key, keyID: keyID, org: org}
+	c := &upgradeCharger{limiter: h.limiter, set: set, storeKey: storeKey, key: key, keyID: keyID}
+	if keyID != "" && repl != nil {
+		c.org = (*replacerOrg)(repl).Org()
+	}
 	return r.WithContext(contract.WithCharger(r.Context(), c))
 }
 

@@ -133,9 +133,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
-	// One allocation for both header value slices; each is capped at one
-	// element so that an Add elsewhere copies instead of overwriting.
-	vals := make([]string, 2)
+	// One allocation for both header value slices (and, with usage counting,
+	// the exchange that counts the response: the same allocation); each is
+	// capped at one element so that an Add elsewhere copies instead of
+	// overwriting.
+	var x *exchange
+	var vals []string
+	if h.limiter.usage != nil {
+		x = new(exchange)
+		vals = x.vals[:]
+	} else {
+		vals = make([]string, 2)
+	}
 	vals[0] = hp.header
 	hdr := w.Header()
 	hdr["Ratelimit-Policy"] = vals[0:1:1]
@@ -146,7 +155,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if err != nil {
 		if errors.Is(err, errStoreDown) && h.limiter.mode == modeOpen {
 			m.allowed.Inc()
-			return h.serveAdmitted(w, r, next, repl, hp, storeKey, key, nil)
+			return h.serveAdmitted(w, r, next, repl, hp, storeKey, key, nil, x)
 		}
 		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
@@ -169,7 +178,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	i := hp.req.closest(&d)
 	vals[1] = string(appendRateLimit(buf[:0], hp.req.names[i], d.remaining[i], d.resetAfter[i]))
 	hdr["Ratelimit"] = vals[1:2:2]
-	return h.serveAdmitted(w, r, next, repl, hp, storeKey, key, &d)
+	return h.serveAdmitted(w, r, next, repl, hp, storeKey, key, &d, x)
 }
 
 // appendRateLimit appends one RateLimit member: <name>;r=<remaining>;t=<s>.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
@@ -53,10 +54,25 @@ func newUsageSink(dsn string, interval time.Duration, maxCells int, logger *zap.
 	return &usageSink{meter: m, pool: pool, flusher: usage.NewFlusher(m, pool, interval, logger)}, nil
 }
 
-// add counts one request (or one socket operation) of keyID.
-func (u *usageSink) add(keyID, org string, at time.Time, d usage.Delta) {
-	u.meter.Add(keyID, org, at, d)
+// add counts one request (or one socket operation) of keyID, whose
+// organization org names if the meter needs it.
+func (u *usageSink) add(keyID string, org usage.OrgSource, at time.Time, d usage.Delta) {
+	u.meter.AddFrom(keyID, org, at, d)
 }
+
+// replacerOrg reads {civic.org} from a request's replacer, only when asked.
+type replacerOrg caddy.Replacer
+
+// Org implements usage.OrgSource.
+func (r *replacerOrg) Org() string {
+	return expand((*caddy.Replacer)(r), "{"+contract.CivicOrg+"}", contract.CivicOrg)
+}
+
+// fixedOrg is an organization already known (a socket's Charger).
+type fixedOrg string
+
+// Org implements usage.OrgSource.
+func (o fixedOrg) Org() string { return string(o) }
 
 // start starts the flusher once.
 func (u *usageSink) start() {

@@ -121,10 +121,19 @@ func (m *Meter) shard(keyID string) *shard {
 // Meter's bound is not created and the Add is counted in Dropped instead. The
 // organization of a cell is the one its first Add named.
 func (m *Meter) Add(keyID, orgID string, at time.Time, d Delta) {
-	m.add(keyID, orgID, minuteOf(at), d)
+	m.add(keyID, orgID, nil, minuteOf(at), d)
 }
 
-func (m *Meter) add(keyID, orgID string, minute int64, d Delta) {
+// OrgSource names a key's organization when the Meter needs it: only for a
+// new (key, minute) cell, so a hot path need not look it up per request.
+type OrgSource interface{ Org() string }
+
+// AddFrom is Add with the organization read from org only if the cell is new.
+func (m *Meter) AddFrom(keyID string, org OrgSource, at time.Time, d Delta) {
+	m.add(keyID, "", org, minuteOf(at), d)
+}
+
+func (m *Meter) add(keyID, orgID string, orgSrc OrgSource, minute int64, d Delta) {
 	k := cellKey{key: keyID, minute: minute}
 	s := m.shard(keyID)
 	s.mu.Lock()
@@ -139,6 +148,9 @@ func (m *Meter) add(keyID, orgID string, minute int64, d Delta) {
 		// Clone: the caller's strings may point into a larger buffer (a
 		// request) that the cell must not keep alive.
 		k.key = strings.Clone(keyID)
+		if orgSrc != nil {
+			orgID = orgSrc.Org()
+		}
 		c = &cell{org: strings.Clone(orgID)}
 		s.cells[k] = c
 	}
@@ -179,7 +191,7 @@ func (m *Meter) Drain() []Row {
 // the Meter without bound.
 func (m *Meter) Restore(rows []Row) {
 	for _, r := range rows {
-		m.add(r.KeyID, r.OrgID, minuteOf(r.Start), r.Delta)
+		m.add(r.KeyID, r.OrgID, nil, minuteOf(r.Start), r.Delta)
 	}
 }
 
