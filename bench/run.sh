@@ -72,7 +72,7 @@ if [ "$fresh" = 1 ]; then backend_args=(--fresh); fi
 suite_cmd() {
 	case $1 in
 	side-by-side) cmd=(bash bench/side-by-side.sh) ;;
-	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/gqlguard) ;;
+	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/ratelimit/usage ./modules/gqlguard) ;;
 	modules) cmd=("$GO" test -run '^$' -bench . -benchmem -count 5 ./modules/...) ;;
 	backend) cmd=(bash bench/backend.sh "${backend_args[@]}") ;;
 	unique-vars) cmd=(bash bench/unique-vars.sh) ;;
