@@ -126,7 +126,7 @@ func (h *Handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !decodeBody(w, r, &req, true) {
 		return nil
 	}
-	var after int64
+	after := store.SinceCreation // without a cursor: what happened since the endpoint was registered
 	if req.FromCursor != nil {
 		var err error
 		if after, err = store.DecodeCursor(*req.FromCursor); err != nil {

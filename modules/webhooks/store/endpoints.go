@@ -246,9 +246,15 @@ type ReplayResult struct {
 	More      bool  // more events follow LastSeq (call again from it)
 }
 
+// SinceCreation, as Replay's after, replays the events recorded since the
+// endpoint was registered (a replay without from_cursor).
+const SinceCreation int64 = -1
+
 // Replay schedules every event after seq (in the endpoint's families that
 // are also in entitled, the caller's families now; at most max) for delivery
-// to org's endpoint id again, with the same webhook-ids. An event that still
+// to org's endpoint id again, with the same webhook-ids; after SinceCreation
+// starts at the endpoint's registration (the last event recorded before its
+// created_at), never before it. An event that still
 // has a pending (or parked) delivery is not doubled: a pending one is made
 // due now instead. A replay re-enables an endpoint disabled by 410 (the
 // subscriber says the receiver is back).
@@ -256,9 +262,10 @@ func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after
 	var res ReplayResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var families []string
+		var created time.Time
 		err := tx.QueryRow(ctx, `UPDATE civicgate.webhook_endpoints SET status = 'active', disabled_reason = '', updated_at = $3
 			WHERE id = $1 AND org_id = $2
-			RETURNING ARRAY(SELECT f FROM unnest(families) f WHERE f = ANY($4::text[]))`, id, org, now, entitled).Scan(&families)
+			RETURNING ARRAY(SELECT f FROM unnest(families) f WHERE f = ANY($4::text[])), created_at`, id, org, now, entitled).Scan(&families, &created)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -270,6 +277,14 @@ func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after
 		// re-enabled endpoint.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, FeedLockKey); err != nil {
 			return fmt.Errorf("store: replay: feed lock: %w", err)
+		}
+		if after == SinceCreation {
+			// newest first from the primary key: reads only the events since
+			// the registration (those the replay is about to schedule)
+			if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT id FROM change_events WHERE occurred_at < $1
+				ORDER BY id DESC LIMIT 1), 0)`, created).Scan(&after); err != nil {
+				return fmt.Errorf("store: replay: registration point: %w", err)
+			}
 		}
 		var last *int64
 		err = tx.QueryRow(ctx, `WITH ev AS (

@@ -397,3 +397,31 @@ func TestPruneDeletesOnlyOldFinishedDeliveries(t *testing.T) {
 		t.Fatalf("left %d %v", len(ds), err)
 	}
 }
+
+// TestReplayWithoutCursorStartsAtRegistration: a replay without from_cursor
+// schedules the events recorded since the endpoint was registered, not the
+// feed's whole history (issue 20: 543 events, some from before the endpoint
+// existed); from a cursor it still replays everything after it.
+func TestReplayWithoutCursorStartsAtRegistration(t *testing.T) {
+	db, s := newStore(t)
+	ctx := ctxT(t)
+	org := db.NewOrg(t, "a", "paid")
+	db.Insert(t, "bills", 5) // before the endpoint
+	var registered time.Time
+	if err := db.Pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&registered); err != nil {
+		t.Fatal(err)
+	}
+	ep, _, err := s.CreateEndpoint(ctx, registered, store.EndpointSpec{Org: org.ID, URL: "https://example.org/hook", Families: []string{"bills"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Insert(t, "bills", 3) // after it
+	res, err := s.Replay(ctx, time.Now(), org.ID, ep.ID, store.SinceCreation, 100, []string{"bills"})
+	if err != nil || res.Scheduled != 3 || res.More {
+		t.Fatalf("since creation: %+v %v, want the 3 events recorded after the registration", res, err)
+	}
+	res, err = s.Replay(ctx, time.Now(), org.ID, ep.ID, 0, 100, []string{"bills"})
+	if err != nil || res.Scheduled != 8 {
+		t.Fatalf("from the feed's start: %+v %v, want all 8", res, err)
+	}
+}

@@ -113,7 +113,7 @@ func (db *DB) Revoke(t testing.TB, keyID string) {
 	t.Helper()
 	ctx, cancel := ctx30()
 	defer cancel()
-	if err := keystore.Revoke(ctx, db.Pool, keyID); err != nil {
+	if _, err := keystore.Revoke(ctx, db.Pool, keyID); err != nil {
 		t.Fatal(err)
 	}
 }
