@@ -12,8 +12,8 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/civicgate ./cmd/civicgate
-	$(GO) build -o $(BIN)/recordsd ./cmd/recordsd
+	$(GO) build -buildvcs=auto -o $(BIN)/civicgate ./cmd/civicgate
+	$(GO) build -buildvcs=auto -o $(BIN)/recordsd ./cmd/recordsd
 
 services:
 	@scripts/services.sh all

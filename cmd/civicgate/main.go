@@ -1,10 +1,14 @@
 // Command civicgate is the civicgate gateway: a Caddy v2 build with Caddy's
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
 // webhooks), plus the `civicgate keys` key-management and `civicgate webhooks`
-// migration commands.
+// migration commands. `civicgate version` prints civicgate's version and
+// commit beside Caddy's.
 package main
 
 import (
+	"fmt"
+	"os"
+
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
@@ -19,5 +23,13 @@ import (
 )
 
 func main() {
+	if isVersionCommand(os.Args[1:]) {
+		printVersion(os.Stdout)
+		return
+	}
+	if err := checkAdminAddress(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "civicgate:", err)
+		os.Exit(1)
+	}
 	caddycmd.Main()
 }
