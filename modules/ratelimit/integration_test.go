@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -364,4 +366,35 @@ respond "ok" 200`)
 		}
 	}
 	wantRefused(t, g.get(t, "/", "", ""), "anonymous", `"anonymous";q=3;w=3600`, 3600)
+}
+
+// TestReloadReadsSecretsFromFile: a reload that adds the Redis store reads
+// its URL from a {file.…} placeholder — resolved by the running process on
+// every provision, like {env.…}, but from a file the operator can write
+// without restarting (the process's environment is fixed at its start), and
+// never written into the adapted JSON or autosave.json. Switching from the
+// memory store to Redis starts every key's count afresh (issue 20).
+func TestReloadReadsSecretsFromFile(t *testing.T) {
+	client, prefix := testenv.Redis(t)
+	g := startGateway(t, "", limitRoute("3/m"))
+	for range 3 {
+		if r := g.get(t, "/a", "k", "t"); r.status != 200 {
+			t.Fatalf("memory store: %+v", r)
+		}
+	}
+	if r := g.get(t, "/a", "k", "t"); r.status != 429 {
+		t.Fatalf("memory store over quota: %+v", r)
+	}
+	secret := filepath.Join(t.TempDir(), "redis_url")
+	if err := os.WriteFile(secret, []byte("redis://"+testenv.RedisAddr()+"/0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.reload(t, redisGlobal("{file."+secret+"}", prefix, ""), limitRoute("3/m"))
+	if r := g.get(t, "/a", "k", "t"); r.status != 200 || r.limit != `"t";r=2;t=60` {
+		t.Fatalf("after switching to Redis: %+v (the count starts afresh)", r)
+	}
+	n, err := client.Exists(context.Background(), prefix+"{k}:t:3/60000").Result()
+	if err != nil || n != 1 {
+		t.Fatalf("the request was not counted in Redis: %d %v", n, err)
+	}
 }
