@@ -107,18 +107,25 @@ func TestMetricsSurviveReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The collectors live for the process (internal/collectors), so other
+	// tests may have counted already: what is checked is the increase.
+	var mt dto.Metric
+	_ = m1.requests[outcomeOK].Write(&mt)
+	okBefore := mt.GetCounter().GetValue()
+	_ = m1.watches.Write(&mt)
+	watchesBefore := mt.GetGauge().GetValue()
 	m1.inc(outcomeOK)
 	m2.inc(outcomeOK)
 	m2.inc(outcomeRevoked)
-	var mt dto.Metric
-	if err := m1.requests[outcomeOK].Write(&mt); err != nil || mt.GetCounter().GetValue() != 2 {
-		t.Fatalf("ok = %v (%v), want 2 (shared collector)", mt.GetCounter().GetValue(), err)
+	if err := m1.requests[outcomeOK].Write(&mt); err != nil || mt.GetCounter().GetValue() != okBefore+2 {
+		t.Fatalf("ok = %v (%v), want +2 (shared collector)", mt.GetCounter().GetValue()-okBefore, err)
 	}
 	m1.watches.Inc() // an exchange of the old config still open
 	m2.watches.Inc()
+	defer m1.watches.Sub(2)
 	families, err := reg.Gather()
 	if err != nil || len(families) != 2 || families[0].GetName() != "civicgate_auth_credential_watches" ||
-		families[0].GetMetric()[0].GetGauge().GetValue() != 2 ||
+		families[0].GetMetric()[0].GetGauge().GetValue() != watchesBefore+2 ||
 		families[1].GetName() != "civicgate_auth_requests_total" || len(families[1].GetMetric()) != len(outcomes) {
 		t.Fatalf("gathered %v %v", families, err)
 	}
