@@ -74,9 +74,10 @@ http://localhost:%d {
 func TestProvisionRefusesBadConfig(t *testing.T) {
 	t.Setenv("CIVIC_AUTH_TEST_SECRET", testSecret)
 	t.Setenv("CIVIC_AUTH_SHORT_SECRET", "short")
+	emptyKeys := writeFile(t, `{"keys":[]}`)
 	good := func() *App {
 		return &App{
-			Keys:           KeysConfig{Source: "file", File: filepath.Join(t.TempDir(), "none.json")},
+			Keys:           KeysConfig{Source: "file", File: emptyKeys},
 			Environment:    "live",
 			IdentitySecret: "{env.CIVIC_AUTH_TEST_SECRET}",
 			Tiers:          map[string]TierConfig{"free": {Rate: "30/m", Families: []string{"bills"}}},
@@ -93,20 +94,27 @@ func TestProvisionRefusesBadConfig(t *testing.T) {
 		t.Fatalf("control config with several rates and a cost budget refused: %v", err)
 	}
 	for name, mutate := range map[string]func(*App){
-		"short secret":   func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_SHORT_SECRET}" },
-		"unset secret":   func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_UNSET_SECRET}" },
-		"environment":    func(a *App) { a.Environment = "prod" },
-		"no tiers":       func(a *App) { a.Tiers = nil },
-		"bad rate":       func(a *App) { a.Tiers["free"] = TierConfig{Rate: "fast"} },
-		"bad family":     func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"Bills!"}} },
-		"rate list":      func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m,2/min"} },
-		"bad cost":       func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", CostBudget: "cheap"} },
-		"family cost":    func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"cost"}} },
-		"identity ttl":   func(a *App) { a.IdentityTTL = caddy.Duration(2 * time.Minute) },
-		"source":         func(a *App) { a.Keys.Source = "ldap" },
-		"empty dsn":      func(a *App) { a.Keys = KeysConfig{Source: "postgres", DSN: "{env.CIVIC_AUTH_UNSET_DSN}"} },
-		"bad keys file":  func(a *App) { a.Keys.File = writeFile(t, `{"keys":[{"id":"k","sha256":"zz"}]}`) },
-		"failed lookups": func(a *App) { a.FailedLookups = "lots" },
+		"short secret":  func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_SHORT_SECRET}" },
+		"unset secret":  func(a *App) { a.IdentitySecret = "{env.CIVIC_AUTH_UNSET_SECRET}" },
+		"environment":   func(a *App) { a.Environment = "prod" },
+		"no tiers":      func(a *App) { a.Tiers = nil },
+		"bad rate":      func(a *App) { a.Tiers["free"] = TierConfig{Rate: "fast"} },
+		"bad family":    func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"Bills!"}} },
+		"rate list":     func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m,2/min"} },
+		"bad cost":      func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", CostBudget: "cheap"} },
+		"family cost":   func(a *App) { a.Tiers["free"] = TierConfig{Rate: "1/m", Families: []string{"cost"}} },
+		"identity ttl":  func(a *App) { a.IdentityTTL = caddy.Duration(2 * time.Minute) },
+		"source":        func(a *App) { a.Keys.Source = "ldap" },
+		"empty dsn":     func(a *App) { a.Keys = KeysConfig{Source: "postgres", DSN: "{env.CIVIC_AUTH_UNSET_DSN}"} },
+		"bad keys file": func(a *App) { a.Keys.File = writeFile(t, `{"keys":[{"id":"k","sha256":"zz"}]}`) },
+		// A missing or unreadable keys file used to be an empty store: every
+		// key got 401 and nothing was logged (issue 20).
+		"missing keys file":     func(a *App) { a.Keys.File = filepath.Join(t.TempDir(), "none.json") },
+		"keys file a directory": func(a *App) { a.Keys.File = t.TempDir() },
+		"empty keys file":       func(a *App) { a.Keys.File = writeFile(t, ``) },
+		"truncated keys file":   func(a *App) { a.Keys.File = writeFile(t, `{"keys":[`) },
+		"unset keys file":       func(a *App) { a.Keys.File = "{env.CIVIC_AUTH_UNSET_KEYS}" },
+		"failed lookups":        func(a *App) { a.FailedLookups = "lots" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := good()

@@ -24,11 +24,11 @@ func TestRefusals(t *testing.T) {
 	free := issue(t, pool, "freeorg", "free", "live")
 	testKey := issue(t, pool, "ent", "enterprise", "test")
 	revoked := issue(t, pool, "rev", "enterprise", "live")
-	if err := keystore.Revoke(ctx, pool, revoked.ID); err != nil {
+	if _, err := keystore.Revoke(ctx, pool, revoked.ID); err != nil {
 		t.Fatal(err)
 	}
 	rotatedOut := issue(t, pool, "rot", "enterprise", "live")
-	if _, err := keystore.Rotate(ctx, pool, "rot", "", "live"); err != nil {
+	if _, err := keystore.Rotate(ctx, pool, keystore.RotateSpec{Org: "rot", Env: "live"}); err != nil {
 		t.Fatal(err)
 	}
 	suspended := issue(t, pool, "susp", "enterprise", "live")
@@ -172,7 +172,7 @@ func TestRevocationOnSameGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitBody(t, g.base+"/bills", k.Key, "upstream ok", 2*time.Second)
-	if err := keystore.Revoke(ctx, pool, k.ID); err != nil {
+	if _, err := keystore.Revoke(ctx, pool, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	awaitBody(t, g.base+"/bills", k.Key, `{"error":"API key revoked"}`, 2*time.Second)

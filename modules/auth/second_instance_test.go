@@ -157,7 +157,7 @@ func TestRevocationSeenBySecondInstance(t *testing.T) {
 		}
 	}
 
-	if err := keystore.Revoke(ctx, pool, k.ID); err != nil {
+	if _, err := keystore.Revoke(ctx, pool, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -178,7 +178,7 @@ func TestRevocationSeenBySecondInstance(t *testing.T) {
 	t.Logf("revocation visible after %s (second instance) and %s (in-process)", took[0], took[1])
 
 	// Rotation retires k2 (the oldest live key) everywhere too.
-	if _, err := keystore.Rotate(ctx, pool, "acme", "", "live"); err != nil {
+	if _, err := keystore.Rotate(ctx, pool, keystore.RotateSpec{Org: "acme", Env: "live"}); err != nil {
 		t.Fatal(err)
 	}
 	if d := awaitBodyNoFatal(second+"/x", k2.Key, `{"error":"API key rotated out"}`, 2*time.Second); d < 0 {

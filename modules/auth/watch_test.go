@@ -157,7 +157,7 @@ func TestWatchFiresOnKeyChanges(t *testing.T) {
 	t.Run("rotate", func(t *testing.T) {
 		k := issue(t, pool, "rot", "free", "live")
 		w := watchKey(t, a, k.Key)
-		keysCLI(t, dsn, "rotate", "--org", "rot", "--env", "live")
+		keysCLI(t, dsn, "rotate", "--org", "rot", "--env", "live", "--overlap", "0")
 		awaitFired(t, w, contract.MsgKeyRotated, 2*time.Second)
 	})
 	t.Run("suspend", func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestWatchFiresOnKeyChanges(t *testing.T) {
 	t.Run("revoke through keystore", func(t *testing.T) {
 		k := issue(t, pool, "rev2", "free", "live")
 		w := watchKey(t, a, k.Key)
-		if err := keystore.Revoke(context.Background(), pool, k.ID); err != nil {
+		if _, err := keystore.Revoke(context.Background(), pool, k.ID); err != nil {
 			t.Fatal(err)
 		}
 		awaitFired(t, w, contract.MsgKeyRevoked, 2*time.Second)
@@ -214,7 +214,7 @@ func TestWatchFallbackWithoutListener(t *testing.T) {
 	startApp(t, a)
 	k := issue(t, pool, "acme", "free", "live")
 	w := watchKey(t, a, k.Key)
-	if err := keystore.Revoke(context.Background(), pool, k.ID); err != nil {
+	if _, err := keystore.Revoke(context.Background(), pool, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	awaitFired(t, w, contract.MsgKeyRevoked, 2*time.Second)
@@ -234,7 +234,7 @@ func TestWatchStoreDownKeepsWatchOpen(t *testing.T) {
 	awaitRounds(t, a, 3, 5*time.Second)
 	expectOpen(t, w)
 	proxy.Restore()
-	if err := keystore.Revoke(context.Background(), pool, k.ID); err != nil {
+	if _, err := keystore.Revoke(context.Background(), pool, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	awaitFired(t, w, contract.MsgKeyRevoked, 2*time.Second)

@@ -1,5 +1,7 @@
-// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|list|usage`
-// to the civicgate binary (docs/design.md D8). The database comes from DATABASE_URL.
+// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|list|delete-org|usage`
+// to the civicgate binary (docs/design.md D8). The database comes from
+// DATABASE_URL; with --file PATH every key command works on a hashed keys
+// file instead, with the same rules.
 package keycmd
 
 import (
@@ -9,7 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
+	"strconv"
+	"strings"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -22,14 +25,15 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "keys",
-		Usage: "migrate | issue --org NAME --tier TIER --env live|test [--file PATH] | rotate --org NAME --env ENV [--tier TIER] | revoke KEY_ID | suspend --org NAME | resume --org NAME | list [--org NAME] | usage --org ORG [--key KEY_ID] [--since 24h] [--by minute|hour] [--json]",
-		Short: "Manages civicgate API keys (database from DATABASE_URL)",
+		Usage: "migrate | issue --org NAME --tier TIER --env ENV | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | list [--org NAME] [--env ENV] [--tier TIER] [--json] | usage --org ORG … ; --file PATH for a keys file",
+		Short: "Manages civicgate API keys (database from DATABASE_URL, or a keys file with --file)",
 		Long: `
 Manages the API keys civic_auth accepts. Keys are printed once, at issue or
-rotate, and stored only as SHA-256 hashes. The database is DATABASE_URL.
-With --file, issue appends a hashed key to a keys file instead (for gateways
-configured with "keys file PATH"). usage prints the requests counted per key
-(admitted, refused, 4xx, 5xx, cost) by minute or hour.
+rotate, and stored only as SHA-256 hashes. The database is DATABASE_URL; with
+--file PATH every key command works on a hashed keys file instead (for
+gateways configured with "keys file PATH"), with the same rules. usage prints
+the requests counted per key (admitted, refused, 4xx, 5xx, cost) by minute or
+hour.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.DisableFlagParsing = true
@@ -45,16 +49,35 @@ configured with "keys file PATH"). usage prints the requests counted per key
 
 const usageText = `usage: civicgate keys <command> [flags]
   migrate                                          create or upgrade the key tables
-  issue  --org NAME --tier TIER --env live|test    issue a key (creates the organization); --file PATH for a keys file
-  rotate --org NAME --env live|test [--tier TIER]  issue a new key and retire the oldest live one
-  revoke KEY_ID                                    revoke a key
+  issue  --org NAME --tier TIER --env live|test    issue a key (creates the organization)
+  rotate --org NAME --env live|test [--tier TIER] [--overlap 24h]
+                                                   issue a new key; the oldest active key stays accepted as
+                                                   "rotating" for the overlap (default 24h; 90m, 7d; 0: rotated
+                                                   out at once); a key still rotating from an earlier rotate is
+                                                   rotated out now; refused with 2 active keys and an overlap
+  revoke KEY_ID                                    revoke a key (exit 1 if it already is)
   suspend --org NAME | resume --org NAME           suspend or resume an organization
-  list [--org NAME]                                list keys (ids, prefixes, tier, status, dates; never keys)
+  delete-org --org NAME                            revoke every key of the organization, mark it deleted (kept
+                                                   for audit; the name is not reused) and remove its webhook
+                                                   endpoints and their deliveries, in one transaction
+  list [--org NAME] [--env live|test] [--tier TIER] [--json]
+                                                   list keys: ids, prefixes, tier, status, dates, end of overlap;
+                                                   never keys or hashes; each filter narrows the list
   usage --org ORG [--key KEY_ID] [--since 24h] [--by minute|hour] [--json]
                                                    requests per key and minute or hour: admitted, refused (429),
                                                    4xx, 5xx, cost; ORG is a name or id; --since takes 90m, 24h, 7d;
                                                    --by defaults to minute up to 2h, hour beyond (minutes: 48h at most)
+  --file PATH (issue, rotate, revoke, suspend, resume, delete-org, list): a hashed keys file instead of
+  DATABASE_URL, same rules; gateways reading it pick the change up within about a second.
+exit codes: 0 ok, 1 refused or failed, 2 usage
 `
+
+// opts are the flags of the key commands.
+type opts struct {
+	org, tier, env, file string
+	overlap              time.Duration
+	overlapSet, json     bool
+}
 
 // Run executes one keys subcommand and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -74,14 +97,34 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	org := fs.String("org", "", "organization name")
-	tier := fs.String("tier", "", "tier name")
-	env := fs.String("env", "", "environment: live or test")
-	file := fs.String("file", "", "hashed keys file (issue only) instead of DATABASE_URL")
-	if err := fs.Parse(rest); err != nil {
-		return 2
+	var o opts
+	fs.StringVar(&o.org, "org", "", "organization name")
+	fs.StringVar(&o.tier, "tier", "", "tier name")
+	fs.StringVar(&o.env, "env", "", "environment: live or test")
+	fs.StringVar(&o.file, "file", "", "hashed keys file instead of DATABASE_URL")
+	overlap := fs.String("overlap", keystore.DefaultOverlap.String(), "rotate: how long the rotated key stays accepted (0: not at all)")
+	fs.BoolVar(&o.json, "json", false, "list: print JSON")
+	// Flags may come before or after the arguments (revoke KEY_ID --file PATH).
+	var positional []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
-	err := run(ctx, sub, fs.Args(), *org, *tier, *env, *file, stdout, getenv)
+	fs.Visit(func(f *flag.Flag) { o.overlapSet = o.overlapSet || f.Name == "overlap" })
+	err := func() error {
+		d, err := parseOverlap(*overlap)
+		if err != nil {
+			return err
+		}
+		o.overlap = d
+		return run(ctx, sub, positional, o, stdout, getenv)
+	}()
 	if errors.Is(err, errUsage) {
 		fmt.Fprintf(stderr, "civicgate keys %s: %v\n%s", sub, err, usageText)
 		return 2
@@ -95,116 +138,87 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 var errUsage = errors.New("bad usage")
 
-func run(ctx context.Context, sub string, args []string, org, tier, env, file string, out io.Writer, getenv func(string) string) error {
+// parseOverlap reads a Go duration (0 allowed) or whole days ("7d").
+func parseOverlap(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%w: --overlap %q is not a duration (0, 90m, 24h, 7d)", errUsage, s)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 3650 {
+			return 0, bad
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, bad
+	}
+	return d, nil
+}
+
+// target is where a command acts: the keys file, or the database.
+type target struct {
+	file string
+	pool *pgxpool.Pool
+}
+
+func run(ctx context.Context, sub string, args []string, o opts, out io.Writer, getenv func(string) string) error {
 	need := func(ok bool, what string) error {
 		if !ok {
 			return fmt.Errorf("%w: %s", errUsage, what)
 		}
 		return nil
 	}
-	if sub == "issue" && file != "" {
-		if err := need(org != "" && tier != "" && env != "" && len(args) == 0, "issue needs --org, --tier and --env"); err != nil {
-			return err
-		}
-		iss, err := keystore.IssueToFile(file, org, tier, env)
-		if err != nil {
-			return err
-		}
-		printIssued(out, iss)
-		return nil
-	}
-	if file != "" {
-		return need(false, "--file is only supported by issue; edit the keys file's status fields for the rest")
-	}
+	var check error
 	switch sub {
-	case "migrate", "issue", "rotate", "revoke", "suspend", "resume", "list":
+	case "migrate":
+		check = need(len(args) == 0 && o.file == "", "migrate takes no arguments and no --file (a keys file needs no schema)")
+	case "issue":
+		check = need(o.org != "" && o.tier != "" && o.env != "" && len(args) == 0, "issue needs --org, --tier and --env")
+	case "rotate":
+		check = need(o.org != "" && o.env != "" && len(args) == 0, "rotate needs --org and --env")
+	case "revoke":
+		check = need(len(args) == 1, "revoke takes one KEY_ID")
+	case "suspend", "resume", "delete-org":
+		check = need(o.org != "" && len(args) == 0, sub+" needs --org")
+	case "list":
+		check = need(len(args) == 0, "list takes only --org, --env, --tier, --json and --file")
+		if check == nil && o.env != "" {
+			check = need(keystore.ValidEnv(o.env), "--env must be live or test")
+		}
 	default:
 		return need(false, "unknown command "+sub)
 	}
-	pool, err := openPool(ctx, getenv)
-	if err != nil {
-		return err
+	if check != nil {
+		return check
 	}
-	defer pool.Close()
+	if o.overlapSet && sub != "rotate" {
+		return need(false, "--overlap is only for rotate")
+	}
+	if o.json && sub != "list" {
+		return need(false, "--json is only for list (and usage)")
+	}
+	t := target{file: o.file}
+	if o.file == "" {
+		pool, err := openPool(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		t.pool = pool
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-
-	switch sub {
-	case "migrate":
-		if err := need(len(args) == 0, "migrate takes no arguments"); err != nil {
-			return err
-		}
-		if err := keystore.Migrate(ctx, pool); err != nil {
-			return err
-		}
-		fmt.Fprintln(out, "key schema is up to date")
-	case "issue":
-		if err := need(org != "" && tier != "" && env != "" && len(args) == 0, "issue needs --org, --tier and --env"); err != nil {
-			return err
-		}
-		iss, err := keystore.Issue(ctx, pool, org, tier, env)
-		if err != nil {
-			return err
-		}
-		printIssued(out, iss)
-	case "rotate":
-		if err := need(org != "" && env != "" && len(args) == 0, "rotate needs --org and --env"); err != nil {
-			return err
-		}
-		iss, err := keystore.Rotate(ctx, pool, org, tier, env)
-		if err != nil {
-			return err
-		}
-		printIssued(out, iss)
-		fmt.Fprintf(out, "Rotated out: %s\n", iss.Retired)
-	case "revoke":
-		if err := need(len(args) == 1, "revoke takes one KEY_ID"); err != nil {
-			return err
-		}
-		if err := keystore.Revoke(ctx, pool, args[0]); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "Revoked: %s\n", args[0])
-	case "suspend", "resume":
-		if err := need(org != "" && len(args) == 0, sub+" needs --org"); err != nil {
-			return err
-		}
-		status := keystore.OrgSuspended
-		if sub == "resume" {
-			status = keystore.OrgActive
-		}
-		if err := keystore.SetOrgStatus(ctx, pool, org, status); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "Organization %s: %s\n", org, status)
-	case "list":
-		if err := need(len(args) == 0, "list takes only --org"); err != nil {
-			return err
-		}
-		keys, err := keystore.List(ctx, pool, org)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tORG\tORG_STATUS\tENV\tTIER\tPREFIX\tSTATUS\tCREATED\tRETIRED")
-		for _, k := range keys {
-			retired := "-"
-			if k.RetiredAt != nil {
-				retired = k.RetiredAt.UTC().Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Org, k.OrgStatus, k.Env, k.Tier, k.Prefix, k.Status,
-				k.CreatedAt.UTC().Format(time.RFC3339), retired)
-		}
-		return tw.Flush()
-	}
-	return nil
+	return t.do(ctx, sub, args, o, out)
 }
 
 // openPool opens DATABASE_URL.
 func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
 	dsn := getenv("DATABASE_URL")
 	if dsn == "" {
-		return nil, errors.New("DATABASE_URL is not set")
+		return nil, errors.New("DATABASE_URL is not set (or use --file PATH for a keys file)")
 	}
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {

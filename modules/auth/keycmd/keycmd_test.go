@@ -75,7 +75,7 @@ func TestKeysCLIFlows(t *testing.T) {
 	}
 
 	// Rotate retires the oldest live key and keeps its tier.
-	rot := c.must("rotate", "--org", "acme", "--env", "live")
+	rot := c.must("rotate", "--org", "acme", "--env", "live", "--overlap", "0")
 	id3, k3 := issuedKey(t, rot)
 	if !strings.Contains(rot, "Rotated out: "+id1) {
 		t.Fatalf("rotate did not retire the oldest key %s: %q", id1, rot)

@@ -25,12 +25,19 @@ const (
 	StatusActive  = "active"
 	StatusRevoked = "revoked"
 	StatusRotated = "rotated"
+	// StatusRotating is a key retired by `keys rotate --overlap D`: still
+	// accepted, and one of the organization's two live keys, until its
+	// RotatesOut deadline; from then on it is rotated out (EffectiveStatus).
+	StatusRotating = "rotating"
 )
 
 // Organization statuses.
 const (
 	OrgActive    = "active"
 	OrgSuspended = "suspended"
+	// OrgDeleted is an organization removed by `keys delete-org`: its keys are
+	// all revoked; its rows are kept for audit and its name is not reused.
+	OrgDeleted = "deleted"
 )
 
 // SecretLen is the number of base62 characters after "cg_<env>_": 32 random
@@ -135,6 +142,22 @@ type Record struct {
 	Env       string
 	Tier      string
 	Status    string
+	// RotatesOut is when a rotating key stops being accepted (zero unless
+	// Status is StatusRotating).
+	RotatesOut time.Time
+}
+
+// EffectiveStatus is the key's status at now: a rotating key whose deadline
+// has come is rotated out, without anyone running a command.
+func (r *Record) EffectiveStatus(now time.Time) string {
+	return effectiveStatus(r.Status, r.RotatesOut, now)
+}
+
+func effectiveStatus(status string, rotatesOut, now time.Time) string {
+	if status == StatusRotating && !now.Before(rotatesOut) {
+		return StatusRotated
+	}
+	return status
 }
 
 // ErrNotFound is returned by lookups of a hash no key has.
@@ -148,7 +171,10 @@ type KeyInfo struct {
 	Env       string
 	Tier      string
 	Prefix    string
-	Status    string
+	Status    string // the effective status (a rotating key past its deadline is "rotated")
 	CreatedAt time.Time
 	RetiredAt *time.Time
+	// RotatesOutAt is the end of the key's rotation overlap (nil unless the
+	// key was rotated with one).
+	RotatesOutAt *time.Time
 }

@@ -20,18 +20,6 @@ const Channel = "civicgate_auth"
 // environment (docs/design.md D8).
 const MaxLiveKeys = 2
 
-// ErrTooManyKeys is returned when issuing would exceed MaxLiveKeys.
-var ErrTooManyKeys = errors.New("keystore: organization already has 2 live keys in this environment; rotate or revoke one first")
-
-// ErrNoSuchOrg is returned for an unknown organization name.
-var ErrNoSuchOrg = errors.New("keystore: no such organization")
-
-// ErrNoSuchKey is returned for an unknown key id.
-var ErrNoSuchKey = errors.New("keystore: no such key")
-
-// ErrNothingToRotate is returned by Rotate when the organization has no live key.
-var ErrNothingToRotate = errors.New("keystore: organization has no live key in this environment to rotate; use issue")
-
 var tierName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // ValidTier reports whether name can be a tier name.
@@ -89,6 +77,22 @@ var migrations = []string{
 	);
 	CREATE INDEX usage_hour_org ON civicgate.usage_hour (org_id, start);
 	CREATE INDEX usage_hour_start ON civicgate.usage_hour USING brin (start);`,
+	// 3: rotation with an overlap (issue 20): a rotated key stays accepted as
+	// "rotating" until rotates_out_at and counts as one of the two live keys;
+	// gateways compare the deadline with their clock, so it ends without a
+	// command. Organizations can be deleted (keys revoked, rows kept for
+	// audit, the name not reused).
+	`ALTER TABLE civicgate.api_keys DROP CONSTRAINT api_keys_status_check;
+	ALTER TABLE civicgate.api_keys ADD CONSTRAINT api_keys_status_check
+		CHECK (status IN ('active','rotating','revoked','rotated'));
+	ALTER TABLE civicgate.api_keys ADD COLUMN rotates_out_at timestamptz;
+	ALTER TABLE civicgate.api_keys ADD CONSTRAINT api_keys_rotating_deadline
+		CHECK (status <> 'rotating' OR rotates_out_at IS NOT NULL);
+	CREATE INDEX api_keys_rotating ON civicgate.api_keys (org_id, env) WHERE status = 'rotating';
+	ALTER TABLE civicgate.organizations DROP CONSTRAINT organizations_status_check;
+	ALTER TABLE civicgate.organizations ADD CONSTRAINT organizations_status_check
+		CHECK (status IN ('active','suspended','deleted'));
+	ALTER TABLE civicgate.organizations ADD COLUMN deleted_at timestamptz;`,
 }
 
 // Migrate creates or upgrades the key schema; it is idempotent and safe to run
@@ -119,150 +123,23 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	})
 }
 
-// Issued is a newly created key. Key is shown to the operator once and never stored.
-type Issued struct {
-	ID    string
-	OrgID string
-	Key   string
-	// Retired is the key id rotated out by Rotate, if any.
-	Retired string
-}
-
-// Issue creates a key of tier for the organization org in env, creating the
-// organization if needed. It refuses a third live key (ErrTooManyKeys).
-func Issue(ctx context.Context, pool *pgxpool.Pool, org, tier, env string) (Issued, error) {
-	if err := checkArgs(org, tier, env); err != nil {
-		return Issued{}, err
-	}
-	var out Issued
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		orgID, err := lockOrg(ctx, tx, org, true)
-		if err != nil {
-			return err
-		}
-		var live int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM civicgate.api_keys WHERE org_id = $1 AND env = $2 AND status = 'active'`,
-			orgID, env).Scan(&live); err != nil {
-			return fmt.Errorf("keystore: count keys: %w", err)
-		}
-		if live >= MaxLiveKeys {
-			return ErrTooManyKeys
-		}
-		out, err = insertKey(ctx, tx, orgID, tier, env)
-		return err
-	})
-	return out, err
-}
-
-// Rotate issues a new key for org in env and retires the oldest live one
-// (status "rotated"). With tier empty the retired key's tier is kept.
-func Rotate(ctx context.Context, pool *pgxpool.Pool, org, tier, env string) (Issued, error) {
-	if !ValidEnv(env) {
-		return Issued{}, fmt.Errorf("keystore: environment %q is not live or test", env)
-	}
-	if tier != "" && !ValidTier(tier) {
-		return Issued{}, fmt.Errorf("keystore: bad tier name %q", tier)
-	}
-	var out Issued
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		orgID, err := lockOrg(ctx, tx, org, false)
-		if err != nil {
-			return err
-		}
-		var oldID, oldTier string
-		var oldHash []byte
-		err = tx.QueryRow(ctx, `SELECT id, tier, key_hash FROM civicgate.api_keys
-			WHERE org_id = $1 AND env = $2 AND status = 'active' ORDER BY created_at, id LIMIT 1`, orgID, env).
-			Scan(&oldID, &oldTier, &oldHash)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNothingToRotate
-		}
-		if err != nil {
-			return fmt.Errorf("keystore: oldest key: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE civicgate.api_keys SET status = 'rotated', retired_at = now() WHERE id = $1`, oldID); err != nil {
-			return fmt.Errorf("keystore: retire key: %w", err)
-		}
-		if err := notify(ctx, tx, "key:"+Hash(oldHash).String()); err != nil {
-			return err
-		}
-		if tier == "" {
-			tier = oldTier
-		}
-		out, err = insertKey(ctx, tx, orgID, tier, env)
-		out.Retired = oldID
-		return err
-	})
-	return out, err
-}
-
-// Revoke marks a key revoked.
-func Revoke(ctx context.Context, pool *pgxpool.Pool, keyID string) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var h []byte
-		err := tx.QueryRow(ctx, `UPDATE civicgate.api_keys SET status = 'revoked', retired_at = coalesce(retired_at, now())
-			WHERE id = $1 RETURNING key_hash`, keyID).Scan(&h)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNoSuchKey
-		}
-		if err != nil {
-			return fmt.Errorf("keystore: revoke: %w", err)
-		}
-		return notify(ctx, tx, "key:"+Hash(h).String())
-	})
-}
-
-// SetOrgStatus suspends (OrgSuspended) or resumes (OrgActive) an organization.
-func SetOrgStatus(ctx context.Context, pool *pgxpool.Pool, org, status string) error {
-	if status != OrgActive && status != OrgSuspended {
-		return fmt.Errorf("keystore: bad organization status %q", status)
-	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var id string
-		err := tx.QueryRow(ctx, `UPDATE civicgate.organizations SET status = $2,
-			suspended_at = CASE WHEN $2 = 'suspended' THEN now() END WHERE name = $1 RETURNING id`, org, status).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNoSuchOrg
-		}
-		if err != nil {
-			return fmt.Errorf("keystore: set organization status: %w", err)
-		}
-		return notify(ctx, tx, "org:"+id)
-	})
-}
-
-// List returns the keys (never keys or hashes), optionally of one organization.
-func List(ctx context.Context, pool *pgxpool.Pool, org string) ([]KeyInfo, error) {
-	rows, err := pool.Query(ctx, `SELECT k.id, o.name, o.status, k.env, k.tier, k.key_prefix, k.status, k.created_at, k.retired_at
-		FROM civicgate.api_keys k JOIN civicgate.organizations o ON o.id = k.org_id
-		WHERE $1 = '' OR o.name = $1 ORDER BY o.name, k.created_at, k.id`, org)
-	if err != nil {
-		return nil, fmt.Errorf("keystore: list: %w", err)
-	}
-	infos, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (KeyInfo, error) {
-		var k KeyInfo
-		err := row.Scan(&k.ID, &k.Org, &k.OrgStatus, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RetiredAt)
-		return k, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("keystore: list: %w", err)
-	}
-	return infos, nil
-}
-
 // Lookup finds the key with hash h (ErrNotFound if none).
 func Lookup(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, h Hash) (Record, error) {
 	var r Record
-	err := q.QueryRow(ctx, `SELECT k.id, k.org_id, o.name, o.status, k.env, k.tier, k.status
+	var until *time.Time
+	err := q.QueryRow(ctx, `SELECT k.id, k.org_id, o.name, o.status, k.env, k.tier, k.status, k.rotates_out_at
 		FROM civicgate.api_keys k JOIN civicgate.organizations o ON o.id = k.org_id WHERE k.key_hash = $1`, h[:]).
-		Scan(&r.KeyID, &r.OrgID, &r.OrgName, &r.OrgStatus, &r.Env, &r.Tier, &r.Status)
+		Scan(&r.KeyID, &r.OrgID, &r.OrgName, &r.OrgStatus, &r.Env, &r.Tier, &r.Status, &until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Record{}, ErrNotFound
 	}
 	if err != nil {
 		return Record{}, fmt.Errorf("keystore: lookup: %w", err)
+	}
+	if until != nil && r.Status == StatusRotating {
+		r.RotatesOut = *until
 	}
 	return r, nil
 }
@@ -281,7 +158,10 @@ func checkArgs(org, tier, env string) error {
 }
 
 // lockOrg returns the organization's id, locking its row for the rest of the
-// transaction so concurrent issues cannot exceed MaxLiveKeys.
+// transaction so concurrent changes cannot exceed MaxLiveKeys, and records as
+// rotated out the organization's rotating keys whose overlap has ended (they
+// already are for every gateway; this keeps the rows and the live count
+// plain). A deleted organization is refused (ErrOrgDeleted).
 func lockOrg(ctx context.Context, tx pgx.Tx, org string, create bool) (string, error) {
 	if create {
 		id, err := newID("org_")
@@ -292,13 +172,22 @@ func lockOrg(ctx context.Context, tx pgx.Tx, org string, create bool) (string, e
 			return "", fmt.Errorf("keystore: create organization: %w", err)
 		}
 	}
-	var id string
-	err := tx.QueryRow(ctx, `SELECT id FROM civicgate.organizations WHERE name = $1 FOR UPDATE`, org).Scan(&id)
+	var id, status string
+	var deletedAt *time.Time
+	err := tx.QueryRow(ctx, `SELECT id, status, deleted_at FROM civicgate.organizations WHERE name = $1 FOR UPDATE`, org).
+		Scan(&id, &status, &deletedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNoSuchOrg
 	}
 	if err != nil {
 		return "", fmt.Errorf("keystore: lock organization: %w", err)
+	}
+	if status == OrgDeleted {
+		return "", orgDeleted(org, deletedAt)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE civicgate.api_keys SET status = 'rotated', retired_at = rotates_out_at
+		WHERE org_id = $1 AND status = 'rotating' AND rotates_out_at <= $2`, id, now()); err != nil {
+		return "", fmt.Errorf("keystore: end overlaps: %w", err)
 	}
 	return id, nil
 }

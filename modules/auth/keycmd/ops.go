@@ -1,0 +1,185 @@
+package keycmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+)
+
+// do runs a checked command on t (the keys file or the database).
+func (t target) do(ctx context.Context, sub string, args []string, o opts, out io.Writer) error {
+	switch sub {
+	case "migrate":
+		if err := keystore.Migrate(ctx, t.pool); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "key schema is up to date")
+	case "issue":
+		var iss keystore.Issued
+		var err error
+		if t.file != "" {
+			iss, err = keystore.IssueToFile(t.file, o.org, o.tier, o.env)
+		} else {
+			iss, err = keystore.Issue(ctx, t.pool, o.org, o.tier, o.env)
+		}
+		if err != nil {
+			return err
+		}
+		printIssued(out, iss)
+	case "rotate":
+		spec := keystore.RotateSpec{Org: o.org, Tier: o.tier, Env: o.env, Overlap: o.overlap}
+		var rot keystore.Rotation
+		var err error
+		if t.file != "" {
+			rot, err = keystore.RotateFile(t.file, spec)
+		} else {
+			rot, err = keystore.Rotate(ctx, t.pool, spec)
+		}
+		if err != nil {
+			return err
+		}
+		printIssued(out, rot.Issued)
+		for _, id := range rot.RotatedOut {
+			fmt.Fprintf(out, "Rotated out: %s\n", id)
+		}
+		if rot.Rotating != "" {
+			fmt.Fprintf(out, "Rotating until %s: %s (still accepted until then; `keys revoke %s` ends it sooner)\n",
+				stamp(rot.Until), rot.Rotating, rot.Rotating)
+		}
+	case "revoke":
+		var rev keystore.Revocation
+		var err error
+		if t.file != "" {
+			rev, err = keystore.RevokeFile(t.file, args[0])
+		} else {
+			rev, err = keystore.Revoke(ctx, t.pool, args[0])
+		}
+		if err != nil {
+			return err
+		}
+		switch rev.Was {
+		case keystore.StatusRotating:
+			fmt.Fprintf(out, "Revoked: %s (it was rotating; its overlap ends now)\n", rev.KeyID)
+		case keystore.StatusRotated:
+			fmt.Fprintf(out, "Revoked: %s (it had already been rotated out)\n", rev.KeyID)
+		default:
+			fmt.Fprintf(out, "Revoked: %s\n", rev.KeyID)
+		}
+	case "suspend", "resume":
+		status := keystore.OrgSuspended
+		if sub == "resume" {
+			status = keystore.OrgActive
+		}
+		var err error
+		if t.file != "" {
+			err = keystore.SetOrgStatusFile(t.file, o.org, status)
+		} else {
+			err = keystore.SetOrgStatus(ctx, t.pool, o.org, status)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Organization %s: %s\n", o.org, status)
+	case "delete-org":
+		var del keystore.Deletion
+		var err error
+		if t.file != "" {
+			del, err = keystore.DeleteOrgFile(t.file, o.org)
+		} else {
+			del, err = keystore.DeleteOrg(ctx, t.pool, o.org)
+		}
+		if err != nil {
+			return err
+		}
+		hooks := fmt.Sprintf("%d webhook endpoint(s) removed with their deliveries", del.Endpoints)
+		switch {
+		case t.file != "":
+			hooks = "a keys file holds no webhook endpoints"
+		case !del.WebhookTables:
+			hooks = "no webhooks tables in this database"
+		}
+		fmt.Fprintf(out, "Organization %s (%s) deleted: %d key(s) revoked; %s. Its rows are kept for audit; the name is not reused.\n",
+			o.org, del.OrgID, del.Revoked, hooks)
+	case "list":
+		f := keystore.ListFilter{Org: o.org, Env: o.env, Tier: o.tier}
+		var keys []keystore.KeyInfo
+		var err error
+		if t.file != "" {
+			keys, err = keystore.ListFile(t.file, f)
+		} else {
+			keys, err = keystore.List(ctx, t.pool, f)
+		}
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printListJSON(out, keys)
+		}
+		return printList(out, keys)
+	}
+	return nil
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func stampOr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return stamp(*t)
+}
+
+// printList prints the table of `keys list`: ROTATES_OUT is the end of a
+// rotation overlap (for a rotating key: when it stops being accepted).
+func printList(out io.Writer, keys []keystore.KeyInfo) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tORG\tORG_STATUS\tENV\tTIER\tPREFIX\tSTATUS\tCREATED\tRETIRED\tROTATES_OUT")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Org, k.OrgStatus, k.Env, k.Tier, k.Prefix, k.Status,
+			stamp(k.CreatedAt), stampOr(k.RetiredAt), stampOr(k.RotatesOutAt))
+	}
+	return tw.Flush()
+}
+
+// listedKey is one key of `keys list --json` (never a key or a hash).
+type listedKey struct {
+	ID           string     `json:"id"`
+	Org          string     `json:"org"`
+	OrgStatus    string     `json:"org_status"`
+	Env          string     `json:"env"`
+	Tier         string     `json:"tier"`
+	Prefix       string     `json:"prefix"`
+	Status       string     `json:"status"`
+	CreatedAt    time.Time  `json:"created_at"`
+	RetiredAt    *time.Time `json:"retired_at"`
+	RotatesOutAt *time.Time `json:"rotates_out_at"`
+}
+
+// printListJSON prints {"keys":[…]} (an empty list is []).
+func printListJSON(out io.Writer, keys []keystore.KeyInfo) error {
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	doc := struct {
+		Keys []listedKey `json:"keys"`
+	}{Keys: make([]listedKey, 0, len(keys))}
+	for _, k := range keys {
+		doc.Keys = append(doc.Keys, listedKey{ID: k.ID, Org: k.Org, OrgStatus: k.OrgStatus, Env: k.Env, Tier: k.Tier,
+			Prefix: k.Prefix, Status: k.Status, CreatedAt: k.CreatedAt.UTC(), RetiredAt: utc(k.RetiredAt), RotatesOutAt: utc(k.RotatesOutAt)})
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("encode the list: %w", err)
+	}
+	return nil
+}
