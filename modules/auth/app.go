@@ -89,8 +89,12 @@ type App struct {
 	failed  *failLimiter        // nil with failed_lookups off
 	store   store
 	pool    *pgxpool.Pool
-	metrics *authMetrics
-	logger  *zap.Logger
+	// files is the keys-file store (nil with postgres), polled every
+	// filePoll by a worker of Start (filestore.go).
+	files    *fileStore
+	filePoll time.Duration
+	metrics  *authMetrics
+	logger   *zap.Logger
 
 	watches       *watchRegistry
 	watchInterval time.Duration
@@ -136,16 +140,6 @@ type pgStore struct{ pool *pgxpool.Pool }
 
 func (s pgStore) lookup(ctx context.Context, h keystore.Hash) (keystore.Record, error) {
 	return keystore.Lookup(ctx, s.pool, h)
-}
-
-type fileStore map[keystore.Hash]keystore.Record
-
-func (s fileStore) lookup(_ context.Context, h keystore.Hash) (keystore.Record, error) {
-	r, ok := s[h]
-	if !ok {
-		return keystore.Record{}, keystore.ErrNotFound
-	}
-	return r, nil
 }
 
 // CaddyModule returns the Caddy module information.
@@ -220,16 +214,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 		a.store = pgStore{a.pool}
 	case "file":
-		path := repl.ReplaceAll(a.Keys.File, "")
-		f, err := keystore.ReadFile(path)
-		if err != nil {
+		if a.files, err = openFileStore(repl.ReplaceAll(a.Keys.File, "")); err != nil {
 			return fmt.Errorf("civic_auth: %w", err)
 		}
-		idx, err := f.Index()
-		if err != nil {
-			return fmt.Errorf("civic_auth: %w", err)
+		if a.filePoll <= 0 {
+			a.filePoll = DefaultFilePoll
 		}
-		a.store = fileStore(idx)
+		a.store = a.files
 	default:
 		return fmt.Errorf("civic_auth: keys source %q must be postgres or file", a.Keys.Source)
 	}
@@ -251,7 +242,8 @@ func durationOr(d caddy.Duration, def time.Duration) time.Duration {
 }
 
 // Start starts the workers: the recheck of watched credentials and, with the
-// postgres store, the LISTEN worker.
+// postgres store, the LISTEN worker, with the file store the poll of the
+// keys file.
 func (a *App) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -260,6 +252,9 @@ func (a *App) Start() error {
 	wg.Go(func() { a.watchLoop(ctx) })
 	if a.pool != nil {
 		wg.Go(func() { a.listen(ctx) })
+	}
+	if a.files != nil {
+		wg.Go(func() { a.watchKeysFile(ctx, a.files) })
 	}
 	go func() {
 		wg.Wait()

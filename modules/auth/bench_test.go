@@ -31,9 +31,9 @@ func benchApp(b *testing.B, key string) *App {
 		tiers:       map[string]*tierPolicy{"enterprise": mustTier(b, "enterprise", TierConfig{Rate: "1000/m", Families: []string{"bills", "members"}})},
 		cache:       newKeyCache(1000, 1000, time.Hour, time.Second),
 		flight:      new(singleflight.Group),
-		store: fileStore{keystore.HashKey(key): {
+		store: indexStore(map[keystore.Hash]keystore.Record{keystore.HashKey(key): {
 			KeyID: "key_bench", OrgID: "org_bench", OrgName: "bench", OrgStatus: "active", Env: "live", Tier: "enterprise", Status: "active",
-		}},
+		}}),
 		metrics: m,
 		logger:  zap.NewNop(),
 	}

@@ -131,10 +131,10 @@ func TestClientAddr(t *testing.T) {
 // clients are unaffected; concurrent floods cannot pass the check together.
 func TestFailedLookupLimitHandler(t *testing.T) {
 	known, uncached := wellFormed, "cg_live_"+wellFormed[9:]+"Z"
-	st := &countingStore{store: fileStore{
+	st := &countingStore{store: indexStore(map[keystore.Hash]keystore.Record{
 		keystore.HashKey(known):    activeRecord,
 		keystore.HashKey(uncached): activeRecord,
-	}}
+	})}
 	a, _ := unitApp(t, st, "3/m")
 	h := &Handler{app: a, logger: a.logger}
 	throttledBefore := counterValue(t, a, outcomeThrottled) // counters are the process's: other tests count too
@@ -209,7 +209,7 @@ func TestFailedLookupLimitHandler(t *testing.T) {
 // one lookup, and only that lookup counts against the client.
 func TestFailedLookupChargedOnce(t *testing.T) {
 	const limit = 5
-	g := &gatedStore{store: fileStore{}, entered: make(chan struct{})}
+	g := &gatedStore{store: indexStore(nil), entered: make(chan struct{})}
 	a, _ := unitApp(t, g, strconv.Itoa(limit)+"/m")
 	h := &Handler{app: a, logger: a.logger}
 	key := func() string {

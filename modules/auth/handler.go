@@ -109,6 +109,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	switch e.rec.Status {
 	case keystore.StatusActive:
+	case keystore.StatusRotating: // accepted until the end of its overlap
+		if !now.Before(e.rec.RotatesOut) {
+			return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated)
+		}
 	case keystore.StatusRevoked:
 		return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked)
 	case keystore.StatusRotated:
@@ -119,6 +123,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	if e.rec.Env != h.app.Environment {
 		return h.refuse(w, http.StatusUnauthorized, contract.BodyWrongEnvironment, outcomeWrongEnv)
+	}
+	if e.rec.OrgStatus == keystore.OrgDeleted { // its keys are revoked with it; a hand-edited file may say otherwise
+		return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked)
 	}
 	if e.rec.OrgStatus != keystore.OrgActive {
 		return h.refuse(w, http.StatusForbidden, contract.BodyOrgSuspended, outcomeSuspended)

@@ -100,7 +100,7 @@ func encodeAll(s string) string {
 }
 
 func TestKeyInURLRefused(t *testing.T) {
-	st := &countingStore{store: fileStore{keystore.HashKey(wellFormed): activeRecord}}
+	st := &countingStore{store: indexStore(map[keystore.Hash]keystore.Record{keystore.HashKey(wellFormed): activeRecord})}
 	a, logs := unitApp(t, st, "")
 	h := &Handler{app: a, logger: a.logger}
 	before := counterValue(t, a, outcomeKeyInURL) // counters are the process's: other tests count too
@@ -181,7 +181,7 @@ func TestKeyInURLCheckDoesNotAllocate(t *testing.T) {
 		}
 	}
 
-	a, _ := unitApp(t, fileStore{keystore.HashKey(wellFormed): activeRecord}, "")
+	a, _ := unitApp(t, indexStore(map[keystore.Hash]keystore.Record{keystore.HashKey(wellFormed): activeRecord}), "")
 	h := &Handler{RequireFamily: "bills", app: a, logger: zap.NewNop()}
 	r := httptest.NewRequest(http.MethodPost, "/v1/graphql", nil)
 	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))

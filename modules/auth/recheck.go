@@ -110,8 +110,8 @@ func (a *App) recheckOne(ctx context.Context, h keystore.Hash) recheckResult {
 // environment and organization. (Tier and family checks are not repeated: a
 // tier change does not end an admitted exchange.)
 func (a *App) invalidReason(rec keystore.Record) string {
-	switch rec.Status {
-	case keystore.StatusActive:
+	switch rec.EffectiveStatus(time.Now()) { // a rotating key's overlap ends at its deadline
+	case keystore.StatusActive, keystore.StatusRotating:
 	case keystore.StatusRevoked:
 		return contract.MsgKeyRevoked
 	case keystore.StatusRotated:
@@ -121,6 +121,9 @@ func (a *App) invalidReason(rec keystore.Record) string {
 	}
 	if rec.Env != a.Environment {
 		return contract.MsgWrongEnvironment
+	}
+	if rec.OrgStatus == keystore.OrgDeleted {
+		return contract.MsgKeyRevoked
 	}
 	if rec.OrgStatus != keystore.OrgActive {
 		return contract.MsgOrgSuspended

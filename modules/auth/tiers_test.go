@@ -121,7 +121,7 @@ func TestTierPolicyRefusals(t *testing.T) {
 // allocates no more than TestKeyInURLCheckDoesNotAllocate allows; a tier
 // without a budget publishes {civic.cost_budget} as "".
 func TestTierPlaceholdersPublished(t *testing.T) {
-	a, _ := unitApp(t, fileStore{keystore.HashKey(wellFormed): activeRecord}, "")
+	a, _ := unitApp(t, indexStore(map[keystore.Hash]keystore.Record{keystore.HashKey(wellFormed): activeRecord}), "")
 	for _, c := range []struct {
 		tc         TierConfig
 		rate, cost string
