@@ -100,8 +100,8 @@ func (a *App) watchKeysFile(ctx context.Context, s *fileStore) {
 // reloadKeysFile reads the keys file again if its identity, size or
 // modification time changed, and swaps the index when its content did. A
 // file that became unreadable or invalid leaves the last good index in
-// place; the problem is logged once (never a key or a hash: keystore's
-// errors name keys by id), and its end too.
+// place; the problem is logged once until the file is good again (never a key
+// or a hash: keystore's errors name keys by id), and its end too.
 func (a *App) reloadKeysFile(s *fileStore) {
 	defer s.polls.Add(1)
 	st, err := os.Stat(s.path)
@@ -167,12 +167,14 @@ func (a *App) applyKeyChanges(old, cur map[keystore.Hash]keystore.Record) int {
 	return n
 }
 
+// keysFileProblem logs the first problem of an episode (until the file is
+// good again): a file being rewritten in place can fail at a new offset on
+// every poll, and one error is enough.
 func (a *App) keysFileProblem(s *fileStore, err error) {
-	msg := err.Error()
-	if msg == s.failing {
+	if s.failing != "" {
 		return
 	}
-	s.failing = msg
+	s.failing = err.Error()
 	a.logger.Error("keys file unreadable or invalid; keeping the keys last read from it", zap.String("path", s.path), zap.Error(err))
 }
 
