@@ -65,6 +65,8 @@ type ComplexityRoot struct {
 		BureauName             func(childComplexity int) int
 		Congress               func(childComplexity int) int
 		Dataset                func(childComplexity int) int
+		Edition                func(childComplexity int) int
+		Estimate               func(childComplexity int) int
 		FiscalYear             func(childComplexity int) int
 		FiscalYearToDateAmount func(childComplexity int) int
 		ID                     func(childComplexity int) int
@@ -75,6 +77,7 @@ type ComplexityRoot struct {
 		SourceURL              func(childComplexity int) int
 		SubfunctionCode        func(childComplexity int) int
 		SubfunctionTitle       func(childComplexity int) int
+		TransitionQuarter      func(childComplexity int) int
 	}
 
 	FederalBudgetsPage struct {
@@ -371,6 +374,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FederalBudgetLine.Dataset(childComplexity), true
+	case "FederalBudgetLine.edition":
+		if e.ComplexityRoot.FederalBudgetLine.Edition == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FederalBudgetLine.Edition(childComplexity), true
+	case "FederalBudgetLine.estimate":
+		if e.ComplexityRoot.FederalBudgetLine.Estimate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FederalBudgetLine.Estimate(childComplexity), true
 	case "FederalBudgetLine.fiscal_year":
 		if e.ComplexityRoot.FederalBudgetLine.FiscalYear == nil {
 			break
@@ -431,6 +446,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FederalBudgetLine.SubfunctionTitle(childComplexity), true
+	case "FederalBudgetLine.transition_quarter":
+		if e.ComplexityRoot.FederalBudgetLine.TransitionQuarter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FederalBudgetLine.TransitionQuarter(childComplexity), true
 
 	case "FederalBudgetsPage.items":
 		if e.ComplexityRoot.FederalBudgetsPage.Items == nil {
@@ -1245,6 +1266,8 @@ input FederalBudgetsInput {
   bureau_code: String
   "Case-insensitive substring of the account title."
   account: String
+  "APPROPRIATIONS only; the OMB release (budget year, e.g. 2016) the lines come from. With OUTLAYS: BAD_USER_INPUT."
+  edition: Int
   cursor: String
   limit: Int
 }
@@ -1279,11 +1302,17 @@ type FederalBudgetLine {
   bea_category: String
   "On-budget or Off-budget."
   on_off_budget: String
-  "US dollars: budget authority, or the month's net outlays."
-  amount: Float!
+  "US dollars: budget authority, or the month's net outlays; null when upstream gives none (an MTS month amount of \"null\")."
+  amount: Float
   "US dollars, fiscal year to date (OUTLAYS)."
   fiscal_year_to_date_amount: Float
   source_url: String
+  "APPROPRIATIONS: budget year of the OMB release the line comes from (2016 = the FY2016 President's Budget)."
+  edition: Int
+  "APPROPRIATIONS: the amount is an estimate in that edition (fiscal years from the edition's current year on), not an actual."
+  estimate: Boolean
+  "OMB's TQ column: the transition quarter July–September 1976, served with fiscal_year 1976 beside FY1976's own line."
+  transition_quarter: Boolean!
   last_synced_at: String!
 }
 
@@ -1456,6 +1485,12 @@ func (ec *executionContext) childFields_FederalBudgetLine(ctx context.Context, f
 		return ec.fieldContext_FederalBudgetLine_fiscal_year_to_date_amount(ctx, field)
 	case "source_url":
 		return ec.fieldContext_FederalBudgetLine_source_url(ctx, field)
+	case "edition":
+		return ec.fieldContext_FederalBudgetLine_edition(ctx, field)
+	case "estimate":
+		return ec.fieldContext_FederalBudgetLine_estimate(ctx, field)
+	case "transition_quarter":
+		return ec.fieldContext_FederalBudgetLine_transition_quarter(ctx, field)
 	case "last_synced_at":
 		return ec.fieldContext_FederalBudgetLine_last_synced_at(ctx, field)
 	}
@@ -2675,11 +2710,11 @@ func (ec *executionContext) _FederalBudgetLine_amount(ctx context.Context, field
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_FederalBudgetLine_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -2730,6 +2765,75 @@ func (ec *executionContext) _FederalBudgetLine_source_url(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_FederalBudgetLine_source_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FederalBudgetLine", field, false, false, "String")
+}
+
+func (ec *executionContext) _FederalBudgetLine_edition(ctx context.Context, field graphql.CollectedField, obj *records.FederalBudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FederalBudgetLine_edition(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edition, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FederalBudgetLine_edition(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FederalBudgetLine", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FederalBudgetLine_estimate(ctx context.Context, field graphql.CollectedField, obj *records.FederalBudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FederalBudgetLine_estimate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Estimate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FederalBudgetLine_estimate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FederalBudgetLine", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _FederalBudgetLine_transition_quarter(ctx context.Context, field graphql.CollectedField, obj *records.FederalBudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FederalBudgetLine_transition_quarter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TransitionQuarter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FederalBudgetLine_transition_quarter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FederalBudgetLine", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _FederalBudgetLine_last_synced_at(ctx context.Context, field graphql.CollectedField, obj *records.FederalBudgetLine) (ret graphql.Marshaler) {
@@ -6023,7 +6127,7 @@ func (ec *executionContext) unmarshalInputFederalBudgetsInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"dataset", "congress", "fiscal_year", "month", "agency", "bureau_code", "account", "cursor", "limit"}
+	fieldsInOrder := [...]string{"dataset", "congress", "fiscal_year", "month", "agency", "bureau_code", "account", "edition", "cursor", "limit"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -6079,6 +6183,13 @@ func (ec *executionContext) unmarshalInputFederalBudgetsInput(ctx context.Contex
 				return it, err
 			}
 			it.Account = data
+		case "edition":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("edition"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Edition = data
 		case "cursor":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cursor"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -6617,7 +6728,7 @@ func (ec *executionContext) _FederalBudgetLine(ctx context.Context, sel ast.Sele
 			}
 		case "amount":
 			out.Values[i] = ec._FederalBudgetLine_amount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "fiscal_year_to_date_amount":
@@ -6628,6 +6739,21 @@ func (ec *executionContext) _FederalBudgetLine(ctx context.Context, sel ast.Sele
 		case "source_url":
 			out.Values[i] = ec._FederalBudgetLine_source_url(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edition":
+			out.Values[i] = ec._FederalBudgetLine_edition(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "estimate":
+			out.Values[i] = ec._FederalBudgetLine_estimate(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "transition_quarter":
+			out.Values[i] = ec._FederalBudgetLine_transition_quarter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "last_synced_at":
@@ -7865,20 +7991,6 @@ func (ec *executionContext) marshalNFederalBudgetsPage2ᚖgithubᚗcomᚋcivicga
 		return graphql.Null
 	}
 	return ec._FederalBudgetsPage(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
-	res, err := graphql.UnmarshalFloatContext(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
-	_ = sel
-	res := graphql.MarshalFloatContext(v)
-	if res == graphql.Null {
-		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
-	}
-	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {

@@ -2,15 +2,18 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, cursor string, opt Options, st *Stats) error {
+// writeChunk writes one prepared chunk in one transaction: rows, snapshots, events and the cursor commit
+// together, under the event lock (docs/design.md D14).
+func (e *Engine) writeChunk(ctx context.Context, src Source, pc preparedChunk, opt Options, st *Stats) error {
 	fam := src.Family()
+	cursor := pc.chunk.Cursor
+	st.Duplicate += pc.duplicates
 	w, err := writerFor(fam)
 	if err != nil {
 		return err
@@ -24,21 +27,15 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, int64(EventLockKey), EventChannel); err != nil {
 		return fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
-	// The last record with an id wins within one chunk (upstream pages can repeat a record).
-	byID := make(map[string]Record, len(recs))
-	ids := make([]string, 0, len(recs))
-	for _, r := range recs {
-		id := r.RecordID()
-		if _, dup := byID[id]; !dup {
-			ids = append(ids, id)
-		}
-		byID[id] = r
+	ids := make([]string, len(pc.recs))
+	for i, p := range pc.recs {
+		ids[i] = p.id
 	}
 	prev, err := loadSnapshots(ctx, tx, fam, ids)
 	if err != nil {
 		return err
 	}
-	existing, err := w.existing(ctx, tx, ids)
+	existing, present, err := w.existing(ctx, tx, ids)
 	if err != nil {
 		return fmt.Errorf("sync %s: existing rows: %w", fam, err)
 	}
@@ -47,13 +44,12 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 		now = opt.Now().UTC()
 	}
 	b := &pgx.Batch{}
-	var events [][]any
-	for _, id := range ids {
-		r := byID[id]
-		content, err := contentOf(r)
-		if err != nil {
-			return fmt.Errorf("sync %s: record %s: %w", fam, id, err)
-		}
+	// New rows (no row and no snapshot with their id) are copied straight into their tables; the others go
+	// through the staging upserts.
+	var events, staged, fresh, snaps, freshSnaps [][]any
+	synced := syncedAtJSON(fam, now)
+	for _, p := range pc.recs {
+		id, r, content := p.id, p.rec, p.content
 		evType := "created"
 		var changed []string
 		if p, ok := prev[id]; ok && !p.deleted {
@@ -80,15 +76,25 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 		} else {
 			st.Updated++
 		}
-		if err := w.upsert(b, r, now); err != nil {
+		if w.stage != nil {
+			row, err := w.stage.row(r, now)
+			if err != nil {
+				return fmt.Errorf("sync %s: record %s: %w", fam, id, err)
+			}
+			if _, seen := prev[id]; !seen && !present[id] {
+				fresh = append(fresh, row)
+			} else {
+				staged = append(staged, row)
+			}
+		} else if err := w.upsert(b, r, now); err != nil {
 			return fmt.Errorf("sync %s: record %s: %w", fam, id, err)
 		}
-		raw, _ := json.Marshal(content)
-		b.Queue(`INSERT INTO sync_snapshots (family, record_id, source, content, deleted_at, seen_at)
-			VALUES ($1, $2, $3, $4, NULL, now())
-			ON CONFLICT (family, record_id) DO UPDATE SET source = EXCLUDED.source, content = EXCLUDED.content,
-				deleted_at = NULL, seen_at = EXCLUDED.seen_at`, string(fam), id, src.Name(), raw)
-		events = append(events, []any{string(fam), id, evType, changed, withSyncedAt(fam, content, now), src.Name(), now})
+		if _, seen := prev[id]; seen {
+			snaps = append(snaps, []any{string(fam), id, src.Name(), p.raw})
+		} else {
+			freshSnaps = append(freshSnaps, []any{string(fam), id, src.Name(), p.raw})
+		}
+		events = append(events, []any{string(fam), id, evType, changed, withSyncedAtJSON(p.raw, synced), src.Name(), now})
 	}
 	if opt.FullSnapshot && len(ids) > 0 {
 		// seen_at uses the database clock, like run_started_at.
@@ -102,6 +108,14 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, recs []Record, curs
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("sync %s: write chunk: %w", fam, err)
 		}
+	}
+	if len(staged)+len(fresh) > 0 {
+		if err := w.stage.write(ctx, tx, fresh, staged); err != nil {
+			return fmt.Errorf("sync %s: write rows: %w", fam, err)
+		}
+	}
+	if err := writeSnapshots(ctx, tx, freshSnaps, snaps); err != nil {
+		return fmt.Errorf("sync %s: write snapshots: %w", fam, err)
 	}
 	if len(events) > 0 {
 		// COPY assigns identity ids in row order, still under the event lock.

@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// markDeleted marks every live record of this family+source not listed since runStart as deleted,
-// in chunks of 500, one deleted event each.
+// markDeleted marks every live record of this family+source (and of the source's Scope, if it has one) not
+// listed since runStart as deleted, in chunks of 500, one deleted event each.
 func (e *Engine) markDeleted(ctx context.Context, src Source, runStart time.Time, opt Options, st *Stats) error {
 	fam := src.Family()
 	w, err := writerFor(fam)
@@ -38,9 +38,13 @@ func (e *Engine) deleteSome(ctx context.Context, src Source, w writer, runStart 
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, int64(EventLockKey), EventChannel); err != nil {
 		return 0, fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
+	scope := ""
+	if sc, ok := src.(Scoped); ok {
+		scope = sc.Scope()
+	}
 	rows, err := tx.Query(ctx, `SELECT record_id, content FROM sync_snapshots
-		WHERE family = $1 AND source = $2 AND deleted_at IS NULL AND seen_at < $3
-		ORDER BY record_id LIMIT 500 FOR UPDATE`, string(fam), src.Name(), runStart)
+		WHERE family = $1 AND source = $2 AND deleted_at IS NULL AND seen_at < $3 AND starts_with(record_id, $4)
+		ORDER BY record_id LIMIT 500 FOR UPDATE`, string(fam), src.Name(), runStart, scope)
 	if err != nil {
 		return 0, fmt.Errorf("sync %s: vanished records: %w", fam, err)
 	}

@@ -14,11 +14,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Item is one record read from a source, or the reason it could not be read.
+// Item is one record read from a source, or the reason it could not be read, or only a note.
 type Item struct {
 	Pos string // where it came from: "line 12", "results[3] of page 2"
 	Rec Record // nil when Err is set
 	Err error
+	// Note says something about the record that a user must be able to see (e.g. "officialTitle: no titles
+	// file, bill.title used"), under NoteKind, the name the summary counts it by (e.g. "title_fallback").
+	// An item with a note but neither Rec nor Err is not a record (e.g. a skipped file): it is reported and
+	// counted under its kind, not read.
+	Note, NoteKind string
 }
 
 // Chunk is what a source yields at a time; the engine commits it as one transaction.
@@ -54,13 +59,25 @@ type Options struct {
 	BaseURL  string
 	Progress func(Stats)                 // called after every chunk; may be nil
 	Report   func(pos string, err error) // called for every malformed record; may be nil
-	Now      func() time.Time
+	// Notice is called for every item's note (see Item.Note); may be nil.
+	Notice func(pos, kind, note string)
+	Now    func() time.Time
 }
 
-// Stats counts what a run did.
+// Stats counts what a run did. Every record read has exactly one outcome:
+// Read = Created + Updated + Unchanged + Duplicate + Malformed. Duplicate counts a record whose id an earlier
+// record of the same chunk already had (the later one is written: upstream pages can repeat a record).
 type Stats struct {
-	Read, Created, Updated, Unchanged, Deleted, Malformed int
-	Chunks                                                int
+	Read, Created, Updated, Unchanged, Duplicate, Deleted, Malformed int
+	Chunks                                                           int
+	// Notes counts the items' notes by kind (e.g. "title_fallback", "skipped_file").
+	Notes map[string]int
+}
+
+// Scoped is implemented by sources whose import covers only part of a family+source: --full-snapshot then
+// marks deleted only records whose id starts with Scope() (an OMB edition covers only its own lines).
+type Scoped interface {
+	Scope() string
 }
 
 // MalformedError is returned (with OnErrorStop) for the first malformed record.
@@ -95,16 +112,32 @@ func (e *Engine) Run(ctx context.Context, src Source, opt Options) (Stats, error
 	if err != nil {
 		return st, err
 	}
+	chunks, stop := readAhead(ctx, src)
+	defer stop()
 	for {
-		ch, err := src.Next(ctx)
-		if errors.Is(err, io.EOF) {
+		pc, ok := <-chunks
+		if !ok { // only when ctx ended
+			return st, fmt.Errorf("sync %s: read %s: %w", fam, src.Name(), ctx.Err())
+		}
+		if errors.Is(pc.err, io.EOF) {
 			break
 		}
-		if err != nil {
-			return st, fmt.Errorf("sync %s: read %s: %w", fam, src.Name(), err)
+		if pc.err != nil {
+			return st, pc.err
 		}
-		var recs []Record
-		for _, it := range ch.Items {
+		for _, it := range pc.chunk.Items {
+			if it.Note != "" {
+				if st.Notes == nil {
+					st.Notes = map[string]int{}
+				}
+				st.Notes[it.NoteKind]++
+				if opt.Notice != nil {
+					opt.Notice(it.Pos, it.NoteKind, it.Note)
+				}
+			}
+			if it.Rec == nil && it.Err == nil {
+				continue // a note only
+			}
 			st.Read++
 			if it.Err != nil {
 				st.Malformed++
@@ -114,11 +147,9 @@ func (e *Engine) Run(ctx context.Context, src Source, opt Options) (Stats, error
 				if opt.OnError == OnErrorStop {
 					return st, &MalformedError{Pos: it.Pos, Err: it.Err}
 				}
-				continue
 			}
-			recs = append(recs, it.Rec)
 		}
-		if err := e.writeChunk(ctx, src, recs, ch.Cursor, opt, &st); err != nil {
+		if err := e.writeChunk(ctx, src, pc, opt, &st); err != nil {
 			return st, err
 		}
 		st.Chunks++

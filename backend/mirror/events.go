@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -29,4 +30,32 @@ func withSyncedAt(fam Family, content map[string]any, now time.Time) map[string]
 		out[key] = now.Format("2006-01-02T15:04:05.000000Z")
 	}
 	return out
+}
+
+// syncedAtJSON is the `"last_synced_at":"…"` member (bills: lastSyncedAt; members: none) an event's record
+// carries, as JSON text to splice into the record's JSON.
+func syncedAtJSON(fam Family, now time.Time) []byte {
+	if fam == Members {
+		return nil
+	}
+	key := "last_synced_at"
+	if fam == Bills {
+		key = "lastSyncedAt"
+	}
+	return []byte(`"` + key + `":"` + now.Format("2006-01-02T15:04:05.000000Z") + `"`)
+}
+
+// withSyncedAtJSON is withSyncedAt on the record's JSON object text: the record as the event carries it,
+// without decoding and encoding the record again.
+func withSyncedAtJSON(raw, member []byte) json.RawMessage {
+	if len(member) == 0 || len(raw) < 2 || raw[len(raw)-1] != '}' {
+		return raw
+	}
+	out := make([]byte, 0, len(raw)+len(member)+1)
+	out = append(out, raw[:len(raw)-1]...)
+	if len(raw) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, member...)
+	return append(out, '}')
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/civicgate/civicgate/backend/records"
 	"github.com/jackc/pgx/v5"
@@ -72,30 +73,35 @@ type LobbyingDisclosure struct{ records.LobbyingDisclosure }
 // RecordID implements Record.
 func (d *LobbyingDisclosure) RecordID() string { return d.ID }
 
-// writer knows one family's table.
+// writer knows one family's table: a family with a stage writes its changed rows through a staging table
+// (stage.go), the others with one upsert statement per record.
 type writer struct {
 	table, idCol string
 	upsert       func(b *pgx.Batch, r Record, now any) error
+	stage        *stageSpec
 }
 
-func (w writer) existing(ctx context.Context, tx pgx.Tx, ids []string) (map[string]bool, error) {
-	out := make(map[string]bool, len(ids))
+// existing returns the ids of live rows and of all rows (live or marked deleted) among ids.
+func (w writer) existing(ctx context.Context, tx pgx.Tx, ids []string) (live, present map[string]bool, err error) {
+	live, present = make(map[string]bool, len(ids)), make(map[string]bool, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return live, present, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT `+w.idCol+` FROM `+w.table+` WHERE `+w.idCol+` = ANY($1) AND deleted_at IS NULL`, ids)
+	rows, err := tx.Query(ctx, `SELECT `+w.idCol+`, deleted_at IS NULL FROM `+w.table+` WHERE `+w.idCol+` = ANY($1)`, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
+		var isLive bool
+		if err := rows.Scan(&id, &isLive); err != nil {
+			return nil, nil, err
 		}
-		out[id] = true
+		present[id] = true
+		live[id] = isLive
 	}
-	return out, rows.Err()
+	return live, present, rows.Err()
 }
 
 func (w writer) deleteSQL() string {
@@ -111,7 +117,8 @@ func writerFor(f Family) (writer, error) {
 	case RegulatoryFilings:
 		return writer{table: "regulatory_filings", idCol: "id", upsert: upsertFiling}, nil
 	case FederalBudgets:
-		return writer{table: "federal_budget_lines", idCol: "id", upsert: upsertBudget}, nil
+		return writer{table: "federal_budget_lines", idCol: "id", stage: &stageSpec{table: "federal_budget_lines",
+			idCol: "id", cols: budgetColumns, row: budgetRow}}, nil
 	case LobbyingDisclosures:
 		return writer{table: "lobbying_disclosures", idCol: "id", upsert: upsertLobbying}, nil
 	}
@@ -151,9 +158,10 @@ func upsertMember(b *pgx.Batch, r Record, now any) error {
 			state = EXCLUDED.state, last_synced_at = EXCLUDED.last_synced_at, deleted_at = NULL`,
 		x.MemberID, x.BioguideID, x.Name, x.State, now)
 	b.Queue(`DELETE FROM member_terms WHERE member_id = $1`, x.MemberID)
-	for _, t := range x.Terms {
-		b.Queue(`INSERT INTO member_terms (member_id, congress, chamber, party, state, district)
-			VALUES ($1, $2, $3, $4, $5, $6)`, x.MemberID, t.Congress, t.Chamber, t.Party, t.State, t.District)
+	for i, t := range x.Terms {
+		// seq keeps the terms' order: a party switch within a Congress is two rows of one congress+chamber.
+		b.Queue(`INSERT INTO member_terms (member_id, congress, chamber, party, state, district, seq)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, x.MemberID, t.Congress, t.Chamber, t.Party, t.State, t.District, i)
 	}
 	return nil
 }
@@ -198,28 +206,29 @@ func upsertFiling(b *pgx.Batch, r Record, now any) error {
 	return nil
 }
 
-func upsertBudget(b *pgx.Batch, r Record, now any) error {
+// budgetColumns are the written columns of federal_budget_lines (sort_month is generated).
+var budgetColumns = []string{"id", "dataset", "fiscal_year", "congress", "month", "record_date", "agency_code",
+	"agency_name", "bureau_code", "bureau_name", "account_code", "account_title", "subfunction_code",
+	"subfunction_title", "bea_category", "on_off_budget", "amount", "fiscal_year_to_date_amount", "source_url",
+	"edition", "estimate", "transition_quarter", "last_synced_at"}
+
+func budgetRow(r Record, now time.Time) ([]any, error) {
 	x, ok := r.(*BudgetLine)
 	if !ok {
-		return wrongType("*BudgetLine", r)
+		return nil, wrongType("*BudgetLine", r)
 	}
-	b.Queue(`INSERT INTO federal_budget_lines (id, dataset, fiscal_year, congress, month, record_date, agency_code,
-		agency_name, bureau_code, bureau_name, account_code, account_title, subfunction_code, subfunction_title,
-		bea_category, on_off_budget, amount, fiscal_year_to_date_amount, source_url, last_synced_at, deleted_at)
-		VALUES ($1, $2, $3, $4, $5, $6::date, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, NULL)
-		ON CONFLICT (id) DO UPDATE SET dataset = EXCLUDED.dataset, fiscal_year = EXCLUDED.fiscal_year,
-			congress = EXCLUDED.congress, month = EXCLUDED.month, record_date = EXCLUDED.record_date,
-			agency_code = EXCLUDED.agency_code, agency_name = EXCLUDED.agency_name, bureau_code = EXCLUDED.bureau_code,
-			bureau_name = EXCLUDED.bureau_name, account_code = EXCLUDED.account_code,
-			account_title = EXCLUDED.account_title, subfunction_code = EXCLUDED.subfunction_code,
-			subfunction_title = EXCLUDED.subfunction_title, bea_category = EXCLUDED.bea_category,
-			on_off_budget = EXCLUDED.on_off_budget, amount = EXCLUDED.amount,
-			fiscal_year_to_date_amount = EXCLUDED.fiscal_year_to_date_amount, source_url = EXCLUDED.source_url,
-			last_synced_at = EXCLUDED.last_synced_at, deleted_at = NULL`,
-		x.ID, x.Dataset, x.FiscalYear, x.Congress, x.Month, x.RecordDate, x.AgencyCode, x.AgencyName, x.BureauCode,
-		x.BureauName, x.AccountCode, x.AccountTitle, x.SubfunctionCode, x.SubfunctionTitle, x.BeaCategory,
-		x.OnOffBudget, x.Amount, x.FiscalYearToDateAmount, x.SourceURL, now)
-	return nil
+	var recordDate any
+	if x.RecordDate != nil {
+		d, err := time.Parse(time.DateOnly, *x.RecordDate)
+		if err != nil {
+			return nil, fmt.Errorf("record_date: %w", err)
+		}
+		recordDate = d
+	}
+	return []any{x.ID, x.Dataset, x.FiscalYear, x.Congress, x.Month, recordDate, x.AgencyCode, x.AgencyName,
+		x.BureauCode, x.BureauName, x.AccountCode, x.AccountTitle, x.SubfunctionCode, x.SubfunctionTitle,
+		x.BeaCategory, x.OnOffBudget, x.Amount, x.FiscalYearToDateAmount, x.SourceURL, x.Edition, x.Estimate,
+		x.TransitionQuarter, now}, nil
 }
 
 func upsertLobbying(b *pgx.Batch, r Record, now any) error {

@@ -5,8 +5,9 @@ import (
 	"io"
 )
 
-// DefaultBatchSize is how many records of a file import go into one transaction.
-const DefaultBatchSize = 500
+// DefaultBatchSize is how many records of a file import go into one transaction: per-transaction costs
+// (event lock, snapshot lookups, staging, commit) dominate small chunks (docs/design.md D30).
+const DefaultBatchSize = 5000
 
 // ItemsSource serves already-read items (a parsed file) in chunks of BatchSize.
 type ItemsSource struct {
@@ -14,8 +15,13 @@ type ItemsSource struct {
 	Src       string
 	Items     []Item
 	BatchSize int
-	next      int
+	// ScopePrefix, when set, limits --full-snapshot deletion to records whose id starts with it (Scoped).
+	ScopePrefix string
+	next        int
 }
+
+// Scope implements Scoped.
+func (s *ItemsSource) Scope() string { return s.ScopePrefix }
 
 // Family implements Source.
 func (s *ItemsSource) Family() Family { return s.Fam }

@@ -3,6 +3,7 @@ package records
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Paging holds the two members every list input shares (docs/api.md "Paging").
@@ -51,8 +52,10 @@ type FederalBudgetsInput struct {
 	Agency     *string `json:"agency"`
 	BureauCode *string `json:"bureau_code"`
 	Account    *string `json:"account"`
-	Cursor     *string `json:"cursor"`
-	Limit      *int    `json:"limit"`
+	// Edition picks one OMB release (APPROPRIATIONS only); not a spec member, an addition (docs/design.md D29).
+	Edition *int    `json:"edition"`
+	Cursor  *string `json:"cursor"`
+	Limit   *int    `json:"limit"`
 }
 
 // LobbyingDisclosuresInput filters lobbying disclosures.
@@ -107,10 +110,13 @@ func Limit(limit *int) (int, error) {
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 
-// ValidateMembers checks chamber (docs/design.md D4).
+// ValidateMembers checks chamber, compared like every string filter without regard to case (docs/design.md D4):
+// "Senate" is senate.
 func ValidateMembers(in MembersInput) error {
-	if in.Chamber != nil && *in.Chamber != "house" && *in.Chamber != "senate" {
-		return inputErrorf("chamber", "chamber must be house or senate, got %q", *in.Chamber)
+	if in.Chamber != nil {
+		if c := strings.ToLower(*in.Chamber); c != "house" && c != "senate" {
+			return inputErrorf("chamber", "chamber must be house or senate, got %q", *in.Chamber)
+		}
 	}
 	return nil
 }
@@ -122,6 +128,9 @@ func ValidateBudgets(in FederalBudgetsInput) error {
 	}
 	if in.BureauCode != nil && in.Dataset != DatasetAppropriations {
 		return inputErrorf("bureau_code", "bureau_code can only be used with dataset APPROPRIATIONS")
+	}
+	if in.Edition != nil && in.Dataset != DatasetAppropriations {
+		return inputErrorf("edition", "edition can only be used with dataset APPROPRIATIONS")
 	}
 	if in.Month != nil {
 		if in.Dataset != DatasetOutlays {

@@ -51,8 +51,14 @@ func TestValidateBudgets(t *testing.T) {
 			t.Errorf("ValidateBudgets(%+v) = %v", in, err)
 		}
 	}
-	if ValidateMembers(MembersInput{Chamber: ptr("House")}) == nil || ValidateMembers(MembersInput{Chamber: ptr("senate")}) != nil {
+	// One case rule for every string filter (docs/design.md D4): "House" is house; "senat" is no chamber.
+	if ValidateMembers(MembersInput{Chamber: ptr("House")}) != nil || ValidateMembers(MembersInput{Chamber: ptr("senate")}) != nil ||
+		ValidateMembers(MembersInput{Chamber: ptr("senat")}) == nil {
 		t.Error("ValidateMembers chamber check wrong")
+	}
+	if ValidateBudgets(FederalBudgetsInput{Dataset: DatasetOutlays, Edition: ptr(2016)}) == nil ||
+		ValidateBudgets(FederalBudgetsInput{Dataset: DatasetAppropriations, Edition: ptr(2016)}) != nil {
+		t.Error("ValidateBudgets edition check wrong")
 	}
 }
 

@@ -88,10 +88,16 @@ type FederalBudgetLine struct {
 	SubfunctionTitle       *string  `json:"subfunction_title"`
 	BeaCategory            *string  `json:"bea_category"`
 	OnOffBudget            *string  `json:"on_off_budget"`
-	Amount                 float64  `json:"amount"`
+	Amount                 *float64 `json:"amount"`
 	FiscalYearToDateAmount *float64 `json:"fiscal_year_to_date_amount"`
 	SourceURL              *string  `json:"source_url"`
-	LastSyncedAt           string   `json:"last_synced_at"`
+	// Edition is the budget year of the OMB release a line comes from (APPROPRIATIONS; docs/design.md D29).
+	Edition *int `json:"edition"`
+	// Estimate says the amount is an estimate in that edition, not an actual (APPROPRIATIONS).
+	Estimate *bool `json:"estimate"`
+	// TransitionQuarter marks OMB's TQ column: July–September 1976, served with fiscal_year 1976.
+	TransitionQuarter bool   `json:"transition_quarter"`
+	LastSyncedAt      string `json:"last_synced_at"`
 }
 
 // Lobbyist is a lobbyist named on an activity.

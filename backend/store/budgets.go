@@ -19,11 +19,13 @@ type budgetsFilter struct {
 	Agency     *string `json:"a,omitempty"`
 	BureauCode *string `json:"b,omitempty"`
 	Account    *string `json:"ac,omitempty"`
+	Edition    *int    `json:"e,omitempty"`
 }
 
 var budgetColumns = `id, dataset, fiscal_year, congress, month, ` + date("record_date") + `, agency_code, agency_name,
 	bureau_code, bureau_name, account_code, account_title, subfunction_code, subfunction_title, bea_category,
-	on_off_budget, amount, fiscal_year_to_date_amount, source_url, ` + ts("last_synced_at") + `, sort_month`
+	on_off_budget, amount, fiscal_year_to_date_amount, source_url, edition, estimate, transition_quarter,
+	` + ts("last_synced_at") + `, sort_month`
 
 // FederalBudgets returns one page of budget lines of one dataset, newest fiscal year, then month, first.
 func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInput) (records.FederalBudgetsPage, error) {
@@ -33,7 +35,7 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 	if err := records.ValidateBudgets(in); err != nil {
 		return records.FederalBudgetsPage{}, err
 	}
-	binding := bindingOf(budgetsKeyset.family, budgetsFilter{in.Dataset, in.Congress, in.FiscalYear, in.Month, in.Agency, in.BureauCode, in.Account})
+	binding := bindingOf(budgetsKeyset.family, budgetsFilter{in.Dataset, in.Congress, in.FiscalYear, in.Month, in.Agency, in.BureauCode, in.Account, in.Edition})
 	q := &query{where: []string{"deleted_at IS NULL"}}
 	q.cond("dataset = %s", in.Dataset)
 	if in.Congress != nil {
@@ -54,6 +56,9 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 	if in.Account != nil {
 		q.cond("account_title ILIKE %s", likePattern(*in.Account))
 	}
+	if in.Edition != nil {
+		q.cond("edition = %s", *in.Edition)
+	}
 	limit, err := s.page(q, budgetsKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
 		return records.FederalBudgetsPage{}, err
@@ -70,7 +75,7 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 		err := r.Scan(&l.ID, &l.Dataset, &l.FiscalYear, &l.Congress, &l.Month, &l.RecordDate, &l.AgencyCode,
 			&l.AgencyName, &l.BureauCode, &l.BureauName, &l.AccountCode, &l.AccountTitle, &l.SubfunctionCode,
 			&l.SubfunctionTitle, &l.BeaCategory, &l.OnOffBudget, &l.Amount, &l.FiscalYearToDateAmount,
-			&l.SourceURL, &l.LastSyncedAt, &sortMonth)
+			&l.SourceURL, &l.Edition, &l.Estimate, &l.TransitionQuarter, &l.LastSyncedAt, &sortMonth)
 		if err != nil {
 			return l, nil, fmt.Errorf("store: scan budget line: %w", err)
 		}

@@ -57,7 +57,7 @@ func (s *Store) LobbyingDisclosures(ctx context.Context, in records.LobbyingDisc
 		q.cond("filing_period = %s", *in.FilingPeriod)
 	}
 	if in.IssueArea != nil {
-		q.cond("issue_areas @> ARRAY[%s::text]", *in.IssueArea)
+		q.cond("civic_lower_array(issue_areas) @> ARRAY[lower(%s::text)]", *in.IssueArea) // "def" finds DEF
 	}
 	if in.AgencyActedOn != nil {
 		q.cond("civic_lower_array(agencies_acted_on) @> ARRAY[lower(%s::text)]", *in.AgencyActedOn)

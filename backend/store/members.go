@@ -26,10 +26,20 @@ func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.M
 	if err := records.ValidateMembers(in); err != nil {
 		return records.MembersPage{}, err
 	}
+	// Codes are compared without regard to case (docs/design.md D4): fold them to their stored case first, so
+	// "wa" and "WA" are one filter and share cursors.
+	if in.State != nil {
+		st := strings.ToUpper(*in.State) // stored as upper-case postal codes
+		in.State = &st
+	}
+	if in.Chamber != nil {
+		ch := strings.ToLower(*in.Chamber) // stored lowercase: "Senate" is senate
+		in.Chamber = &ch
+	}
 	binding := bindingOf(membersKeyset.family, membersFilter{State: in.State, Chamber: in.Chamber, Congress: in.Congress})
 	q := &query{where: []string{"m.deleted_at IS NULL"}}
 	if in.State != nil {
-		q.cond("m.state = %s", strings.ToUpper(*in.State)) // stored as upper-case postal codes
+		q.cond("m.state = %s", *in.State)
 	}
 	switch {
 	case in.Congress != nil && in.Chamber != nil:
@@ -72,7 +82,7 @@ func (s *Store) loadTerms(ctx context.Context, members []records.Member) error {
 		index[m.MemberID] = i
 	}
 	rows, err := s.pool.Query(ctx, `SELECT member_id, congress, chamber, party FROM member_terms
-		WHERE member_id = ANY($1) ORDER BY member_id, congress, chamber`, ids)
+		WHERE member_id = ANY($1) ORDER BY member_id, congress, chamber, seq`, ids)
 	if err != nil {
 		return fmt.Errorf("store: member terms query: %w", err)
 	}

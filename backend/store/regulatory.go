@@ -47,10 +47,10 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 		q.cond("filing_period = %s", *in.FilingPeriod)
 	}
 	if in.RIN != nil {
-		q.cond("rins @> ARRAY[%s::text]", *in.RIN)
+		q.cond("civic_lower_array(rins) @> ARRAY[lower(%s::text)]", *in.RIN)
 	}
 	if in.DocketID != nil {
-		q.cond("docket_ids @> ARRAY[%s::text]", *in.DocketID)
+		q.cond("civic_lower_array(docket_ids) @> ARRAY[lower(%s::text)]", *in.DocketID)
 	}
 	limit, err := s.page(q, regulatoryKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 // Usage is the one-line synopsis.
 const Usage = `recordsd sync <bills|members|regulatory_filings|federal_budgets|lobbying_disclosures> (--file PATH | --url BASE)
   [--source appropriations|outlays] [--every DURATION] [--full-snapshot] [--on-error stop|skip] [--batch N]
-  [--page-size N] [--rate PER_MINUTE] [--from-fy YEAR] [--to-fy YEAR]
+  [--page-size N] [--rate PER_MINUTE] [--from-fy YEAR] [--to-fy YEAR] [--edition YEAR]
   env: DATABASE_URL; CONGRESS_GOV_API_KEY (bills --url); LDA_API_KEY (lobbying_disclosures --url, optional)`
 
 // Config is a parsed command line.
@@ -43,6 +43,8 @@ type Config struct {
 	PageSize     int
 	RatePerMin   int
 	FromFY, ToFY int
+	// Edition is the budget year of an OMB release (0 = from the file's columns, omb.OutYears).
+	Edition int
 	// Client overrides the HTTP client settings (tests); nil = defaults for the source.
 	Client *fetch.Client
 }
@@ -67,6 +69,7 @@ func Parse(args []string) (Config, error) {
 	fs.IntVar(&c.RatePerMin, "rate", 0, "upstream requests per minute for --url (default: below the source's published limit)")
 	fs.IntVar(&c.FromFY, "from-fy", 0, "appropriations: first fiscal-year column to import")
 	fs.IntVar(&c.ToFY, "to-fy", 0, "appropriations: last fiscal-year column to import")
+	fs.IntVar(&c.Edition, "edition", 0, "appropriations: budget year of the OMB release (default: its last fiscal-year column minus 4)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, fmt.Errorf("%w\nusage: %s", err, Usage)
 	}
@@ -150,6 +153,10 @@ func runOnce(ctx context.Context, pool *pgxpool.Pool, c Config, stderr io.Writer
 			p.clear()
 			fmt.Fprintf(stderr, "sync %s: %s: %v\n", c.Family, pos, e)
 		},
+		Notice: func(pos, kind, note string) {
+			p.clear()
+			fmt.Fprintf(stderr, "sync %s: note (%s): %s: %s\n", c.Family, kind, pos, note)
+		},
 	})
 	p.done(st)
 	if err != nil {
@@ -161,11 +168,11 @@ func runOnce(ctx context.Context, pool *pgxpool.Pool, c Config, stderr io.Writer
 // build returns the source, its record count when known up front (0 = unknown) and whether it resumes.
 func build(ctx context.Context, eng *mirror.Engine, c Config) (mirror.Source, int, bool, error) {
 	if c.File != "" {
-		items, err := readFile(c)
+		items, scope, err := readFile(c)
 		if err != nil {
 			return nil, 0, false, err
 		}
-		return &mirror.ItemsSource{Fam: c.Family, Src: c.Source, Items: items, BatchSize: c.Batch}, len(items), false, nil
+		return itemsSource(c, items, scope), records(items), false, nil
 	}
 	client := c.Client
 	if client == nil {
@@ -177,11 +184,11 @@ func build(ctx context.Context, eng *mirror.Engine, c Config) (mirror.Source, in
 		if err != nil {
 			return nil, 0, false, err
 		}
-		items, err := parse(c, bytes.NewReader(body))
+		items, scope, err := parse(c, bytes.NewReader(body))
 		if err != nil {
 			return nil, 0, false, err
 		}
-		return &mirror.ItemsSource{Fam: c.Family, Src: c.Source, Items: items, BatchSize: c.Batch}, len(items), false, nil
+		return itemsSource(c, items, scope), records(items), false, nil
 	}
 	cursor, err := eng.LoadCursor(ctx, c.Family, c.Source, c.URL)
 	if err != nil {
@@ -233,29 +240,49 @@ func defaultClient(c Config) *fetch.Client {
 	return cl
 }
 
-func readFile(c Config) ([]mirror.Item, error) {
+func itemsSource(c Config, items []mirror.Item, scope string) *mirror.ItemsSource {
+	return &mirror.ItemsSource{Fam: c.Family, Src: c.Source, Items: items, BatchSize: c.Batch, ScopePrefix: scope}
+}
+
+// records counts the items that are records (or malformed ones), not notes: the progress bar's total.
+func records(items []mirror.Item) int {
+	n := 0
+	for _, it := range items {
+		if it.Rec != nil || it.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// readFile reads a --file; scope is the record-id prefix a --full-snapshot is limited to ("" = all).
+func readFile(c Config) ([]mirror.Item, string, error) {
 	if c.Source == congressgov.SourceName {
-		return congressgov.ParseFiles(c.File)
+		items, err := congressgov.ParseFiles(c.File)
+		return items, "", err
 	}
 	f, err := os.Open(c.File)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
 	return parse(c, f)
 }
 
 // parse reads a whole upstream document of the source's format.
-func parse(c Config, r io.Reader) ([]mirror.Item, error) {
+func parse(c Config, r io.Reader) ([]mirror.Item, string, error) {
 	switch c.Source {
 	case legislators.SourceName:
-		return legislators.Parse(r)
+		items, err := legislators.Parse(r)
+		return items, "", err
 	case omb.SourceName:
-		return omb.Parse(r, omb.Options{FromYear: c.FromFY, ToYear: c.ToFY})
+		// One release is one edition: a full snapshot of it leaves other editions alone.
+		items, edition, err := omb.ParseEdition(r, omb.Options{FromYear: c.FromFY, ToYear: c.ToFY, Edition: c.Edition})
+		return items, omb.Scope(edition), err
 	}
 	body, err := io.ReadAll(r)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var p pager.Page
 	switch c.Source {
@@ -266,7 +293,7 @@ func parse(c Config, r io.Reader) ([]mirror.Item, error) {
 	case mts.SourceName:
 		p, err = mts.NewDecoder().Decode(body, 1)
 	default:
-		return nil, fmt.Errorf("no file importer for %s", c.Source)
+		return nil, "", fmt.Errorf("no file importer for %s", c.Source)
 	}
-	return p.Items, err
+	return p.Items, "", err
 }

@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -58,7 +59,18 @@ func (p *progress) done(st mirror.Stats) {
 	fmt.Fprintf(p.w, "sync %s: done %s\n", p.label, counts(st))
 }
 
+// counts is the summary: read = created + updated + unchanged + duplicate + malformed; deleted are records
+// of earlier imports; then the notes by kind (e.g. title_fallback=3 skipped_file=4), in name order.
 func counts(st mirror.Stats) string {
-	return fmt.Sprintf("read=%d created=%d updated=%d unchanged=%d deleted=%d malformed=%d",
-		st.Read, st.Created, st.Updated, st.Unchanged, st.Deleted, st.Malformed)
+	out := fmt.Sprintf("read=%d created=%d updated=%d unchanged=%d duplicate=%d deleted=%d malformed=%d",
+		st.Read, st.Created, st.Updated, st.Unchanged, st.Duplicate, st.Deleted, st.Malformed)
+	kinds := make([]string, 0, len(st.Notes))
+	for k := range st.Notes {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		out += fmt.Sprintf(" %s=%d", k, st.Notes[k])
+	}
+	return out
 }

@@ -41,8 +41,8 @@ type Decoder struct {
 // NewDecoder returns a decoder with no headings seen.
 func NewDecoder() *Decoder { return &Decoder{desc: map[string]string{}, parent: map[string]string{}} }
 
-// Decode reads one page (page is 1-based, for positions). Heading rows (no amounts) and "Total…" rows
-// (sums of other rows) are not budget lines and yield no item.
+// Decode reads one page (page is 1-based, for positions). Heading rows (neither amount) and "Total…" rows
+// (sums of other rows) are not budget lines and yield no item; an amount given as "null" is absent.
 func (d *Decoder) Decode(body []byte, page int) (pager.Page, error) {
 	var env struct {
 		Data  []json.RawMessage `json:"data"`
@@ -84,7 +84,13 @@ func (d *Decoder) normalize(r *row) (*mirror.BudgetLine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("current_month_net_outly_amt: %w", err)
 	}
-	if net == nil || strings.HasPrefix(strings.ToLower(desc), "total") {
+	fytd, err := parseAmount(r.FYTDNetOutlays)
+	if err != nil {
+		return nil, fmt.Errorf("current_fytd_net_outly_amt: %w", err)
+	}
+	// A heading has neither amount; a row with only one ("null" for the month, a number for the fiscal year
+	// to date, e.g. "Offsetting Governmental Receipts") is a line with the other left null.
+	if (net == nil && fytd == nil) || strings.HasPrefix(strings.ToLower(desc), "total") {
 		return nil, nil
 	}
 	day, err := time.Parse(time.DateOnly, r.RecordDate)
@@ -95,16 +101,12 @@ func (d *Decoder) normalize(r *row) (*mirror.BudgetLine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record_fiscal_year %q: %w", r.FiscalYear, err)
 	}
-	fytd, err := parseAmount(r.FYTDNetOutlays)
-	if err != nil {
-		return nil, fmt.Errorf("current_fytd_net_outly_amt: %w", err)
-	}
 	month, date := r.RecordDate[:7], r.RecordDate
 	src := sourceBase + r.RecordDate
 	return &mirror.BudgetLine{FederalBudgetLine: records.FederalBudgetLine{
 		ID: "outlays-" + r.RecordDate + "-" + id, Dataset: "OUTLAYS", FiscalYear: fy, Congress: congressOn(day),
 		Month: &month, RecordDate: &date, AgencyName: d.agency(id), AccountTitle: desc,
-		Amount: *net, FiscalYearToDateAmount: fytd, SourceURL: &src,
+		Amount: net, FiscalYearToDateAmount: fytd, SourceURL: &src,
 	}}, nil
 }
 

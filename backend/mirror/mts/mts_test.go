@@ -58,3 +58,32 @@ func TestMalformedRow(t *testing.T) {
 		t.Fatalf("%+v %v", p.Items, err)
 	}
 }
+
+// TestNullMonthKeepsFiscalYearToDate: MTS publishes some rows with the month amount as the string "null" and
+// a fiscal-year-to-date number; the row is a line with amount null and its FYTD kept, in its own Congress.
+func TestNullMonthKeepsFiscalYearToDate(t *testing.T) {
+	ctx := context.Background()
+	pool := migratedtest.Pool(t)
+	body, err := os.ReadFile("testdata/mts_null_month.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := mts.NewDecoder().Decode(body, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := mirror.New(pool).Run(ctx, &mirror.ItemsSource{Fam: mirror.FederalBudgets, Src: mts.SourceName, Items: p.Items}, mirror.Options{})
+	if err != nil || st.Created != 2 || st.Malformed != 0 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	var got string
+	if err := pool.QueryRow(ctx, `SELECT string_agg(concat_ws('|', id, agency_name, account_title, coalesce(amount::text, 'null'),
+		fiscal_year_to_date_amount, congress), E'\n' ORDER BY id) FROM federal_budget_lines`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := "outlays-2026-06-30-20002|Undistributed Offsetting Receipts|Offsetting Governmental Receipts|null|-1234567.89|119\n" +
+		"outlays-2026-06-30-20003|Undistributed Offsetting Receipts|Employer Share, Employee Retirement|-7.00|-70.00|119"
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
