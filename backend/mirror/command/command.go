@@ -273,7 +273,7 @@ func readFile(c Config) ([]mirror.Item, string, error) {
 func parse(c Config, r io.Reader) ([]mirror.Item, string, error) {
 	switch c.Source {
 	case legislators.SourceName:
-		items, err := legislators.Parse(r)
+		items, err := legislators.Parse(r, legislators.Options{})
 		return items, "", err
 	case omb.SourceName:
 		// One release is one edition: a full snapshot of it leaves other editions alone.
