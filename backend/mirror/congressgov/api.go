@@ -133,11 +133,11 @@ func (a *API) bill(ctx context.Context, pos string, li *listItem) (mirror.Item, 
 			return mirror.Item{}, err
 		}
 	}
-	b, err := fromDetail(d.Bill, &com, &tit)
+	b, note, err := fromDetail(d.Bill, &com, &tit)
 	if err != nil {
 		return mirror.Item{Pos: pos, Err: err}, nil
 	}
-	return mirror.Item{Pos: pos, Rec: b}, nil
+	return withNote(mirror.Item{Pos: pos, Rec: b}, note), nil
 }
 
 func (a *API) getJSON(ctx context.Context, u string, v any) error {

@@ -118,20 +118,32 @@ func ordinal(n int) string {
 	return strconv.Itoa(n) + suffix
 }
 
-// fromDetail maps a bill detail plus its sub-resources (either may be nil) onto a record.
-func fromDetail(d *billDetail, com *committeesDoc, tit *titlesDoc) (*mirror.Bill, error) {
+// TitleFallback is the note kind of a bill whose officialTitle is not an official title (docs/design.md D31).
+const TitleFallback = "title_fallback"
+
+// fromDetail maps a bill detail plus its sub-resources (either may be nil) onto a record. note is set when
+// officialTitle fell back to bill.title (no titles sub-resource, or no official title in it).
+func fromDetail(d *billDetail, com *committeesDoc, tit *titlesDoc) (b *mirror.Bill, note string, err error) {
 	typ, n, err := key(d.Congress, d.Type, d.Number)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	b := &mirror.Bill{Bill: records.Bill{ID: BillID(d.Congress, typ, n), Congress: d.Congress, Type: typ, Number: n}}
-	b.OfficialTitle = officialTitle(d.Title, tit)
+	b = &mirror.Bill{Bill: records.Bill{ID: BillID(d.Congress, typ, n), Congress: d.Congress, Type: typ, Number: n}}
+	var official bool
+	b.OfficialTitle, official = officialTitle(d.Title, tit)
 	if b.OfficialTitle == "" {
-		return nil, errors.New("no title (neither an official title nor bill.title)")
+		return nil, "", errors.New("no title (neither an official title nor bill.title)")
+	}
+	if !official {
+		if tit == nil {
+			note = "officialTitle is bill.title: no titles sub-resource"
+		} else {
+			note = "officialTitle is bill.title: the titles sub-resource has no official title"
+		}
 	}
 	if d.IntroducedDate != "" {
 		if len(d.IntroducedDate) < 10 {
-			return nil, fmt.Errorf("introducedDate %q is not a date", d.IntroducedDate)
+			return nil, "", fmt.Errorf("introducedDate %q is not a date", d.IntroducedDate)
 		}
 		day := d.IntroducedDate[:10]
 		b.IntroducedDate = &day
@@ -161,24 +173,25 @@ func fromDetail(d *billDetail, com *committeesDoc, tit *titlesDoc) (*mirror.Bill
 	}
 	u := PageURL(d.Congress, typ, n)
 	b.SourceURL = &u
-	return b, nil
+	return b, note, nil
 }
 
-// officialTitle prefers "Official Title as Introduced", then any other official title, then bill.title.
-func officialTitle(fallback string, tit *titlesDoc) string {
+// officialTitle prefers "Official Title as Introduced", then any other official title, then bill.title
+// (official false).
+func officialTitle(fallback string, tit *titlesDoc) (string, bool) {
 	if tit != nil {
 		for _, t := range tit.Titles {
 			if t.TitleType == "Official Title as Introduced" && strings.TrimSpace(t.Title) != "" {
-				return strings.TrimSpace(t.Title)
+				return strings.TrimSpace(t.Title), true
 			}
 		}
 		for _, t := range tit.Titles {
 			if strings.HasPrefix(t.TitleType, "Official Title") && strings.TrimSpace(t.Title) != "" {
-				return strings.TrimSpace(t.Title)
+				return strings.TrimSpace(t.Title), true
 			}
 		}
 	}
-	return strings.TrimSpace(fallback)
+	return strings.TrimSpace(fallback), false
 }
 
 // fromListItem maps a list item that has no detail available (title as listed; no sponsor, committees).

@@ -34,7 +34,7 @@ func importDir(t *testing.T, pool *pgxpool.Pool, path string) mirror.Stats {
 
 func TestFilesMapEveryField(t *testing.T) {
 	pool := migratedtest.Pool(t)
-	st := importDir(t, pool, "testdata")
+	st := importDir(t, pool, "testdata/basic")
 	if st.Created != 2 || st.Malformed != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -76,7 +76,7 @@ func TestFilesMapEveryField(t *testing.T) {
 		}
 	}
 	// Re-import: nothing written.
-	if st := importDir(t, pool, "testdata"); st.Unchanged != 2 || st.Created+st.Updated != 0 {
+	if st := importDir(t, pool, "testdata/basic"); st.Unchanged != 2 || st.Created+st.Updated != 0 {
 		t.Fatalf("re-import %+v", st)
 	}
 }

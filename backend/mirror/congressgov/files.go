@@ -3,6 +3,7 @@ package congressgov
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,30 +12,55 @@ import (
 	"github.com/civicgate/civicgate/backend/mirror"
 )
 
-// ParseFiles reads saved API responses: path is one JSON file or a directory of them. A bill detail file
-// `X.json` ({"bill":…}) is combined with its sibling sub-resources `X_committees.json` and `X_titles.json`
-// when present; a list page ({"bills":[…]}) contributes the listed bills that have no detail file.
-func ParseFiles(path string) ([]mirror.Item, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("congressgov: %w", err)
-	}
-	var files []string
-	if st.IsDir() {
-		files, err = filepath.Glob(filepath.Join(path, "*.json"))
-		if err != nil {
-			return nil, fmt.Errorf("congressgov: list %s: %w", path, err)
+// SkippedFile is the note kind of a file the importer does not read (docs/design.md D31).
+const SkippedFile = "skipped_file"
+
+// readWithBill are the sub-resources read with their bill's `X.json`; otherSubResources are the
+// Congress.gov bill sub-resources this importer has no field for: a saved `X_actions.json` and the like are
+// skipped with a note, not an error (a folder as a user downloads it holds them).
+var (
+	readWithBill      = []string{"committees", "titles"}
+	otherSubResources = []string{"actions", "amendments", "cosponsors", "relatedbills", "subjects", "summaries", "text"}
+)
+
+// subResource returns the sub-resource a file name is of ("" for none) and whether it is read with its bill.
+func subResource(base string) (string, bool) {
+	stem := strings.TrimSuffix(base, ".json")
+	for _, s := range readWithBill {
+		if strings.HasSuffix(stem, "_"+s) {
+			return s, true
 		}
-		sort.Strings(files)
-	} else {
-		files = []string{path}
+	}
+	for _, s := range otherSubResources {
+		if strings.HasSuffix(stem, "_"+s) {
+			return s, false
+		}
+	}
+	return "", false
+}
+
+// ParseFiles reads saved API responses: path is one JSON file or a directory of them (subdirectories
+// included, in name order). A bill detail file `X.json` ({"bill":…}) is combined with its sibling
+// sub-resources `X_committees.json` and `X_titles.json` when present; other sub-resource files
+// (`X_actions.json`, `X_cosponsors.json`, `X_text.json`, `X_summaries.json`, …) are skipped with a note; a list
+// page ({"bills":[…]}) contributes the listed bills that have no detail file (noted: their title is the list's).
+func ParseFiles(path string) ([]mirror.Item, error) {
+	files, err := jsonFiles(path)
+	if err != nil {
+		return nil, err
 	}
 	var details, lists []mirror.Item
 	covered := map[string]bool{}
 	for _, f := range files {
 		base := filepath.Base(f)
-		if strings.HasSuffix(base, "_committees.json") || strings.HasSuffix(base, "_titles.json") {
+		sub, withBill := subResource(base)
+		if withBill {
 			continue // read with their bill
+		}
+		if sub != "" {
+			details = append(details, mirror.Item{Pos: base, NoteKind: SkippedFile,
+				Note: fmt.Sprintf("skipped: the %s sub-resource has no field in the bills mirror", sub)})
+			continue
 		}
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -53,26 +79,7 @@ func ParseFiles(path string) ([]mirror.Item, error) {
 			}
 			details = append(details, it)
 		case probe["bills"] != nil:
-			page, items, err := decodeList(raw)
-			_ = page
-			if err != nil {
-				lists = append(lists, mirror.Item{Pos: base, Err: err})
-				continue
-			}
-			for i, rawItem := range items {
-				pos := fmt.Sprintf("%s bills[%d]", base, i)
-				var li listItem
-				if err := json.Unmarshal(rawItem, &li); err != nil {
-					lists = append(lists, mirror.Item{Pos: pos, Err: err})
-					continue
-				}
-				b, err := fromListItem(&li)
-				if err != nil {
-					lists = append(lists, mirror.Item{Pos: pos, Err: err})
-					continue
-				}
-				lists = append(lists, mirror.Item{Pos: pos, Rec: b})
-			}
+			lists = append(lists, listFromFile(base, raw)...)
 		default:
 			details = append(details, mirror.Item{Pos: base, Err: fmt.Errorf("neither a bill ({\"bill\":…}) nor a bill list ({\"bills\":[…]})")})
 		}
@@ -85,6 +92,62 @@ func ParseFiles(path string) ([]mirror.Item, error) {
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// jsonFiles lists path (a file) or every *.json under path (a directory), sorted.
+func jsonFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("congressgov: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".json") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("congressgov: list %s: %w", path, err)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+func listFromFile(base string, raw []byte) []mirror.Item {
+	_, items, err := decodeList(raw)
+	if err != nil {
+		return []mirror.Item{{Pos: base, Err: err}}
+	}
+	var out []mirror.Item
+	for i, rawItem := range items {
+		pos := fmt.Sprintf("%s bills[%d]", base, i)
+		var li listItem
+		if err := json.Unmarshal(rawItem, &li); err != nil {
+			out = append(out, mirror.Item{Pos: pos, Err: err})
+			continue
+		}
+		b, err := fromListItem(&li)
+		if err != nil {
+			out = append(out, mirror.Item{Pos: pos, Err: err})
+			continue
+		}
+		out = append(out, withNote(mirror.Item{Pos: pos, Rec: b}, "officialTitle is the list page's title: no detail file"))
+	}
+	return out
+}
+
+func withNote(it mirror.Item, note string) mirror.Item {
+	if note != "" {
+		it.Note, it.NoteKind = note, TitleFallback
+	}
+	return it
 }
 
 func detailFromFile(f string, raw []byte) mirror.Item {
@@ -108,9 +171,9 @@ func detailFromFile(f string, raw []byte) mirror.Item {
 			return mirror.Item{Pos: filepath.Base(stem) + "_titles.json", Err: err}
 		}
 	}
-	b, err := fromDetail(d.Bill, com, tit)
+	b, note, err := fromDetail(d.Bill, com, tit)
 	if err != nil {
 		return mirror.Item{Pos: base, Err: err}
 	}
-	return mirror.Item{Pos: base, Rec: b}
+	return withNote(mirror.Item{Pos: base, Rec: b}, note)
 }
