@@ -18,6 +18,10 @@ import (
 // DefaultFilePoll is how often the keys file is looked at for changes.
 const DefaultFilePoll = time.Second
 
+// racyWindow: a keys file modified less than this long ago is read again even
+// when its stat looks unchanged (see reloadKeysFile).
+const racyWindow = 3 * time.Second
+
 // fileStore is the `keys file` store: an in-memory index of the hashed keys
 // file, swapped whole (atomically) each time the file changes, so a lookup
 // sees the old keys or the new ones, never a mix. The App's file worker
@@ -109,7 +113,12 @@ func (a *App) reloadKeysFile(s *fileStore) {
 		a.keysFileProblem(s, fmt.Errorf("keys file %s: %w", s.path, err))
 		return
 	}
-	if s.last != nil && os.SameFile(s.last, st) && st.Size() == s.last.Size() && st.ModTime().Equal(s.last.ModTime()) {
+	// Unchanged identity, size and mtime mean unchanged content — unless the
+	// mtime is recent: a file system with coarse timestamps can give two
+	// writes within one tick the same mtime, so a recently modified file is
+	// read (and its content hash compared) on every poll until it settles.
+	if s.last != nil && os.SameFile(s.last, st) && st.Size() == s.last.Size() && st.ModTime().Equal(s.last.ModTime()) &&
+		time.Since(st.ModTime()) > racyWindow {
 		return
 	}
 	data, err := keystore.ReadFileData(s.path)

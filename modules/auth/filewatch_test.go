@@ -269,3 +269,47 @@ func TestValidateRefusesMissingKeysFile(t *testing.T) {
 		t.Fatalf("validate once the file exists: %v", err)
 	}
 }
+
+// TestKeyFileSameStatRewrite: a file rewritten in place with content of the
+// same size and its modification time set back (as a coarse-grained file
+// system would leave it) is still picked up, by its content hash.
+func TestKeyFileSameStatRewrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	_, keyA := fileIssue(t, path, "acme")
+	a, _ := fileApp(t, path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitPolls(t, a, 3)
+	paid := bytes.Replace(data, []byte(`"tier": "free"`), []byte(`"tier": "paid"`), 1)
+	if bytes.Equal(paid, data) {
+		t.Fatalf("no tier in %s", data)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(paid, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := a.store.lookup(context.Background(), keystore.HashKey(keyA))
+		if err == nil && rec.Tier == "paid" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the same-size rewrite was not applied: %+v %v", rec, err)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+}
