@@ -31,28 +31,50 @@ type leaseShard struct {
 	entries map[string]*leaseEntry
 }
 
+// maxOpenLeases is how many leases one instance keeps open per key: requests
+// that find the key's leases spent at the same moment each renew, and each
+// renewal is kept (and settled later) instead of replacing the others.
+const maxOpenLeases = 4
+
+// openLease is one lease an instance holds for a key. Times are µs on the
+// local clock.
+type openLease struct {
+	id        uint64 // 0: slot free
+	tokens    int64  // its unspent units
+	sent      int64  // when its round trip started
+	deadline  int64  // spend before this (sent + ttl)
+	lastSpend int64
+}
+
 // leaseEntry is one store key's local state. Times are µs on the local clock.
 type leaseEntry struct {
 	blockedUntil int64 // refuse a need of blockedNeed before this (other needs free up at other times)
 	blockedNeed  int64
-	id           uint64 // open lease (0: none)
-	tokens       int64  // its unspent units
-	sent         int64  // when its round trip started
-	deadline     int64  // spend before this (sent + ttl)
-	lastSpend    int64
-	n            int
-	remaining    [maxRates]int64 // Redis' remaining per policy after the lease
-	resetAt      [maxRates]int64
+	leases       [maxOpenLeases]openLease
+	// settleLater: leases pushed out of a full leases array, settled by the
+	// next round trip with the others
+	settleLater [maxOpenLeases]settlement
+	nLater      int
+	n           int
+	remaining   [maxRates]int64 // Redis' remaining per policy after the last lease
+	resetAt     [maxRates]int64
 }
 
-// settlement is what an instance reports about its lease when it goes back
-// to Redis: the lease, its unspent units, and µs from the lease's round trip
-// to its last spend (an upper bound of the Redis-clock time from grant to
-// last spend, so restamping at grant + spentAfter stays conservative).
+// settlement is what an instance reports about one of its leases when it
+// goes back to Redis: the lease, its unspent units, and µs from the lease's
+// round trip to its last spend (an upper bound of the Redis-clock time from
+// grant to last spend, so restamping at grant + spentAfter stays
+// conservative).
 type settlement struct {
 	id         uint64
 	unspent    int64
 	spentAfter int64
+}
+
+// settlements are the leases a round trip settles.
+type settlements struct {
+	n    int
+	list [2 * maxOpenLeases]settlement
 }
 
 func newLeaseCache(maxKeys int) *leaseCache {
@@ -71,36 +93,63 @@ func (c *leaseCache) shard(key string) *leaseShard {
 // known to be over its limit for need (Redis' refusal of that need; other
 // instances can only push it later, and settling their leases only frees
 // units early: exact or conservative), or need units of an open lease. If it
-// cannot, it closes the key's open lease and returns its settlement for the
-// round trip the caller makes. It does not allocate.
-func (c *leaseCache) take(key string, now, need int64) (d decision, s settlement, ok bool) {
+// cannot, it closes the key's open leases and returns their settlements for
+// the round trip the caller makes. It does not allocate.
+func (c *leaseCache) take(key string, now, need int64) (d decision, s settlements, ok bool) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.entries[key]
 	if e == nil {
-		return decision{}, settlement{}, false
+		return decision{}, settlements{}, false
 	}
 	if now < e.blockedUntil && need == e.blockedNeed {
 		d = decision{retryAfter: e.blockedUntil - now, n: e.n}
 		e.fill(&d, now, 0)
-		return d, settlement{}, true
+		return d, settlements{}, true
 	}
-	if e.id != 0 && e.tokens >= need && now < e.deadline {
-		e.tokens -= need
-		e.lastSpend = now
-		d = decision{granted: need, n: e.n}
-		e.fill(&d, now, e.tokens)
-		return d, settlement{}, true
+	for i := range e.leases {
+		l := &e.leases[i]
+		if l.id != 0 && l.tokens >= need && now < l.deadline {
+			l.tokens -= need
+			l.lastSpend = now
+			d = decision{granted: need, n: e.n}
+			e.fill(&d, now, e.unspent(now))
+			return d, settlements{}, true
+		}
 	}
-	if e.id != 0 {
-		s = settlement{id: e.id, unspent: e.tokens, spentAfter: max(0, e.lastSpend-e.sent)}
-		e.id, e.tokens = 0, 0
+	for i := range e.leases {
+		if l := &e.leases[i]; l.id != 0 {
+			s.list[s.n] = l.settlement()
+			s.n++
+			*l = openLease{}
+		}
 	}
+	for _, later := range e.settleLater[:e.nLater] {
+		s.list[s.n] = later
+		s.n++
+	}
+	e.nLater = 0
 	if e.blockedUntil <= now {
 		delete(sh.entries, key)
 	}
 	return decision{}, s, false
+}
+
+// settlement is what the lease reports when it is closed.
+func (l *openLease) settlement() settlement {
+	return settlement{id: l.id, unspent: l.tokens, spentAfter: max(0, l.lastSpend-l.sent)}
+}
+
+// unspent is the units of the entry's leases still spendable at now.
+func (e *leaseEntry) unspent(now int64) int64 {
+	var n int64
+	for _, l := range e.leases {
+		if l.id != 0 && now < l.deadline {
+			n += l.tokens
+		}
+	}
+	return n
 }
 
 // fill sets d's per-policy remaining (Redis' plus extra unspent units of
@@ -114,7 +163,8 @@ func (e *leaseEntry) fill(d *decision, now, extra int64) {
 
 // record stores what a Redis decision d, asked for need units at sent (µs),
 // means for later local decisions: a refusal until its retry time, or an
-// open lease of d.granted-need units (id, spend before sent+ttl). A lease
+// open lease of d.granted-need units (id, spend before sent+ttl), beside
+// the key's other open leases. A lease
 // with no units left is kept too, so that the next round trip settles it
 // (restamps it at its grant instead of its end).
 func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64, ttl int64) {
@@ -148,15 +198,32 @@ func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64,
 		e.blockedUntil, e.blockedNeed = sent+d.retryAfter, need
 		return
 	}
-	// A lease this instance opened concurrently is dropped here: its unspent
-	// units stay counted until they leave the window (under-admission only).
 	e.blockedUntil, e.blockedNeed = 0, 0
-	e.id, e.tokens, e.sent, e.deadline, e.lastSpend = id, d.granted-need, sent, sent+ttl, sent
+	slot := 0 // a free slot, else the lease closest to its deadline
+	for i, l := range e.leases {
+		if l.id == 0 {
+			slot = i
+			break
+		}
+		if l.deadline < e.leases[slot].deadline {
+			slot = i
+		}
+	}
+	// Leases this instance renewed concurrently are all kept; beyond
+	// maxOpenLeases the one closest to its deadline stops being spent and is
+	// settled by the next round trip. Only beyond that (2 × maxOpenLeases
+	// renewals at once) is one dropped, its unspent units then staying
+	// counted until they leave the window (under-admission only).
+	if old := &e.leases[slot]; old.id != 0 && e.nLater < len(e.settleLater) {
+		e.settleLater[e.nLater] = old.settlement()
+		e.nLater++
+	}
+	e.leases[slot] = openLease{id: id, tokens: d.granted - need, sent: sent, deadline: sent + ttl, lastSpend: sent}
 }
 
 func (sh *leaseShard) evict(now int64, limit int) {
 	for k, e := range sh.entries {
-		if e.blockedUntil <= now && (e.id == 0 || e.deadline <= now) {
+		if e.blockedUntil <= now && e.unspent(now) == 0 {
 			delete(sh.entries, k)
 		}
 	}

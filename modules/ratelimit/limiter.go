@@ -60,7 +60,7 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 	if l.redis == nil {
 		return l.memory.take(storeKey, nowUS, set.rates, need, need), nil
 	}
-	var settle settlement
+	var settle settlements
 	if need <= set.minQuota { // more than a whole quota is for the store to refuse
 		var d decision
 		var ok bool

@@ -54,7 +54,10 @@ func newPolicySet(name, suffix string, rates []contract.Rate, share float64, max
 	s.header = strings.Join(members, ", ")
 	s.minQuota = minQuota
 	if n := int64(float64(minQuota) * share); n >= 2 {
-		s.lease, s.leaseTTL = min(n, maxLease), minWindow
+		if suffix != "cost" { // a cost budget's units are points, not requests: share alone bounds its leases
+			n = min(n, maxLease)
+		}
+		s.lease, s.leaseTTL = n, minWindow
 	}
 	return s
 }

@@ -18,9 +18,9 @@ import (
 //
 // All KEYS share one hash tag (one Cluster slot). ARGV: now (0 = TIME, else a
 // test clock), need, want, lease ttl µs (0 = no lease: record as admitted
-// now), the new lease id, the lease id to settle ("" none), its unspent
-// units, µs from its grant to its last spend, then quota and window µs per
-// policy. Returns {granted, retry µs (-1 never), now, then remaining and
+// now), the new lease id, the number s of leases to settle, then for each
+// its id, unspent units and µs from its grant to its last spend, then quota
+// and window µs per policy. Returns {granted, retry µs (-1 never), now, then remaining and
 // reset µs per policy}. A refusal records nothing.
 var windowScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
@@ -29,8 +29,8 @@ if now == 0 then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local need, want, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local newid, oldid = ARGV[5], ARGV[6]
-local unspent, spentoff = tonumber(ARGV[7]), tonumber(ARGV[8])
+local newid, nsettle = ARGV[5], tonumber(ARGV[6])
+local base = 6 + 3 * nsettle -- quota and window of policy i: ARGV[base + 2i - 1], ARGV[base + 2i]
 local k = #KEYS
 local q, w, gran, sums, lasts, entries = {}, {}, {}, {}, {}, {}
 
@@ -47,16 +47,17 @@ local function addbucket(key, stamp, n, g)
 end
 
 for i = 1, k do
-  q[i], w[i] = tonumber(ARGV[7 + 2 * i]), tonumber(ARGV[8 + 2 * i])
+  q[i], w[i] = tonumber(ARGV[base + 2 * i - 1]), tonumber(ARGV[base + 2 * i])
   gran[i] = math.max(1, math.floor(w[i] / 64))
   local key = KEYS[i]
-  if oldid ~= '' then
-    local v = redis.call('HGET', key, 'l' .. oldid)
+  for j = 0, nsettle - 1 do
+    local field = 'l' .. ARGV[7 + 3 * j]
+    local v = redis.call('HGET', key, field)
     if v then
-      redis.call('HDEL', key, 'l' .. oldid)
+      redis.call('HDEL', key, field)
       local g, s, c = string.match(v, '^(%d+):(%d+):(%d+)$')
-      g, s, c = tonumber(g), tonumber(s), tonumber(c) - unspent
-      if c > 0 then addbucket(key, math.min(s, g + spentoff), c, gran[i]) end
+      g, s, c = tonumber(g), tonumber(s), tonumber(c) - tonumber(ARGV[8 + 3 * j])
+      if c > 0 then addbucket(key, math.min(s, g + tonumber(ARGV[9 + 3 * j])), c, gran[i]) end
     end
   end
   local all = redis.call('HGETALL', key)
@@ -134,17 +135,16 @@ type storeCall struct {
 	need, want int64
 	ttl        int64  // lease ttl µs; 0: no lease
 	leaseID    string // the new lease's id (ttl > 0)
-	settle     settlement
+	settle     settlements
 }
 
 // redisTake runs the script for c and returns the decision and Redis' now.
 func redisTake(ctx context.Context, s redis.Scripter, c storeCall) (decision, int64, error) {
-	settleID := ""
-	if c.settle.id != 0 {
-		settleID = strconv.FormatUint(c.settle.id, 36)
+	args := make([]any, 0, 6+3*c.settle.n+2*len(c.set.rates))
+	args = append(args, c.now, c.need, c.want, c.ttl, c.leaseID, c.settle.n)
+	for _, s := range c.settle.list[:c.settle.n] {
+		args = append(args, strconv.FormatUint(s.id, 36), s.unspent, s.spentAfter)
 	}
-	args := make([]any, 0, 8+2*len(c.set.rates))
-	args = append(args, c.now, c.need, c.want, c.ttl, c.leaseID, settleID, c.settle.unspent, c.settle.spentAfter)
 	for _, r := range c.set.rates {
 		args = append(args, r.Quota, r.Window.Microseconds())
 	}

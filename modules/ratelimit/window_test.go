@@ -2,6 +2,10 @@ package ratelimit
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 
 	"math/rand/v2"
 	"sort"
@@ -273,4 +277,59 @@ func TestLeasesNeverOverAdmitAcrossInstances(t *testing.T) {
 		t.Fatalf("%d admitted over three windows: leases held back too much", len(admitted))
 	}
 	t.Logf("%d admitted over 3 windows, busiest window %d", len(admitted), worst)
+}
+
+// TestConcurrentRenewalsKeepEveryLease: requests of one key on one instance
+// that find its leases spent at the same moment each renew; every lease is
+// kept and spent, so what Redis counts is exactly what was admitted plus what
+// the instance still holds unspent (a lease dropped on the floor would show
+// as units counted and never admitted), and renewals stay about one per
+// lease of units.
+func TestConcurrentRenewalsKeepEveryLease(t *testing.T) {
+	client, prefix := testenv.Redis(t)
+	l := testLimiter(t, testenv.RedisAddr(), prefix, 0.02)
+	r := contract.Rate{Quota: 1_000_000, Window: time.Hour} // leases of 1000
+	set := oneRate(l, r)
+	sk := set.prefix + "hot"
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3000 {
+				d, err := l.take(context.Background(), set, sk, "hot", 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				admitted.Add(d.granted)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted.Load() != 24000 {
+		t.Fatalf("admitted %d of 24000 under a quota of a million", admitted.Load())
+	}
+	fields, err := client.HGetAll(context.Background(), set.redisKeys(prefix, "hot")[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted int64
+	for _, v := range fields {
+		parts := strings.Split(v, ":")
+		n, _ := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+		counted += n
+	}
+	e := l.local.shard(sk).entries[sk]
+	var held int64
+	if e != nil {
+		held = e.unspent(time.Now().UnixMicro())
+	}
+	if counted != admitted.Load()+held {
+		t.Fatalf("Redis counts %d, admitted %d + held unspent %d: a lease was lost", counted, admitted.Load(), held)
+	}
+	if calls := testutilCount(l); calls > 24000/1000*3 {
+		t.Fatalf("%d round trips for 24000 requests with leases of 1000", calls)
+	}
 }
