@@ -144,3 +144,20 @@ func TestItemFieldsRoundTrip(t *testing.T) {
 		t.Fatalf("lobbying = %v", ld.Items[0])
 	}
 }
+
+// TestCaseFoldedFiltersShareCursors: codes are folded to their stored case before the cursor binding
+// (docs/design.md D32), so a cursor from chamber "Senate" continues chamber "senate".
+func TestCaseFoldedFiltersShareCursors(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.seedFixtures()
+	first := e.list("members", gqlIDsQuery("members", "MembersInput", "member_id"),
+		map[string]any{"in": map[string]any{"chamber": "Senate", "limit": 1}})
+	if first.NextCursor == nil || !reflect.DeepEqual(ids(first, "member_id"), []string{"S000148"}) {
+		t.Fatalf("first page %v %v", ids(first, "member_id"), first.NextCursor)
+	}
+	next := e.list("members", gqlIDsQuery("members", "MembersInput", "member_id"),
+		map[string]any{"in": map[string]any{"chamber": "senate", "limit": 1, "cursor": *first.NextCursor}})
+	if !reflect.DeepEqual(ids(next, "member_id"), []string{"B001230"}) {
+		t.Fatalf("next page %v", ids(next, "member_id"))
+	}
+}

@@ -53,13 +53,17 @@ func (s *Store) billsQuery(in records.BillsInput) (sql string, args []any, limit
 	if err := records.ValidateText(in); err != nil {
 		return "", nil, 0, "", err
 	}
+	if in.Type != nil { // stored lowercase (docs/design.md D3, D32): "HR" is hr, and shares its cursors
+		t := strings.ToLower(*in.Type)
+		in.Type = &t
+	}
 	binding = billsBinding(billsFilter{Congress: in.Congress, Type: in.Type, Q: in.Q})
 	q := &query{where: []string{"deleted_at IS NULL"}}
 	if in.Congress != nil {
 		q.cond("congress = %s", *in.Congress)
 	}
 	if in.Type != nil {
-		q.cond("type = %s", strings.ToLower(*in.Type)) // stored lowercase (docs/design.md D3); accept "HR" too
+		q.cond("type = %s", *in.Type)
 	}
 	if in.Q != nil {
 		q.cond("search @@ websearch_to_tsquery('english', %s)", records.NormalizeSearch(*in.Q))
