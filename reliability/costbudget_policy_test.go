@@ -236,8 +236,10 @@ func costProbeCaddyfile(t *testing.T, root string) string {
 }
 
 // probeRateLimit is the budget's RateLimit. Its t is not checked here: a
-// document under the lease size (1000 points) leases 1000 and reports t up
-// to two hours (leased points count as spent at the lease's end, D26).
+// document cheaper than the budget's lease (2 % of it) takes a lease, and t
+// then reaches up to two hours (leased points count as spent at the lease's
+// end until it is settled, D26); r is exact either way (Redis' remaining
+// plus the gateway's unspent lease).
 var probeRateLimit = regexp.MustCompile(`^"costprobe-cost";r=(\d+);t=\d+$`)
 
 // costProbe sends c with a fresh key and returns the points charged (the
