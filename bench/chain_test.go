@@ -7,6 +7,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	_ "github.com/civicgate/civicgate/modules/auth"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -43,7 +45,11 @@ type chain struct {
 	key string
 }
 
-func startChain(tb testing.TB) *chain {
+// startChain loads the chain. shipped adds what the shipped /v1/graphql
+// route adds since issue 18: the tier's cost budget spent by the guard
+// (`cost {civic.cost_budget}`, a budget never reached) and usage counted per
+// key (flushed to a PostgreSQL database of the test's own).
+func startChain(tb testing.TB, shipped bool) *chain {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
@@ -53,6 +59,22 @@ func startChain(tb testing.TB) *chain {
 		tb.Fatal(err)
 	}
 	_, prefix := testenv.Redis(tb)
+	tierCost, usageBlock, handlerCost := "", "", ""
+	if shipped {
+		dsn := testenv.Postgres(tb)
+		pool, err := pgxpool.New(context.Background(), dsn)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		err = keystore.Migrate(context.Background(), pool) // the usage tables
+		pool.Close()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tierCost = " cost 1000000000/h"
+		usageBlock = fmt.Sprintf("\n\t\tusage {\n\t\t\tpostgres %q\n\t\t}", dsn)
+		handlerCost = " {\n\t\t\tcost {civic.cost_budget}\n\t\t}"
+	}
 	caddyfile := fmt.Sprintf(`{
 	admin off
 	auto_https off
@@ -62,12 +84,12 @@ func startChain(tb testing.TB) *chain {
 		keys file %q
 		environment live
 		identity_secret %q
-		tier bench 1000000000/h bills members regulatory_filings federal_budgets lobbying_disclosures changes
+		tier bench 1000000000/h%s bills members regulatory_filings federal_budgets lobbying_disclosures changes
 	}
 	civic_rate_limit {
 		redis redis://%s/0
 		key_prefix %q
-		on_store_error closed
+		on_store_error closed%s
 	}
 }
 
@@ -77,7 +99,7 @@ http://:%d {
 	}
 	handle /v1/graphql {
 		civic_auth
-		civic_rate_limit
+		civic_rate_limit%s
 		graphql_guard {
 			schema %q
 			family bills bills bill
@@ -89,8 +111,8 @@ http://:%d {
 		respond `+"`"+`{"data":{}}`+"`"+` 200
 	}
 }
-`, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), testenv.RedisAddr(), prefix, testenv.FreePort(tb),
-		filepath.Join(root, "backend", "schema", "records.graphqls"))
+`, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), tierCost, testenv.RedisAddr(), prefix, usageBlock,
+		testenv.FreePort(tb), handlerCost, filepath.Join(root, "backend", "schema", "records.graphqls"))
 	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
 	if err != nil {
 		tb.Fatalf("adapt: %v (%v)", err, warnings)
@@ -165,7 +187,7 @@ func (c *chain) warm(tb testing.TB) {
 //
 //	go test -run '^$' -bench Chain -benchmem -count 5 ./bench/
 func BenchmarkChain(b *testing.B) {
-	c := startChain(b)
+	c := startChain(b, false)
 	c.warm(b)
 	for _, p := range []string{"/bare", "/v1/graphql"} {
 		name := "bare"
@@ -182,13 +204,27 @@ func BenchmarkChain(b *testing.B) {
 			}
 		})
 	}
+	// The same gateway route with the shipped cost budget and usage counting
+	// (a second configuration, loaded after the first): against gateway above,
+	// what issue 18's policy adds to a request.
+	b.Run("gateway_cost_usage", func(b *testing.B) {
+		c := startChain(b, true)
+		c.warm(b)
+		w := &discard{h: http.Header{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if s := c.serve(w, "/v1/graphql"); s != http.StatusOK {
+				b.Fatalf("status %d", s)
+			}
+		}
+	})
 }
 
 // TestGatewayAddedAllocations pins the allocation budget of issue 9: the
 // civic handlers add at most 15 allocations to a cached, admitted request.
 // Allocation counts do not depend on the machine's load.
 func TestGatewayAddedAllocations(t *testing.T) {
-	c := startChain(t)
+	c := startChain(t, false)
 	c.warm(t)
 	w := &discard{h: http.Header{}}
 	allocs := func(p string) float64 {
@@ -202,5 +238,28 @@ func TestGatewayAddedAllocations(t *testing.T) {
 	t.Logf("allocations per request: bare route %.0f, gateway route %.0f, added %.0f", bare, gw, gw-bare)
 	if added := gw - bare; added > 15 {
 		t.Errorf("the gateway adds %s allocations per request, want ≤ 15", strconv.FormatFloat(added, 'f', 0, 64))
+	}
+}
+
+// TestShippedPolicyAddedAllocations pins what the shipped route's cost budget
+// and usage counting add to a cached, admitted request (issue 18): the
+// budget's hand-off to the guard (its object, the request's new context) and
+// nothing per request for usage.
+func TestShippedPolicyAddedAllocations(t *testing.T) {
+	measure := func(shipped bool) float64 {
+		c := startChain(t, shipped)
+		c.warm(t)
+		w := &discard{h: http.Header{}}
+		return testing.AllocsPerRun(200, func() {
+			if s := c.serve(w, "/v1/graphql"); s != http.StatusOK {
+				t.Fatalf("status %d", s)
+			}
+		})
+	}
+	plain := measure(false)
+	shipped := measure(true)
+	t.Logf("allocations per request: gateway %.0f, with cost budget and usage %.0f", plain, shipped)
+	if added := shipped - plain; added > 3 {
+		t.Errorf("the cost budget and usage counting add %.0f allocations per request, want ≤ 3", added)
 	}
 }

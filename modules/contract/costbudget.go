@@ -46,7 +46,21 @@ func WithCostBudget(ctx context.Context, b CostBudget) context.Context {
 	return context.WithValue(ctx, costBudgetKey{}, b)
 }
 
-// CostBudgetFrom returns the CostBudget stored by WithCostBudget.
+// AttachCostBudget returns ctx carrying b: ctx itself when it is the context
+// civic_auth made for the request (WithBearer, WithBearerWatcher), which
+// takes b without a copy — so the caller keeps its *http.Request — and
+// otherwise WithCostBudget(ctx, b). It is for the handler that admits the
+// request, before any handler that reads the budget runs.
+func AttachCostBudget(ctx context.Context, b CostBudget) context.Context {
+	if c, ok := ctx.Value(bearerKey{}).(*bearerCtx); ok && c.costBudget == nil && c == ctx {
+		c.costBudget = b
+		return ctx
+	}
+	return WithCostBudget(ctx, b)
+}
+
+// CostBudgetFrom returns the CostBudget stored by WithCostBudget or
+// AttachCostBudget.
 func CostBudgetFrom(ctx context.Context) (CostBudget, bool) {
 	b, ok := ctx.Value(costBudgetKey{}).(CostBudget)
 	return b, ok && b != nil

@@ -25,6 +25,9 @@ type bearerCtx struct {
 	context.Context
 	token   string
 	watcher Watcher // set by WithBearerWatcher
+	// costBudget is set once by AttachCostBudget, before the handlers that
+	// read it run (the request's own context: no copy of the request).
+	costBudget CostBudget
 }
 
 func (c *bearerCtx) Value(key any) any {
@@ -34,6 +37,10 @@ func (c *bearerCtx) Value(key any) any {
 	case watcherKey:
 		if c.watcher != nil {
 			return c
+		}
+	case costBudgetKey:
+		if c.costBudget != nil {
+			return c.costBudget
 		}
 	}
 	return c.Context.Value(key)

@@ -19,8 +19,9 @@ type exchange struct {
 	caddyhttp.ResponseWriterWrapper
 	status int
 	keyID  string
-	budget *costBudget // nil without a cost budget
-	vals   [2]string   // the handler's RateLimit-Policy and RateLimit values
+	budget *costBudget // &costs with a cost budget, else nil
+	costs  costBudget
+	vals   [2]string // the handler's RateLimit-Policy and RateLimit values
 }
 
 // WriteHeader records the final status (1xx other than 101 are interim).
@@ -57,11 +58,15 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		x.keyID = h.keyID(repl, key)
 	}
 	if hp.cost != nil {
-		x.budget = &costBudget{limiter: h.limiter, set: hp.cost, storeKey: hp.cost.prefix + key, key: key, req: hp.req}
+		x.costs = costBudget{limiter: h.limiter, set: hp.cost, storeKey: hp.cost.prefix + key, key: key, req: hp.req,
+			rateLimit: &x.vals[1]}
+		x.budget = &x.costs
 		if d != nil {
 			x.budget.reqDecision = *d
 		}
-		r = r.WithContext(contract.WithCostBudget(r.Context(), x.budget))
+		if ctx := contract.AttachCostBudget(r.Context(), x.budget); ctx != r.Context() {
+			r = r.WithContext(ctx)
+		}
 	}
 	r = h.withCharger(r, hp.req, storeKey, key, x.keyID, repl)
 	if u == nil || x.keyID == "" {

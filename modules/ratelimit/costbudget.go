@@ -26,6 +26,19 @@ type costBudget struct {
 	reqDecision decision   // the request's decision (n 0: store down, open)
 	spent       atomic.Int64
 	refused     atomic.Bool // the HTTP request itself was refused by the budget
+	// rateLimit is the value the handler's RateLimit header slice holds (its
+	// exchange's): rewritten in place while the header still holds it.
+	rateLimit *string
+}
+
+// setRateLimit sets h's RateLimit to v, in the handler's own slice when h
+// still holds it (no allocation for the slice).
+func (b *costBudget) setRateLimit(h http.Header, v string) {
+	if cur := h["Ratelimit"]; len(cur) == 1 && b.rateLimit != nil && &cur[0] == b.rateLimit {
+		cur[0] = v
+		return
+	}
+	h["Ratelimit"] = []string{v}
 }
 
 // Spend implements contract.CostBudget.
@@ -65,7 +78,7 @@ func (b *costBudget) Spend(ctx context.Context, cost int64, h http.Header) (cont
 			v = strconv.AppendInt(v, d.remaining[0], 10)
 			v = append(v, ";t="...)
 			v = strconv.AppendInt(v, retry, 10)
-			h["Ratelimit"] = []string{string(v)}
+			b.setRateLimit(h, string(v))
 		}
 		return out, nil
 	}
@@ -73,13 +86,12 @@ func (b *costBudget) Spend(ctx context.Context, cost int64, h http.Header) (cont
 	b.spent.Add(cost)
 	out.Allowed = true
 	if h != nil {
-		name, r, t := b.set.names[0], d.remaining[0], d.resetAfter[0]
-		if rd := &b.reqDecision; rd.n > 0 {
-			if i := b.req.closest(rd); rd.remaining[i]*budget.Quota < r*b.req.rates[i].Quota {
-				name, r, t = b.req.names[i], rd.remaining[i], rd.resetAfter[i]
-			}
+		// The request's policy closest to exhaustion is already in RateLimit;
+		// the budget replaces it when it is closer.
+		rd := &b.reqDecision
+		if rd.n == 0 || d.remaining[0]*b.req.rates[b.req.closest(rd)].Quota < rd.remaining[b.req.closest(rd)]*budget.Quota {
+			b.setRateLimit(h, string(appendRateLimit(buf[:0], b.set.names[0], d.remaining[0], d.resetAfter[0])))
 		}
-		h["Ratelimit"] = []string{string(appendRateLimit(buf[:0], name, r, t))}
 	}
 	return out, nil
 }

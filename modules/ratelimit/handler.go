@@ -133,13 +133,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
-	// One allocation for both header value slices (and, with usage counting,
-	// the exchange that counts the response: the same allocation); each is
+	// One allocation for both header value slices (and, with usage counting
+	// or a cost budget, the exchange that carries them: the same
+	// allocation); each is
 	// capped at one element so that an Add elsewhere copies instead of
 	// overwriting.
 	var x *exchange
 	var vals []string
-	if h.limiter.usage != nil {
+	if h.limiter.usage != nil || hp.cost != nil {
 		x = new(exchange)
 		vals = x.vals[:]
 	} else {
