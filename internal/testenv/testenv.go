@@ -22,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,7 +126,8 @@ func Redis(t testing.TB) (*redis.Client, string) {
 // drawn at random below the kernel's ephemeral range (20000–32767), so a
 // listener or dialer that asks the kernel for any port (":0", every outgoing
 // connection) cannot be handed the same port between this call and the
-// moment the test's process binds it.
+// moment the test's process binds it. It never returns a port twice in one
+// process.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	for range 200 {
@@ -134,6 +136,9 @@ func FreePort(t testing.TB) int {
 			t.Fatalf("testenv: free port: %v", err)
 		}
 		port := 20000 + int(n.Int64())
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue // given to an earlier caller of this process, maybe not bound yet
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue // taken: draw again
@@ -144,6 +149,11 @@ func FreePort(t testing.TB) int {
 	t.Fatal("testenv: no free port in 20000–32767 after 200 draws")
 	return 0
 }
+
+// handedOut is every port FreePort returned in this test process: a stack
+// draws several before any is bound, and two equal draws (the gateway's
+// admin port on recordsd's) made a start fail now and then.
+var handedOut sync.Map
 
 func sanitize(s string) string {
 	s = strings.ToLower(s)

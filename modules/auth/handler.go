@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
@@ -29,6 +30,17 @@ type Handler struct {
 
 	app    *App
 	logger *zap.Logger
+	// refusals logs refused known keys, sampled (refusalLog) so that a
+	// client hammering with a revoked key cannot flood the log.
+	refusals *zap.Logger
+}
+
+// refusalLog is the sampled logger for refused known keys: per message and
+// level, the first 10 lines of every second, then one in 100.
+func refusalLog(l *zap.Logger) *zap.Logger {
+	return l.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Second, 10, 100)
+	}))
 }
 
 // CaddyModule returns the Caddy module information.
@@ -39,6 +51,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // Provision finds the civic_auth app.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	h.refusals = refusalLog(h.logger)
 	if h.RequireFamily != "" && !familyRE.MatchString(h.RequireFamily) {
 		return fmt.Errorf("civic_auth: bad require_family %q", h.RequireFamily)
 	}
@@ -63,6 +76,19 @@ func (h *Handler) refuse(w http.ResponseWriter, status int, body []byte, outcome
 	}
 	contract.WithSharedValues.Write(w, status, body)
 	return nil
+}
+
+// refuseKnown is refuse for a key the store knows — revoked, rotated out,
+// suspended, of a deleted organization — logged at info with its id and
+// organization (never the key or its hash), so an operator can tell which
+// client keeps using a key it should not (issue 20).
+func (h *Handler) refuseKnown(w http.ResponseWriter, status int, body []byte, outcome string, e *entry) error {
+	l := h.refusals
+	if l == nil {
+		l = h.logger
+	}
+	l.Info("API key refused", zap.String("key_id", e.rec.KeyID), zap.String("org", e.rec.OrgID), zap.String("reason", outcome))
+	return h.refuse(w, status, body, outcome)
 }
 
 // refuseThrottled answers 429 with Retry-After in whole seconds (≥ 1).
@@ -111,12 +137,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	case keystore.StatusActive:
 	case keystore.StatusRotating: // accepted until the end of its overlap
 		if !now.Before(e.rec.RotatesOut) {
-			return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated)
+			return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated, e)
 		}
 	case keystore.StatusRevoked:
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked)
+		return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked, e)
 	case keystore.StatusRotated:
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated)
+		return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated, e)
 	default:
 		h.logger.Error("key has an unknown status", zap.String("key_id", e.rec.KeyID), zap.String("status", e.rec.Status))
 		return h.refuse(w, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
@@ -125,10 +151,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.refuse(w, http.StatusUnauthorized, contract.BodyWrongEnvironment, outcomeWrongEnv)
 	}
 	if e.rec.OrgStatus == keystore.OrgDeleted { // its keys are revoked with it; a hand-edited file may say otherwise
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked)
+		return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked, e)
 	}
 	if e.rec.OrgStatus != keystore.OrgActive {
-		return h.refuse(w, http.StatusForbidden, contract.BodyOrgSuspended, outcomeSuspended)
+		return h.refuseKnown(w, http.StatusForbidden, contract.BodyOrgSuspended, outcomeSuspended, e)
 	}
 	if e.tier == nil {
 		h.logger.Error("key has a tier this config does not define; refusing", zap.String("key_id", e.rec.KeyID), zap.String("tier", e.rec.Tier))
