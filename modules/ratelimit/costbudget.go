@@ -45,11 +45,8 @@ func (b *costBudget) setRateLimit(h http.Header, v string) {
 func (b *costBudget) Spend(ctx context.Context, cost int64, h http.Header) (contract.CostDecision, error) {
 	budget := b.set.rates[0]
 	out := contract.CostDecision{Budget: budget}
-	if cost > budget.Quota {
+	if cost > budget.Quota { // the guard answers it as a document limit (HTTP 200): admitted, not refused
 		out.OverBudget = true
-		if h != nil {
-			b.refused.Store(true)
-		}
 		return out, nil
 	}
 	if cost <= 0 {

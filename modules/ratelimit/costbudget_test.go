@@ -82,8 +82,8 @@ func TestCostBudgetThroughTheHandler(t *testing.T) {
 				t.Fatalf("last points: %+v %v", dec, hdr)
 			}
 			rows := l.usage.meter.Drain()
-			if len(rows) != 1 || rows[0].Admitted != 4 || rows[0].Refused != 2 || rows[0].Cost != 100 || rows[0].OrgID != "org_1" {
-				t.Fatalf("usage %+v: want 4 admitted, 2 refused by the budget, 100 points", rows)
+			if len(rows) != 1 || rows[0].Admitted != 5 || rows[0].Refused != 1 || rows[0].Cost != 100 || rows[0].OrgID != "org_1" {
+				t.Fatalf("usage %+v: want 5 admitted (the document over the whole budget is a document-limit answer), 1 refused by the budget, 100 points", rows)
 			}
 		})
 	}

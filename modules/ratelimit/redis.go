@@ -20,8 +20,10 @@ import (
 // test clock), need, want, lease ttl µs (0 = no lease: record as admitted
 // now), the new lease id, the number s of leases to settle, then for each
 // its id, unspent units and µs from its grant to its last spend, then quota
-// and window µs per policy. Returns {granted, retry µs (-1 never), now, then remaining and
-// reset µs per policy}. A refusal records nothing.
+// and window µs per policy. Returns {granted, retry µs (-1 never), now, then
+// remaining and reset µs per policy}; the reset counts open leases at their
+// grant (what a client is shown: at most the window), while the retry counts
+// them at their end (the decision). A refusal records nothing.
 var windowScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -32,7 +34,7 @@ local need, want, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local newid, nsettle = ARGV[5], tonumber(ARGV[6])
 local base = 6 + 3 * nsettle -- quota and window of policy i: ARGV[base + 2i - 1], ARGV[base + 2i]
 local k = #KEYS
-local q, w, gran, sums, lasts, entries = {}, {}, {}, {}, {}, {}
+local q, w, gran, sums, lasts, shows, entries = {}, {}, {}, {}, {}, {}, {}
 
 local function addbucket(key, stamp, n, g)
   local f = 'b' .. string.format('%d', math.floor(stamp / g))
@@ -61,11 +63,12 @@ for i = 1, k do
     end
   end
   local all = redis.call('HGETALL', key)
-  local sum, last, list = 0, 0, {}
+  local sum, last, shown, list = 0, 0, 0, {}
   for j = 1, #all, 2 do
-    local s, c, _
+    local s, c, g
     if string.sub(all[j], 1, 1) == 'l' then
-      _, s, c = string.match(all[j + 1], '^(%d+):(%d+):(%d+)$')
+      g, s, c = string.match(all[j + 1], '^(%d+):(%d+):(%d+)$')
+      g = tonumber(g)
     else
       s, c = string.match(all[j + 1], '^(%d+):(%d+)$')
     end
@@ -75,10 +78,13 @@ for i = 1, k do
     else
       sum = sum + c
       if s > last then last = s end
+      -- the reset a client is shown counts an open lease at its grant: it is
+      -- settled at the last spend when its gateway renews (lease slack, D26)
+      if (g or s) > shown then shown = g or s end
       list[#list + 1] = {s, c}
     end
   end
-  sums[i], lasts[i], entries[i] = sum, last, list
+  sums[i], lasts[i], shows[i], entries[i] = sum, last, shown, list
 end
 
 local avail = -1
@@ -104,7 +110,7 @@ if avail < need then
     end
     if wt < 0 then retry = -1 elseif retry >= 0 and wt > retry then retry = wt end
     out[#out + 1] = math.max(0, q[i] - sums[i])
-    out[#out + 1] = math.max(0, lasts[i] + w[i] - now)
+    out[#out + 1] = math.max(0, shows[i] + w[i] - now)
   end
   out[2] = retry
   return out
@@ -122,7 +128,7 @@ for i = 1, k do
   local last = math.max(lasts[i], stamp)
   redis.call('PEXPIRE', KEYS[i], math.ceil((last + w[i] - now) / 1000) + 1)
   out[#out + 1] = q[i] - sums[i] - n
-  out[#out + 1] = last + w[i] - now
+  out[#out + 1] = math.max(shows[i], now) + w[i] - now
 end
 return out
 `)

@@ -333,3 +333,21 @@ func TestConcurrentRenewalsKeepEveryLease(t *testing.T) {
 		t.Fatalf("%d round trips for 24000 requests with leases of 1000", calls)
 	}
 }
+
+// TestResetShownNeverPastTheWindow: with leases open (stamped at their end
+// for the decision), the reset a client is shown (RateLimit t) still counts
+// from the last grant, so it never exceeds the window.
+func TestResetShownNeverPastTheWindow(t *testing.T) {
+	clock := &fakeClock{now: 1_700_000_000_000_000}
+	l := clockedLimiters(t, clock)["redis_leasing"]
+	for i := range 250 {
+		d, err := take1(context.Background(), l, "t", perMinute100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.resetAfter[0] > 60e6 {
+			t.Fatalf("request %d: reset %d µs, past the 60 s window", i, d.resetAfter[0])
+		}
+		clock.now += 300_000
+	}
+}
