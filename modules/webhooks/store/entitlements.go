@@ -60,10 +60,11 @@ const (
 //
 //   - park_reason: NULL when deliveries may go out; ReasonSuspended when
 //     civicgate.organizations says suspended; ReasonNoKey when the organization
-//     is unknown or has no active key in the endpoint's environment.
+//     is unknown or has no live key in the endpoint's environment.
 //   - fams: the families of the tiers (the jsonb map in parameter tiers) of
-//     the organization's active keys in the endpoint's environment (any
-//     environment when the endpoint records none).
+//     the organization's live keys — active, or rotating and still inside
+//     their overlap, which the gateway accepts — in the endpoint's
+//     environment (any environment when the endpoint records none).
 func endpointState(tiers, where string) string {
 	return `SELECT e.id, e.org_id, e.url, e.status, e.families, e.start_seq,
 			e.secret_sealed, e.prev_secret_sealed, e.prev_secret_until,
@@ -77,7 +78,8 @@ func endpointState(tiers, where string) string {
 				coalesce(array_agg(DISTINCT f.family) FILTER (WHERE f.family IS NOT NULL), '{}') AS fams
 			FROM civicgate.api_keys k
 			LEFT JOIN LATERAL jsonb_array_elements_text(coalesce(` + tiers + `::jsonb -> k.tier, '[]'::jsonb)) AS f(family) ON true
-			WHERE k.org_id = e.org_id AND k.status = 'active' AND (e.env IS NULL OR k.env = e.env)) k
+			WHERE k.org_id = e.org_id AND (e.env IS NULL OR k.env = e.env)
+			  AND (k.status = 'active' OR (k.status = 'rotating' AND k.rotates_out_at > clock_timestamp()))) k
 		WHERE ` + where
 }
 

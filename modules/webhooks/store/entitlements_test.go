@@ -232,3 +232,38 @@ func TestClaimInterleavesOrganizationsAndBoundsEach(t *testing.T) {
 		t.Fatalf("big in flight %d %v", inflight, err)
 	}
 }
+
+// TestRotatingKeyKeepsDeliveries: a key inside its rotation overlap is live
+// for the gateway, so it is live for deliveries too — an organization whose
+// new key is revoked while the old one is still rotating keeps receiving, and
+// only once the overlap has passed are its deliveries parked (issue 20).
+func TestRotatingKeyKeepsDeliveries(t *testing.T) {
+	db, s := newStore(t)
+	now := time.Now()
+	a := db.NewOrg(t, "a", "paid")
+	ep := endpointFor(t, s, a, "live", "bills")
+	rot, err := keystore.Rotate(ctxT(t), db.Pool, keystore.RotateSpec{Org: a.Name, Env: "live", Overlap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Revoke(t, rot.ID) // the new key; the old one is rotating for an hour
+	db.Insert(t, "bills", 2)
+	fanOut(t, s, now)
+	if got := statuses(t, db, ep.ID); got["bills:pending:"] != 2 || len(got) != 1 {
+		t.Fatalf("with the old key inside its overlap: %v, want 2 pending", got)
+	}
+	if _, err := db.Pool.Exec(ctxT(t), `UPDATE civicgate.api_keys SET rotates_out_at = now() - interval '1 second'
+		WHERE org_id = $1 AND status = 'rotating'`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Claim(ctxT(t), now, claimParams(100, 100), store.RenderEnvelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 0 {
+		t.Fatalf("claimed %d deliveries for an organization whose last key's overlap is over", len(jobs))
+	}
+	if got := statuses(t, db, ep.ID); got["bills:parked:"+store.ReasonNoKey] != 2 {
+		t.Fatalf("after the overlap: %v, want both parked for want of a key", got)
+	}
+}

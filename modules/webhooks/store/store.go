@@ -17,8 +17,9 @@
 // It also reads the key store's tables in the same database (written by
 // modules/auth/keystore, read here without importing it):
 //
-//	civicgate.organizations(id text, status text: active|suspended)
-//	civicgate.api_keys(org_id text, env text, tier text, status text: active|revoked|rotated)
+//	civicgate.organizations(id text, status text: active|suspended|deleted)
+//	civicgate.api_keys(org_id text, env text, tier text, status text: active|rotating|revoked|rotated,
+//	                   rotates_out_at timestamptz: the end of a rotating key's overlap)
 //
 // so fan-out and claim honour each organization's status and the families of
 // the tiers of its active keys as they are when each statement runs (see
