@@ -19,9 +19,26 @@ type exchange struct {
 	caddyhttp.ResponseWriterWrapper
 	status int
 	keyID  string
-	budget *costBudget // &costs with a cost budget, else nil
-	costs  costBudget
-	vals   [2]string // the handler's RateLimit-Policy and RateLimit values
+	budget *costBudget // the cost budget's, else nil
+	vals   [2]string   // the handler's RateLimit-Policy and RateLimit values
+}
+
+// budgetExchange is an exchange and its cost budget in one allocation, for a
+// request with a cost budget (the budget is larger than the rest: a request
+// without one does not carry it).
+type budgetExchange struct {
+	exchange
+	costs costBudget
+}
+
+// newExchange allocates what ServeHTTP hands on for a request of hp.
+func newExchange(hp *handlerPolicy) *exchange {
+	if hp.cost == nil {
+		return new(exchange)
+	}
+	be := new(budgetExchange)
+	be.budget = &be.costs
+	return &be.exchange
 }
 
 // WriteHeader records the final status (1xx other than 101 are interim).
@@ -51,16 +68,15 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		return next.ServeHTTP(w, h.withCharger(r, hp.req, storeKey, key, "", nil))
 	}
 	if x == nil {
-		x = new(exchange)
+		x = newExchange(hp)
 	}
 	x.ResponseWriter = w
 	if u != nil {
 		x.keyID = h.keyID(repl, key)
 	}
 	if hp.cost != nil {
-		x.costs = costBudget{limiter: h.limiter, set: hp.cost, storeKey: hp.cost.prefix + key, key: key, req: hp.req,
+		*x.budget = costBudget{limiter: h.limiter, set: hp.cost, storeKey: hp.cost.prefix + key, key: key, req: hp.req,
 			rateLimit: &x.vals[1]}
-		x.budget = &x.costs
 		if d != nil {
 			x.budget.reqDecision = *d
 		}

@@ -141,7 +141,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	var x *exchange
 	var vals []string
 	if h.limiter.usage != nil || hp.cost != nil {
-		x = new(exchange)
+		x = newExchange(hp)
 		vals = x.vals[:]
 	} else {
 		vals = make([]string, 2)
