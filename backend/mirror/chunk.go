@@ -31,14 +31,11 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, pc preparedChunk, o
 	for i, p := range pc.recs {
 		ids[i] = p.id
 	}
-	prev, err := loadSnapshots(ctx, tx, fam, ids)
+	k, err := lookup(ctx, tx, fam, w, ids)
 	if err != nil {
 		return err
 	}
-	existing, present, err := w.existing(ctx, tx, ids)
-	if err != nil {
-		return fmt.Errorf("sync %s: existing rows: %w", fam, err)
-	}
+	prev, existing, present := k.prev, k.live, k.present
 	now := time.Now().UTC()
 	if opt.Now != nil {
 		now = opt.Now().UTC()

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,12 +36,7 @@ func prepare(fam Family, ch Chunk) preparedChunk {
 			continue
 		}
 		id := it.Rec.RecordID()
-		content, err := contentOf(it.Rec)
-		if err != nil {
-			pc.err = fmt.Errorf("sync %s: record %s: %w", fam, id, err)
-			return pc
-		}
-		raw, err := json.Marshal(content)
+		content, raw, err := encode(it.Rec)
 		if err != nil {
 			pc.err = fmt.Errorf("sync %s: record %s: %w", fam, id, err)
 			return pc
@@ -91,4 +87,36 @@ func readAhead(ctx context.Context, src Source) (next <-chan preparedChunk, stop
 		for range out { // wait for the goroutine: the source is not used after Run returns
 		}
 	}
+}
+
+// The sync timestamp members a record's JSON ends with before it was ever written (importers leave it empty).
+var unsyncedSuffixes = [][]byte{[]byte(`,"last_synced_at":""}`), []byte(`,"lastSyncedAt":""}`)}
+
+// encode returns the record as the API shows it (JSON field names) without the sync timestamp, decoded the way
+// jsonb round-trips it so stored and fresh content compare equal, and that content as JSON: the record's own
+// encoding without its empty sync timestamp (one pass fewer than encoding the map again; jsonb ignores order).
+func encode(r Record) (map[string]any, []byte, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode: %w", err)
+	}
+	var content map[string]any
+	if err := json.Unmarshal(raw, &content); err != nil {
+		return nil, nil, fmt.Errorf("decode: %w", err)
+	}
+	delete(content, "last_synced_at")
+	delete(content, "lastSyncedAt")
+	for _, suffix := range unsyncedSuffixes {
+		if bytes.HasSuffix(raw, suffix) {
+			return content, append(raw[:len(raw)-len(suffix)], '}'), nil
+		}
+	}
+	if !bytes.Contains(raw, []byte(`"last_synced_at"`)) && !bytes.Contains(raw, []byte(`"lastSyncedAt"`)) {
+		return content, raw, nil // members carry no sync timestamp
+	}
+	raw, err = json.Marshal(content) // a timestamp that is set or not last: encode the map
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode: %w", err)
+	}
+	return content, raw, nil
 }

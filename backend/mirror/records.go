@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -79,29 +78,6 @@ type writer struct {
 	table, idCol string
 	upsert       func(b *pgx.Batch, r Record, now any) error
 	stage        *stageSpec
-}
-
-// existing returns the ids of live rows and of all rows (live or marked deleted) among ids.
-func (w writer) existing(ctx context.Context, tx pgx.Tx, ids []string) (live, present map[string]bool, err error) {
-	live, present = make(map[string]bool, len(ids)), make(map[string]bool, len(ids))
-	if len(ids) == 0 {
-		return live, present, nil
-	}
-	rows, err := tx.Query(ctx, `SELECT `+w.idCol+`, deleted_at IS NULL FROM `+w.table+` WHERE `+w.idCol+` = ANY($1)`, ids)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var isLive bool
-		if err := rows.Scan(&id, &isLive); err != nil {
-			return nil, nil, err
-		}
-		present[id] = true
-		live[id] = isLive
-	}
-	return live, present, rows.Err()
 }
 
 func (w writer) deleteSQL() string {

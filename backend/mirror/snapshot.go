@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -15,45 +14,44 @@ type stored struct {
 	deleted bool
 }
 
-func loadSnapshots(ctx context.Context, tx pgx.Tx, fam Family, ids []string) (map[string]stored, error) {
-	out := make(map[string]stored, len(ids))
+// known is what the database holds for a chunk's ids, read in one round trip: the last imported content
+// (prev; absent when never imported), and the table's rows (live: not marked deleted; present: any row).
+type known struct {
+	prev          map[string]stored
+	live, present map[string]bool
+}
+
+func lookup(ctx context.Context, tx pgx.Tx, fam Family, w writer, ids []string) (known, error) {
+	k := known{prev: make(map[string]stored, len(ids)), live: make(map[string]bool, len(ids)), present: make(map[string]bool, len(ids))}
 	if len(ids) == 0 {
-		return out, nil
+		return k, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT record_id, content, deleted_at IS NOT NULL FROM sync_snapshots
-		WHERE family = $1 AND record_id = ANY($2)`, string(fam), ids)
+	rows, err := tx.Query(ctx, `SELECT u.id, s.record_id IS NOT NULL, s.content, s.deleted_at IS NOT NULL,
+			t.`+w.idCol+` IS NOT NULL, t.deleted_at IS NULL
+		FROM unnest($2::text[]) AS u(id)
+		LEFT JOIN sync_snapshots s ON s.family = $1 AND s.record_id = u.id
+		LEFT JOIN `+w.table+` t ON t.`+w.idCol+` = u.id`, string(fam), ids)
 	if err != nil {
-		return nil, fmt.Errorf("sync %s: load snapshots: %w", fam, err)
+		return k, fmt.Errorf("sync %s: load snapshots and rows: %w", fam, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
+		var hasSnap, hasRow, rowLive bool
 		var s stored
-		if err := rows.Scan(&id, &s.content, &s.deleted); err != nil {
-			return nil, fmt.Errorf("sync %s: scan snapshot: %w", fam, err)
+		if err := rows.Scan(&id, &hasSnap, &s.content, &s.deleted, &hasRow, &rowLive); err != nil {
+			return k, fmt.Errorf("sync %s: scan snapshot: %w", fam, err)
 		}
-		out[id] = s
+		if hasSnap {
+			k.prev[id] = s
+		}
+		k.present[id] = hasRow
+		k.live[id] = hasRow && rowLive
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sync %s: load snapshots: %w", fam, err)
+		return k, fmt.Errorf("sync %s: load snapshots and rows: %w", fam, err)
 	}
-	return out, nil
-}
-
-// contentOf is the record as the API shows it (JSON field names), without the sync timestamp, decoded the
-// way jsonb round-trips it so stored and fresh content compare equal.
-func contentOf(r Record) (map[string]any, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	delete(m, "last_synced_at")
-	delete(m, "lastSyncedAt")
-	return m, nil
+	return k, nil
 }
 
 // diffFields returns the API field names whose values differ, sorted.
