@@ -160,3 +160,38 @@ func idHash(t *testing.T, s string) string {
 	id := strings.Fields(s)[0]
 	return id[strings.LastIndex(id, "-")+1:]
 }
+
+// TestChangedLineIsOneUpdate: re-importing an edition where one cell changed writes that line through the
+// staging upsert and one `updated` event naming "amount"; everything else is unchanged and writes nothing.
+func TestChangedLineIsOneUpdate(t *testing.T) {
+	ctx := context.Background()
+	pool := migratedtest.Pool(t)
+	importEdition(t, pool, "testdata/budauth-fy2016-quirks.csv", mirror.Options{})
+	raw, err := os.ReadFile("testdata/budauth-fy2016-quirks.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(raw), `"2,500"`, `"2,600"`, 1)
+	if changed == string(raw) {
+		t.Fatal("fixture lacks the cell")
+	}
+	path := t.TempDir() + "/budauth.csv"
+	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := importEdition(t, pool, path, mirror.Options{})
+	if st.Updated != 1 || st.Unchanged != 56 || st.Created != 0 {
+		t.Fatalf("%+v", st)
+	}
+	var amount float64
+	var fields []string
+	var evType string
+	if err := pool.QueryRow(ctx, `SELECT l.amount, e.type, e.changed_fields FROM federal_budget_lines l
+		JOIN change_events e ON e.record_id = l.id AND e.id = (SELECT max(id) FROM change_events)
+		WHERE l.account_code = '8547' AND l.fiscal_year = 2014 AND l.amount > 100000`).Scan(&amount, &evType, &fields); err != nil {
+		t.Fatal(err)
+	}
+	if amount != 2600000 || evType != "updated" || strings.Join(fields, ",") != "amount" {
+		t.Fatalf("amount %v event %s %v", amount, evType, fields)
+	}
+}
