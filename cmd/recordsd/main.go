@@ -29,7 +29,7 @@ var commands = map[string]subcommand{
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	slog.SetDefault(slog.New(newLogHandler(os.Stderr)))
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
