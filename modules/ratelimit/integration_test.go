@@ -310,23 +310,7 @@ func TestMetrics(t *testing.T) {
 	g := startGateway(t, redisGlobal("redis://"+proxy.Addr(), prefix, ""), limitRoute("1/m"))
 	metric := func(name string) float64 {
 		t.Helper()
-		resp, err := g.tester.Client.Get(fmt.Sprintf("http://localhost:%d/metrics", adminPort))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if strings.Contains(string(body), "secret-key-id") {
-			t.Fatal("key id in metrics")
-		}
-		for _, line := range strings.Split(string(body), "\n") {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				var f float64
-				fmt.Sscan(v, &f)
-				return f
-			}
-		}
-		return 0
+		return g.scrape(t, name)
 	}
 	allowed0 := metric(`civicgate_ratelimit_decisions_total{outcome="allowed"}`)
 	refused0 := metric(`civicgate_ratelimit_decisions_total{outcome="refused"}`)

@@ -18,6 +18,9 @@ func (g *gateway) scrape(t *testing.T, name string) float64 {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	if strings.Contains(string(body), "secret-key-id") {
+		t.Fatal("key id in metrics")
+	}
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			var f float64

@@ -64,19 +64,8 @@ var migrations = []string{
 	);
 	CREATE INDEX usage_minute_org ON civicgate.usage_minute (org_id, start);
 	CREATE INDEX usage_minute_start ON civicgate.usage_minute USING brin (start);
-	CREATE TABLE civicgate.usage_hour (
-		key_id        text NOT NULL,
-		org_id        text NOT NULL,
-		start         timestamptz NOT NULL,
-		admitted      bigint NOT NULL DEFAULT 0,
-		refused       bigint NOT NULL DEFAULT 0,
-		client_errors bigint NOT NULL DEFAULT 0,
-		server_errors bigint NOT NULL DEFAULT 0,
-		cost          bigint NOT NULL DEFAULT 0,
-		PRIMARY KEY (key_id, start)
-	);
-	CREATE INDEX usage_hour_org ON civicgate.usage_hour (org_id, start);
-	CREATE INDEX usage_hour_start ON civicgate.usage_hour USING brin (start);`,
+	-- the hourly rollup: the same columns, key and indexes
+	CREATE TABLE civicgate.usage_hour (LIKE civicgate.usage_minute INCLUDING ALL);`,
 	// 3: rotation with an overlap (issue 20): a rotated key stays accepted as
 	// "rotating" until rotates_out_at and counts as one of the two live keys;
 	// gateways compare the deadline with their clock, so it ends without a
