@@ -12,14 +12,26 @@ var billNumberRE = regexp.MustCompile(`(?i)\b(h\.?\s?j\.?\s?res|s\.?\s?j\.?\s?re
 // NormalizeSearch folds every bill-number form in q into the single token the stored tsvector holds
 // ("hr2882"), leaving the rest of the text for websearch_to_tsquery.
 func NormalizeSearch(q string) string {
-	return billNumberRE.ReplaceAllStringFunc(q, func(m string) string {
-		sub := billNumberRE.FindStringSubmatch(m)
-		var b strings.Builder
-		for _, r := range strings.ToLower(sub[1]) {
+	// The submatches come from the one match over q: matching a found
+	// substring again alone can fail (\b sees other neighbours, and (?i)
+	// matched "ſ" as "s"), which made an index out of range (fuzzing found
+	// "000ſ0").
+	found := billNumberRE.FindAllStringSubmatchIndex(q, -1)
+	if found == nil {
+		return q
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range found {
+		b.WriteString(q[last:m[0]])
+		for _, r := range strings.ToLower(q[m[2]:m[3]]) {
 			if r >= 'a' && r <= 'z' {
 				b.WriteRune(r)
 			}
 		}
-		return b.String() + sub[2]
-	})
+		b.WriteString(q[m[4]:m[5]])
+		last = m[1]
+	}
+	b.WriteString(q[last:])
+	return b.String()
 }
