@@ -120,9 +120,13 @@ func TestLinesWithoutKeysUntouched(t *testing.T) {
 		}
 		b1.Free()
 		b2.Free()
-		ours := testing.AllocsPerRun(100, func() { b, _ := plain.EncodeEntry(ent, fields); b.Free() })
-		theirs := testing.AllocsPerRun(100, func() { b, _ := plain.inner.EncodeEntry(ent, fields); b.Free() })
-		if ours != theirs {
+		// The property: redaction adds no allocation to a line without keys.
+		// Both encoders draw buffers from a sync.Pool, which the race detector
+		// empties at random, so the averages are over many runs and only an
+		// excess of ours is a failure (it saw 0 against 1 under -race).
+		ours := testing.AllocsPerRun(2000, func() { b, _ := plain.EncodeEntry(ent, fields); b.Free() })
+		theirs := testing.AllocsPerRun(2000, func() { b, _ := plain.inner.EncodeEntry(ent, fields); b.Free() })
+		if ours > theirs {
 			t.Fatalf("%v allocations, the wrapped encoder alone %v", ours, theirs)
 		}
 	}

@@ -114,7 +114,7 @@ func (c *leaseCache) take(key string, now, need int64) (d decision, s settlement
 			l.tokens -= need
 			l.lastSpend = now
 			d = decision{granted: need, n: e.n}
-			e.fill(&d, now, e.unspent(now))
+			e.fill(&d, now, e.unspent(now)+e.returning())
 			return d, settlements{}, true
 		}
 	}
@@ -148,6 +148,16 @@ func (e *leaseEntry) unspent(now int64) int64 {
 		if l.id != 0 && now < l.deadline {
 			n += l.tokens
 		}
+	}
+	return n
+}
+
+// returning is the unspent units of leases waiting in settleLater: Redis
+// still counts them, and the next round trip gives them back.
+func (e *leaseEntry) returning() int64 {
+	var n int64
+	for _, s := range e.settleLater[:e.nLater] {
+		n += s.unspent
 	}
 	return n
 }
@@ -189,10 +199,19 @@ func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64,
 		e = new(leaseEntry)
 		sh.entries[key] = e
 	}
+	// Redis' remaining already excludes every lease it granted. With leases
+	// of this instance renewed concurrently, their answers arrive in any
+	// order and the later script saw less left: keep the smaller, or units
+	// of one lease would be counted twice (r once read 101 of 100).
+	open := e.unspent(sent) > 0
 	e.n = d.n
 	for i := 0; i < d.n; i++ {
-		e.remaining[i] = d.remaining[i]
-		e.resetAt[i] = sent + d.resetAfter[i]
+		if !open {
+			e.remaining[i], e.resetAt[i] = d.remaining[i], sent+d.resetAfter[i]
+			continue
+		}
+		e.remaining[i] = min(e.remaining[i], d.remaining[i])
+		e.resetAt[i] = max(e.resetAt[i], sent+d.resetAfter[i])
 	}
 	if refused {
 		e.blockedUntil, e.blockedNeed = sent+d.retryAfter, need

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -324,7 +325,7 @@ func TestConcurrentRenewalsKeepEveryLease(t *testing.T) {
 	e := l.local.shard(sk).entries[sk]
 	var held int64
 	if e != nil {
-		held = e.unspent(time.Now().UnixMicro())
+		held = e.unspent(time.Now().UnixMicro()) + e.returning()
 	}
 	if counted != admitted.Load()+held {
 		t.Fatalf("Redis counts %d, admitted %d + held unspent %d: a lease was lost", counted, admitted.Load(), held)
@@ -349,5 +350,47 @@ func TestResetShownNeverPastTheWindow(t *testing.T) {
 			t.Fatalf("request %d: reset %d µs, past the 60 s window", i, d.resetAfter[0])
 		}
 		clock.now += 300_000
+	}
+}
+
+// TestRemainingNeverOverTheQuota: eight requests of one key renewing leases at
+// once (1000/m: leases of 20) are each told a remaining below the quota, and
+// once they are done the next request is told exactly what is left — the
+// answers of concurrent renewals arrive in any order, and counting a lease's
+// units twice once told a client r=101 of 100.
+func TestRemainingNeverOverTheQuota(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	for round := range 5 {
+		l := testLimiter(t, testenv.RedisAddr(), fmt.Sprintf("%s%d:", prefix, round), 0.02)
+		r := contract.Rate{Quota: 1000, Window: time.Minute}
+		set := oneRate(l, r)
+		sk := set.prefix + "k"
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 100 {
+					d, err := l.take(context.Background(), set, sk, "k", 1)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					admitted.Add(d.granted)
+					if d.granted == 1 && d.remaining[0] > r.Quota-1 {
+						t.Errorf("told %d remaining of %d", d.remaining[0], r.Quota)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		d, err := l.take(context.Background(), set, sk, "k", 1)
+		if err != nil || d.granted != 1 {
+			t.Fatalf("round %d: %+v %v", round, d, err)
+		}
+		if want := r.Quota - admitted.Load() - 1; d.remaining[0] != want {
+			t.Fatalf("round %d: told %d remaining after %d admitted, want %d", round, d.remaining[0], admitted.Load()+1, want)
+		}
 	}
 }
