@@ -292,23 +292,7 @@ func TestConcurrentRenewalsKeepEveryLease(t *testing.T) {
 	r := contract.Rate{Quota: 1_000_000, Window: time.Hour} // leases of 1000
 	set := oneRate(l, r)
 	sk := set.prefix + "hot"
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 3000 {
-				d, err := l.take(context.Background(), set, sk, "hot", 1)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				admitted.Add(d.granted)
-			}
-		}()
-	}
-	wg.Wait()
+	admitted := hammer(t, l, set, "hot", 8, 3000, nil)
 	if admitted.Load() != 24000 {
 		t.Fatalf("admitted %d of 24000 under a quota of a million", admitted.Load())
 	}
@@ -365,26 +349,11 @@ func TestRemainingNeverOverTheQuota(t *testing.T) {
 		r := contract.Rate{Quota: 1000, Window: time.Minute}
 		set := oneRate(l, r)
 		sk := set.prefix + "k"
-		var admitted atomic.Int64
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 100 {
-					d, err := l.take(context.Background(), set, sk, "k", 1)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					admitted.Add(d.granted)
-					if d.granted == 1 && d.remaining[0] > r.Quota-1 {
-						t.Errorf("told %d remaining of %d", d.remaining[0], r.Quota)
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		admitted := hammer(t, l, set, "k", 8, 100, func(d decision) {
+			if d.granted == 1 && d.remaining[0] > r.Quota-1 {
+				t.Errorf("told %d remaining of %d", d.remaining[0], r.Quota)
+			}
+		})
 		d, err := l.take(context.Background(), set, sk, "k", 1)
 		if err != nil || d.granted != 1 {
 			t.Fatalf("round %d: %+v %v", round, d, err)
@@ -393,4 +362,31 @@ func TestRemainingNeverOverTheQuota(t *testing.T) {
 			t.Fatalf("round %d: told %d remaining after %d admitted, want %d", round, d.remaining[0], admitted.Load()+1, want)
 		}
 	}
+}
+
+// hammer runs goroutines × each decisions of one unit for key under set at
+// once, passing each decision to check (if any), and returns the admitted.
+func hammer(t *testing.T, l *limiter, set *policySet, key string, goroutines, each int, check func(decision)) *atomic.Int64 {
+	t.Helper()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				d, err := l.take(context.Background(), set, set.prefix+key, key, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				admitted.Add(d.granted)
+				if check != nil {
+					check(d)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return &admitted
 }
