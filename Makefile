@@ -6,7 +6,7 @@ GOTESTFLAGS ?=
 # Every package's caddytest servers use their own admin port, so packages may run in parallel.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: import-real all build up test lint vet fmt-check staticcheck services bench bench-backend bench-modules fuzz clean
+.PHONY: import-real all build up test lint vet fmt-check staticcheck services browser bench bench-backend bench-modules fuzz clean
 
 all: build
 
@@ -18,12 +18,16 @@ build:
 services:
 	@scripts/services.sh all
 
+## browser: headless Chromium for the browser tests (internal/testbrowser); make test needs it, make up does not.
+browser:
+	@scripts/services.sh chromium
+
 ## up: build, start PostgreSQL and Redis, migrate, seed, serve (foreground; Ctrl-C stops it all).
 up: build services
 	@scripts/up.sh
 
 ## test: every test, with the race detector, against real PostgreSQL and Redis (started if needed).
-test: services lint
+test: services browser lint
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
 	@$(MAKE) --no-print-directory fuzz
 

@@ -2,6 +2,8 @@
 # Makes sure PostgreSQL (127.0.0.1:5432, trust auth for user postgres) and Redis
 # (127.0.0.1:6379) are running: probe, start if installed, install with apt-get
 # if missing and we are root. Used by `make test`, `make up` and the benches.
+# `services.sh chromium` (make browser, part of make test but not of make up)
+# makes sure headless Chromium is installed for the browser tests.
 # Honours CIVICGATE_PG_HOST/PORT and CIVICGATE_REDIS_HOST/PORT.
 set -euo pipefail
 
@@ -73,9 +75,28 @@ ensure_redis() {
 	wait_port "$REDIS_HOST" "$REDIS_PORT" Redis
 }
 
+# ensure_chromium makes sure a Chromium binary is there for the browser tests
+# (internal/testbrowser): /usr/bin/chromium or chromium on PATH, else Debian's
+# chromium package when we are root.
+ensure_chromium() {
+	if [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then return 0; fi
+	if [ "$(id -u)" != 0 ]; then
+		log "Chromium is missing and we are not root: install Debian's chromium package (sudo apt-get install chromium) for the browser tests"
+		return 1
+	fi
+	log "installing Chromium"
+	apt_install chromium
+	if ! command -v chromium >/dev/null 2>&1; then
+		log "apt-get installed chromium but no chromium binary is on PATH"
+		return 1
+	fi
+	log "$(chromium --version 2>/dev/null || echo 'chromium installed')"
+}
+
 case "${1:-all}" in
 postgres) ensure_postgres ;;
 redis) ensure_redis ;;
+chromium) ensure_chromium ;;
 all) ensure_postgres; ensure_redis ;;
-*) log "usage: $0 [postgres|redis|all]"; exit 2 ;;
+*) log "usage: $0 [postgres|redis|chromium|all]"; exit 2 ;;
 esac
