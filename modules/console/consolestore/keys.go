@@ -1,0 +1,102 @@
+package consolestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Key is one row of the keys page: never the key or its hash.
+type Key struct {
+	ID           string
+	Env          string
+	Tier         string
+	Prefix       string
+	Status       string // effective: a rotating key past its overlap is rotated
+	CreatedAt    time.Time
+	RetiredAt    *time.Time
+	RotatesOutAt *time.Time
+	LastUsed     *time.Time // the last minute (or, past 48 h, hour) with counted usage
+}
+
+// KeyCursor is where a keys page starts: after the key created at
+// CreatedAt with id ID (zero: the newest).
+type KeyCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// KeysPage returns the organization's keys newest first, live ones (active,
+// rotating) first on the first page, limit per page, with a cursor for the
+// next page (nil at the end). Last use comes from the usage tables through
+// their primary key, one index probe per key on the page.
+func KeysPage(ctx context.Context, pool *pgxpool.Pool, orgID string, after KeyCursor, limit int) ([]Key, *KeyCursor, error) {
+	rows, err := pool.Query(ctx, `SELECT k.id, k.env, k.tier, k.key_prefix,
+			CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN 'rotated' ELSE k.status END,
+			k.created_at, coalesce(k.retired_at, CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN k.rotates_out_at END),
+			k.rotates_out_at,
+			coalesce((SELECT max(m.start) FROM civicgate.usage_minute m WHERE m.key_id = k.id),
+				(SELECT max(h.start) FROM civicgate.usage_hour h WHERE h.key_id = k.id))
+		FROM civicgate.api_keys k
+		WHERE k.org_id = $1 AND ($2::text = '' OR (k.created_at, k.id) < ($3, $2))
+		ORDER BY k.created_at DESC, k.id DESC LIMIT $4`, orgID, after.ID, after.CreatedAt, limit+1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("consolestore: keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RetiredAt, &k.RotatesOutAt, &k.LastUsed)
+		k.CreatedAt = k.CreatedAt.UTC()
+		return k, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("consolestore: keys: %w", err)
+	}
+	var next *KeyCursor
+	if len(keys) > limit {
+		keys = keys[:limit]
+		last := keys[limit-1]
+		next = &KeyCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	return keys, next, nil
+}
+
+// LiveKeys returns the organization's active and rotating keys, oldest
+// first (at most two per environment).
+func LiveKeys(ctx context.Context, pool *pgxpool.Pool, orgID string) ([]Key, error) {
+	rows, err := pool.Query(ctx, `SELECT k.id, k.env, k.tier, k.key_prefix, k.status, k.created_at, k.rotates_out_at
+		FROM civicgate.api_keys k
+		WHERE k.org_id = $1 AND (k.status = 'active' OR (k.status = 'rotating' AND k.rotates_out_at > now()))
+		ORDER BY k.created_at, k.id`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("consolestore: live keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RotatesOutAt)
+		k.CreatedAt = k.CreatedAt.UTC()
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consolestore: live keys: %w", err)
+	}
+	return keys, nil
+}
+
+// KeyOrg returns the organization id of key id (ErrNotFound if none), so a
+// change to a key is refused unless it belongs to the caller's organization.
+func KeyOrg(ctx context.Context, pool *pgxpool.Pool, id string) (string, error) {
+	var org string
+	err := pool.QueryRow(ctx, `SELECT org_id FROM civicgate.api_keys WHERE id = $1`, id).Scan(&org)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("consolestore: key: %w", err)
+	}
+	return org, nil
+}

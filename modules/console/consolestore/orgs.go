@@ -1,0 +1,76 @@
+package consolestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Org is an organization as the console lists it.
+type Org struct {
+	ID        string
+	Name      string
+	Status    string // active, suspended or deleted
+	CreatedAt time.Time
+	LiveKeys  int      // active or rotating keys
+	Tiers     []string // the tiers of its live keys, sorted
+}
+
+const orgColumns = `o.id, o.name, o.status, o.created_at,
+	(SELECT count(*) FROM civicgate.api_keys k WHERE k.org_id = o.id AND k.status IN ('active','rotating')),
+	coalesce((SELECT array_agg(DISTINCT k.tier ORDER BY k.tier) FROM civicgate.api_keys k
+		WHERE k.org_id = o.id AND k.status IN ('active','rotating')), '{}')`
+
+func scanOrg(row pgx.Row) (Org, error) {
+	var o Org
+	err := row.Scan(&o.ID, &o.Name, &o.Status, &o.CreatedAt, &o.LiveKeys, &o.Tiers)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	if err != nil {
+		return o, fmt.Errorf("consolestore: organization: %w", err)
+	}
+	o.CreatedAt = o.CreatedAt.UTC()
+	return o, nil
+}
+
+// GetOrg returns the organization with id (ErrNotFound if none).
+func GetOrg(ctx context.Context, pool *pgxpool.Pool, id string) (Org, error) {
+	return scanOrg(pool.QueryRow(ctx, `SELECT `+orgColumns+` FROM civicgate.organizations o WHERE o.id = $1`, id))
+}
+
+// OrgByName returns the organization named name (ErrNotFound if none).
+func OrgByName(ctx context.Context, pool *pgxpool.Pool, name string) (Org, error) {
+	return scanOrg(pool.QueryRow(ctx, `SELECT `+orgColumns+` FROM civicgate.organizations o WHERE o.name = $1`, name))
+}
+
+// ListOrgs returns organizations by name after after (a page of limit) and
+// whether more follow; deleted ones are left out.
+func ListOrgs(ctx context.Context, pool *pgxpool.Pool, after string, limit int) ([]Org, bool, error) {
+	rows, err := pool.Query(ctx, `SELECT `+orgColumns+` FROM civicgate.organizations o
+		WHERE o.status <> 'deleted' AND o.name > $1 ORDER BY o.name LIMIT $2`, after, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("consolestore: organizations: %w", err)
+	}
+	defer rows.Close()
+	var out []Org
+	for rows.Next() {
+		o, err := scanOrg(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("consolestore: organizations: %w", err)
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}
