@@ -1,0 +1,183 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/console/consolestore"
+)
+
+// The keys page and the key changes. Every change goes through the key
+// store's Issue, Rotate and Revoke — the functions `civicgate keys` runs —
+// so the two-live-key rule, the rotation overlap and the NOTIFY that
+// reaches every gateway are the same.
+
+// twoKeyRule is shown where the two-live-key rule refuses something.
+const twoKeyRule = "An organization holds at most two live keys per environment (active, or rotating during an overlap). " +
+	"Revoke one, or rotate with no overlap, to make room."
+
+func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
+	h.renderKeys(w, r, m, o, http.StatusOK, "", "", nil)
+}
+
+// created is a key shown once, right after it was made.
+type created struct {
+	Key, ID, Env, Tier string
+	Rotating           string // the key that stays accepted until Until (rotate with overlap)
+	Until              time.Time
+}
+
+func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, m member, o orgCtx, code int, notice, refusal string, c *created) {
+	var after consolestore.KeyCursor
+	if cur := r.URL.Query().Get("after"); cur != "" && r.Method == http.MethodGet {
+		at, id, ok := strings.Cut(cur, "_at_")
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if !ok || err != nil || id == "" {
+			h.status(w, r, http.StatusBadRequest, "Not a page of this list", "Go back to the first page of keys.")
+			return
+		}
+		after = consolestore.KeyCursor{CreatedAt: t, ID: id}
+	}
+	keys, next, err := consolestore.KeysPage(r.Context(), h.pool, o.org.ID, after, pageSize)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	nextCur := ""
+	if next != nil {
+		nextCur = next.CreatedAt.Format(time.RFC3339Nano) + "_at_" + next.ID
+	}
+	v := h.orgView(m, o, "keys", "Keys", map[string]any{"Keys": keys, "Next": nextCur, "Created": c,
+		"Tiers": h.tierNames(), "Rule": twoKeyRule, "Overlaps": overlapChoices})
+	v.Notice, v.Error = notice, refusal
+	h.render(w, r, code, "keys", v)
+}
+
+// overlapChoices are the rotation overlaps offered (keys rotate's --overlap).
+var overlapChoices = []string{"24h", "1h", "168h", "0s"}
+
+func formEnv(r *http.Request) (string, bool) {
+	env := r.PostForm.Get("env")
+	return env, keystore.ValidEnv(env)
+}
+
+func (h *Handler) issueKey(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
+	if !parseForm(w, r) {
+		return
+	}
+	env, ok := formEnv(r)
+	if !ok {
+		h.renderKeys(w, r, m, o, http.StatusBadRequest, "", "Choose the live or test environment.", nil)
+		return
+	}
+	live, err := consolestore.LiveKeys(r.Context(), h.pool, o.org.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	t := orgTier(live)
+	if m.operator() && r.PostForm.Get("tier") != "" {
+		t = r.PostForm.Get("tier")
+	}
+	if _, ok := h.tiers[t]; !ok {
+		h.renderKeys(w, r, m, o, http.StatusBadRequest, "",
+			"This organization has no live key to take a tier from. An operator issues its first key with a tier.", nil)
+		return
+	}
+	is, err := keystore.Issue(r.Context(), h.pool, o.org.Name, t, env)
+	if errors.Is(err, keystore.ErrTooManyKeys) {
+		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not issued. "+twoKeyRule, nil)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.audit(r, m, o.org.ID, "key.issue", is.ID, env+", tier "+t)
+	h.renderKeys(w, r, m, o, http.StatusOK, "Key issued. Copy it now: it is shown only once.", "",
+		&created{Key: is.Key, ID: is.ID, Env: env, Tier: t})
+}
+
+func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
+	if !parseForm(w, r) {
+		return
+	}
+	env, ok := formEnv(r)
+	overlap, err := time.ParseDuration(r.PostForm.Get("overlap"))
+	if !ok || err != nil || overlap < 0 || overlap > 30*24*time.Hour {
+		h.renderKeys(w, r, m, o, http.StatusBadRequest, "", "Choose an environment and an overlap.", nil)
+		return
+	}
+	rot, err := keystore.Rotate(r.Context(), h.pool, keystore.RotateSpec{Org: o.org.Name, Env: env, Overlap: overlap})
+	switch {
+	case errors.Is(err, keystore.ErrNoOverlapSlot):
+		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not rotated: two keys are active, so the old one cannot stay live during an overlap. "+twoKeyRule, nil)
+		return
+	case errors.Is(err, keystore.ErrNothingToRotate):
+		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not rotated: there is no active "+env+" key to rotate. Issue one.", nil)
+		return
+	case err != nil:
+		h.fail(w, r, err)
+		return
+	}
+	detail := env + ", overlap " + overlap.String()
+	if len(rot.RotatedOut) > 0 {
+		detail += ", rotated out " + strings.Join(rot.RotatedOut, " ")
+	}
+	h.audit(r, m, o.org.ID, "key.rotate", rot.ID, detail)
+	h.renderKeys(w, r, m, o, http.StatusOK, "Key rotated. Copy the new key now: it is shown only once.", "",
+		&created{Key: rot.Key, ID: rot.ID, Env: env, Rotating: rot.Rotating, Until: rot.Until})
+}
+
+// ownKey checks that the key in the path belongs to the organization: any
+// other key id answers 404.
+func (h *Handler) ownKey(w http.ResponseWriter, r *http.Request, o orgCtx) (string, bool) {
+	id := r.PathValue("key")
+	org, err := consolestore.KeyOrg(r.Context(), h.pool, id)
+	if errors.Is(err, consolestore.ErrNotFound) || (err == nil && org != o.org.ID) {
+		h.notFound(w, r)
+		return "", false
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return "", false
+	}
+	return id, true
+}
+
+func (h *Handler) revokeConfirm(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
+	id, ok := h.ownKey(w, r, o)
+	if !ok {
+		return
+	}
+	h.render(w, r, http.StatusOK, "revoke", h.orgView(m, o, "keys", "Revoke key", map[string]any{"KeyID": id}))
+}
+
+func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
+	if !parseForm(w, r) {
+		return
+	}
+	id, ok := h.ownKey(w, r, o)
+	if !ok {
+		return
+	}
+	if r.PostForm.Get("confirm") != id {
+		h.renderKeys(w, r, m, o, http.StatusBadRequest, "", "Not revoked: type the key id to confirm.", nil)
+		return
+	}
+	rev, err := keystore.Revoke(r.Context(), h.pool, id)
+	var already *keystore.AlreadyRevokedError
+	if errors.As(err, &already) {
+		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Key "+id+" was already revoked.", nil)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.audit(r, m, o.org.ID, "key.revoke", id, "was "+rev.Was)
+	h.renderKeys(w, r, m, o, http.StatusOK, "Key "+id+" revoked. Requests with it are refused from now on.", "", nil)
+}
