@@ -1,7 +1,8 @@
 // Command civicgate is the civicgate gateway: a Caddy v2 build with Caddy's
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
-// webhooks), plus the `civicgate keys` key-management and `civicgate webhooks`
-// migration commands. `civicgate version` prints civicgate's version and
+// webhooks, the organization console), plus the `civicgate keys` key-management,
+// `civicgate webhooks` migration, `civicgate console link` and `civicgate audit`
+// commands. `civicgate version` prints civicgate's version and
 // commit beside Caddy's.
 package main
 
@@ -15,6 +16,8 @@ import (
 
 	_ "github.com/civicgate/civicgate/modules/auth"
 	_ "github.com/civicgate/civicgate/modules/auth/keycmd"
+	_ "github.com/civicgate/civicgate/modules/console"
+	_ "github.com/civicgate/civicgate/modules/console/consolecmd"
 	_ "github.com/civicgate/civicgate/modules/gqlguard"
 	_ "github.com/civicgate/civicgate/modules/logredact"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"

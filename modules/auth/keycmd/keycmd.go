@@ -5,6 +5,7 @@
 package keycmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
 func init() {
@@ -211,7 +213,43 @@ func run(ctx context.Context, sub string, args []string, o opts, out io.Writer, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return t.do(ctx, sub, args, o, out)
+	if err := t.do(ctx, sub, args, o, out); err != nil {
+		return err
+	}
+	if t.pool != nil {
+		auditChange(ctx, t.pool, sub, args, o, getenv)
+	}
+	return nil
+}
+
+// auditChange writes a database change made from the command line to the
+// audit log the console shows (`civicgate audit`), as "cli:<OS user>". A
+// database not migrated to the console's tables yet keeps no entry; the
+// change is done either way.
+func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []string, o opts, getenv func(string) string) {
+	var target, detail string
+	switch sub {
+	case "issue", "rotate":
+		target, detail = o.org, o.env
+	case "suspend", "resume", "delete-org":
+		target = o.org
+	case "revoke":
+		target = args[0]
+	default:
+		return
+	}
+	e := consolestore.AuditEntry{Actor: "cli:" + cmp.Or(getenv("USER"), "unknown"), Role: consolestore.RoleOperator,
+		Action: "key." + sub, Target: target, Detail: detail}
+	if o.org != "" {
+		if org, err := consolestore.OrgByName(ctx, pool, o.org); err == nil {
+			e.OrgID = org.ID
+		}
+	} else if sub == "revoke" {
+		if org, err := consolestore.KeyOrg(ctx, pool, args[0]); err == nil {
+			e.OrgID = org
+		}
+	}
+	_ = consolestore.Audit(ctx, pool, e)
 }
 
 // openPool opens DATABASE_URL.

@@ -1,0 +1,195 @@
+// Package consolecmd adds `civicgate console link` (a one-time sign-in link
+// to the organization console) and `civicgate audit` (the audit log of every
+// change made from the console or the key commands) to the civicgate binary.
+// The database comes from DATABASE_URL (docs/operations.md "The organization
+// console").
+package consolecmd
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/civicgate/civicgate/modules/console/consolestore"
+)
+
+// DefaultConsoleURL is where `make up` serves the console.
+const DefaultConsoleURL = "https://localhost:8444"
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "console",
+		Usage: "link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]",
+		Short: "Prints a one-time sign-in link to the organization console (DATABASE_URL)",
+		Long: `
+Prints a sign-in link to the organization console for EMAIL in organization
+ORG with a role: viewer (reads), admin (keys and webhooks) or operator (every
+organization; --org may be omitted). The link works once, for 15 minutes;
+only its SHA-256 hash is stored. The console's address is --url, else
+CIVICGATE_CONSOLE_URL, else https://localhost:8444.
+`,
+		CobraFunc: wrap(RunConsole),
+	})
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "audit",
+		Usage: "[--org ORG] [--since 24h] [--limit 100] [--json]",
+		Short: "Prints the audit log of console and key changes (DATABASE_URL)",
+		Long: `
+Prints the audit log, newest first: who (a console member's email, or
+cli:<user> for the key commands), role, organization, action, target, detail,
+client address and time. --org narrows to one organization (name or id).
+`,
+		CobraFunc: wrap(RunAudit),
+	})
+}
+
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int
+
+func wrap(run runFunc) func(*cobra.Command) {
+	return func(cmd *cobra.Command) {
+		cmd.DisableFlagParsing = true
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if code := run(c.Context(), args, os.Stdout, os.Stderr, os.Getenv); code != 0 {
+				os.Exit(code)
+			}
+			return nil
+		}
+	}
+}
+
+func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
+	dsn := getenv("DATABASE_URL")
+	if dsn == "" {
+		return nil, errors.New("DATABASE_URL is not set")
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, errors.New("cannot parse DATABASE_URL") // never echo the DSN: it may hold a password
+	}
+	return pool, nil
+}
+
+// RunConsole runs `civicgate console <sub>` and returns the exit code.
+func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 || args[0] != "link" {
+		fmt.Fprintln(stderr, "usage: civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]")
+		return 2
+	}
+	fs := flag.NewFlagSet("console link", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	org := fs.String("org", "", "organization name (optional for an operator)")
+	email := fs.String("email", "", "the member's email")
+	role := fs.String("role", consolestore.RoleAdmin, "viewer, admin or operator")
+	base := fs.String("url", "", "the console's address (default $CIVICGATE_CONSOLE_URL or "+DefaultConsoleURL+")")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
+		return 2
+	}
+	if *email == "" || !consolestore.ValidRole(*role) || (*org == "" && *role != consolestore.RoleOperator) {
+		fmt.Fprintln(stderr, "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator")
+		return 2
+	}
+	u, err := url.Parse(strings.TrimSuffix(cmp.Or(*base, getenv("CIVICGATE_CONSOLE_URL"), DefaultConsoleURL), "/"))
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		fmt.Fprintln(stderr, "civicgate console link: --url must be an https:// address")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](ctx, context.Background()), 30*time.Second)
+	defer cancel()
+	pool, err := openPool(ctx, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "civicgate console link:", err)
+		return 1
+	}
+	defer pool.Close()
+	actor := "cli:" + cmp.Or(getenv("USER"), "unknown")
+	l, err := consolestore.CreateLink(ctx, pool, consolestore.LinkSpec{Org: *org, Email: *email, Role: *role, CreatedBy: actor})
+	if errors.Is(err, consolestore.ErrNotFound) {
+		fmt.Fprintf(stderr, "civicgate console link: no organization named %q\n", *org)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "civicgate console link:", err)
+		return 1
+	}
+	_ = consolestore.Audit(ctx, pool, consolestore.AuditEntry{Actor: actor, Role: consolestore.RoleOperator, OrgID: l.OrgID,
+		Action: "console.link", Target: strings.ToLower(*email), Detail: *role})
+	u.Path = "/signin/link"
+	u.RawQuery = url.Values{"token": {l.Token}}.Encode()
+	fmt.Fprintf(stdout, "%s\n(single use, valid until %s; signs in %s as %s)\n", u, l.ExpiresAt.Format(time.RFC3339), *email, *role)
+	return 0
+}
+
+// RunAudit runs `civicgate audit` and returns the exit code.
+func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	org := fs.String("org", "", "organization name or id (default: every one)")
+	since := fs.Duration("since", 24*time.Hour, "how far back")
+	limit := fs.Int("limit", 100, "at most this many entries (1..1000)")
+	asJSON := fs.Bool("json", false, "print JSON lines")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *since <= 0 || *limit < 1 || *limit > 1000 {
+		fmt.Fprintln(stderr, "usage: civicgate audit [--org ORG] [--since 24h] [--limit 100] [--json]")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](ctx, context.Background()), 30*time.Second)
+	defer cancel()
+	pool, err := openPool(ctx, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "civicgate audit:", err)
+		return 1
+	}
+	defer pool.Close()
+	q := consolestore.AuditQuery{Since: time.Now().Add(-*since), Limit: *limit}
+	if *org != "" {
+		o, err := consolestore.OrgByName(ctx, pool, *org)
+		if errors.Is(err, consolestore.ErrNotFound) {
+			o, err = consolestore.GetOrg(ctx, pool, *org)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "civicgate audit: no organization %q\n", *org)
+			return 1
+		}
+		q.OrgID = o.ID
+	}
+	entries, _, err := consolestore.ListAudit(ctx, pool, q)
+	if err != nil {
+		fmt.Fprintln(stderr, "civicgate audit:", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, e := range entries {
+			if err := enc.Encode(e); err != nil {
+				return 1
+			}
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tACTOR\tROLE\tORG\tACTION\tTARGET\tDETAIL\tFROM")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.Actor, e.Role, cmp.Or(e.Org, "-"),
+			e.Action, cmp.Or(e.Target, "-"), cmp.Or(e.Detail, "-"), cmp.Or(e.ClientAddr, "-"))
+	}
+	return boolToCode(tw.Flush() != nil)
+}
+
+func boolToCode(failed bool) int {
+	if failed {
+		return 1
+	}
+	return 0
+}
