@@ -83,12 +83,18 @@ for _ in $(seq 1 100); do
 	sleep 0.2
 done
 
+console_port=${CIVICGATE_CONSOLE_PORT:-8444}
+console_link=$(CIVICGATE_CONSOLE_URL="https://localhost:${console_port}" bin/civicgate console link --org demo --email admin@demo.example --role admin | head -1)
+
 cat <<MSG
 
 civicgate is up.
   Base URL: https://localhost:8443
   API key: ${api_key}
   CA root:  ${ca}
+  Console:  https://localhost:${console_port}  (organization demo; keys, usage, webhooks, audit log)
+            sign in once, within 15 minutes: ${console_link}
+            (another link: bin/civicgate console link --org demo --email you@example.org --role admin|viewer|operator)
 
 Try:
   curl --cacert '${ca}' -H 'Authorization: Bearer ${api_key}' -H 'Content-Type: application/json' \\

@@ -32,9 +32,12 @@ type Stack struct {
 	DSN      string
 	HTTPSURL string
 	HTTPURL  string
-	CARoot   string
-	Client   *http.Client
-	Logs     []string // files holding every process's output
+	// ConsoleURL is the organization console's site (Caddyfile.local's
+	// CIVICGATE_CONSOLE_PORT), its own port per stack.
+	ConsoleURL string
+	CARoot     string
+	Client     *http.Client
+	Logs       []string // files holding every process's output
 }
 
 var keyPattern = regexp.MustCompile(`cg_(live|test)_[0-9A-Za-z]+`)
@@ -51,6 +54,7 @@ func New(t testing.TB, bins *Binaries) *Stack {
 	httpPort := testenv.FreePort(t)
 	adminPort := testenv.FreePort(t)
 	upstream := testenv.FreePort(t)
+	consolePort := testenv.FreePort(t)
 	s.Env = append(os.Environ(),
 		"DATABASE_URL="+s.DSN,
 		"REDIS_URL=redis://"+testenv.RedisAddr()+"/0",
@@ -63,12 +67,15 @@ func New(t testing.TB, bins *Binaries) *Stack {
 		"CIVICGATE_HTTPS_PORT="+strconv.Itoa(httpsPort),
 		"CIVICGATE_HTTP_PORT="+strconv.Itoa(httpPort),
 		"CIVICGATE_ADMIN=localhost:"+strconv.Itoa(adminPort),
+		"CIVICGATE_CONSOLE_PORT="+strconv.Itoa(consolePort),
+		"CIVICGATE_CONSOLE_URL=https://localhost:"+strconv.Itoa(consolePort),
 		"CIVICGATE_SCHEMA="+filepath.Join(s.Root, "backend", "schema", "records.graphqls"),
 		"XDG_DATA_HOME="+filepath.Join(s.Dir, "data"),
 		"XDG_CONFIG_HOME="+filepath.Join(s.Dir, "config"),
 	)
 	s.HTTPSURL = "https://localhost:" + strconv.Itoa(httpsPort)
 	s.HTTPURL = "http://localhost:" + strconv.Itoa(httpPort)
+	s.ConsoleURL = "https://localhost:" + strconv.Itoa(consolePort)
 	s.CARoot = filepath.Join(s.Dir, "data", "caddy", "pki", "authorities", "local", "root.crt")
 	return s
 }
