@@ -11,6 +11,8 @@ func (h *Handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /static/console.css", staticFile("console.css", "text/css; charset=utf-8"))
 	mux.HandleFunc("GET /static/console.js", staticFile("console.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /static/favicon.svg", staticFile("favicon.svg", "image/svg+xml"))
+	mux.HandleFunc("GET /favicon.ico", staticFile("favicon.svg", "image/svg+xml"))
 	mux.HandleFunc("GET /signin", h.signinPage)
 	mux.HandleFunc("GET /signin/link", h.linkPage)
 	mux.HandleFunc("POST /signin/link", h.useLink)
