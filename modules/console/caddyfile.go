@@ -101,8 +101,12 @@ func (h *Handler) oidcBlock() caddyopt.Option {
 		"client_secret": caddyopt.String(&c.ClientSecret),
 		"redirect_url":  caddyopt.String(&c.RedirectURL),
 		"scopes":        caddyopt.Strings(&c.Scopes),
-		"map": caddyopt.EachNamed(1, func(a *caddyopt.Args) error {
-			r, err := parseRule(a.Name(), a.Rest())
+		"map": caddyopt.Each(func(a *caddyopt.Args) error {
+			args := a.Dispenser().RemainingArgs()
+			if len(args) == 0 {
+				return a.Dispenser().ArgErr()
+			}
+			r, err := parseRule(args[0], args[1:])
 			if err != nil {
 				return a.Errf("%v", err)
 			}
