@@ -13,7 +13,7 @@ import (
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
-func (h *Handler) changes(ctx context.Context, w http.ResponseWriter, r *http.Request, c caller) error {
+func (h *Handler) changes(ctx context.Context, w http.ResponseWriter, r *http.Request, c Caller) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return badRequest(w, "malformed query string")
@@ -40,13 +40,13 @@ func (h *Handler) changes(ctx context.Context, w http.ResponseWriter, r *http.Re
 			}
 		}
 	}
-	fams, ok := familiesFor(w, c, requested)
-	if !ok {
-		return nil
+	fams, err := resolveFamilies(c, requested)
+	if err != nil {
+		return h.fail(w, r, err)
 	}
 	evs, more, err := h.app.store.Changes(ctx, after, fams, limit)
 	if err != nil {
-		return h.internal(w, r, err)
+		return h.fail(w, r, err)
 	}
 	items := make([]store.Envelope, 0, len(evs))
 	for _, e := range evs {
@@ -80,7 +80,7 @@ func decodeDeliveryCursor(c string) (int64, error) {
 	return n, nil
 }
 
-func (h *Handler) deliveries(ctx context.Context, w http.ResponseWriter, r *http.Request, c caller, id string) error {
+func (h *Handler) deliveries(ctx context.Context, w http.ResponseWriter, r *http.Request, c Caller, id string) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return badRequest(w, "malformed query string")
@@ -100,9 +100,9 @@ func (h *Handler) deliveries(ctx context.Context, w http.ResponseWriter, r *http
 			return badRequest(w, "cursor is not a cursor of this list")
 		}
 	}
-	ds, more, err := h.app.store.Deliveries(ctx, c.org, id, before, limit)
-	if !h.found(w, r, err) {
-		return nil
+	ds, more, err := h.svc.Deliveries(ctx, c.Org, id, before, limit)
+	if err != nil {
+		return h.fail(w, r, err)
 	}
 	var next *string
 	if more {

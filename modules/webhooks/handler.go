@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -55,6 +56,7 @@ type Handler struct {
 	MaxEndpoints int `json:"max_endpoints,omitempty"`
 
 	app    *App
+	svc    *Service
 	logger *zap.Logger
 }
 
@@ -93,35 +95,25 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("civic_webhooks: the civic_webhooks global option (app) must be configured: %w", err)
 	}
 	h.app = app.(*App)
+	h.svc = h.app.Service(h.MaxEndpoints, h.MaxReplay)
 	return nil
 }
 
-// caller is who is asking, from civic_auth's placeholders.
-type caller struct {
-	org      string
-	env      string   // "" when unknown: the endpoint then counts every environment's keys
-	families []string // change-event families the tier owns
-	all      map[string]bool
-}
-
-func (h *Handler) caller(r *http.Request) (caller, bool) {
+// caller is who is asking, from civic_auth's placeholders; ok is false
+// without an organization.
+func (h *Handler) caller(r *http.Request) (Caller, bool) {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
-		return caller{}, false
+		return Caller{}, false
 	}
-	c := caller{org: strings.TrimSpace(repl.ReplaceAll(h.Org, "")), env: strings.TrimSpace(repl.ReplaceAll(h.Env, "")),
-		all: map[string]bool{}}
+	// Env "" when unknown: the endpoint then counts every environment's keys.
+	c := Caller{Org: strings.TrimSpace(repl.ReplaceAll(h.Org, "")), Env: strings.TrimSpace(repl.ReplaceAll(h.Env, ""))}
 	for _, f := range strings.Split(repl.ReplaceAll(h.Families, ""), ",") {
 		if f = strings.TrimSpace(f); f != "" {
-			c.all[f] = true
+			c.Families = append(c.Families, f)
 		}
 	}
-	for _, f := range store.Families() {
-		if c.all[f] {
-			c.families = append(c.families, f)
-		}
-	}
-	return c, c.org != ""
+	return c, c.Org != ""
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler (terminal).
@@ -184,37 +176,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	return writeRaw(w, http.StatusNotFound, contract.BodyNotFound)
 }
 
-// families resolves a requested family list (nil = every family the tier
-// owns). It answers the refusal itself when it returns ok=false.
-func familiesFor(w http.ResponseWriter, c caller, requested []string) ([]string, bool) {
-	if requested == nil {
-		if len(c.families) == 0 {
-			_ = writeRaw(w, http.StatusForbidden, contract.BodyNotEntitled)
-			return nil, false
-		}
-		return c.families, true
+// fail answers a Service error: *InputError 400 with its message,
+// ErrNotEntitled 403, store.ErrNotFound 404 (another organization's endpoint
+// included: never 403), anything else 500 (logged).
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) error {
+	var in *InputError
+	switch {
+	case errors.As(err, &in):
+		return badRequest(w, in.Message)
+	case errors.Is(err, ErrNotEntitled):
+		return writeRaw(w, http.StatusForbidden, contract.BodyNotEntitled)
+	case errors.Is(err, store.ErrNotFound):
+		return writeRaw(w, http.StatusNotFound, contract.BodyNotFound)
 	}
-	seen := map[string]bool{}
-	out := []string{}
-	for _, f := range requested {
-		if !store.IsFamily(f) {
-			_ = badRequest(w, fmt.Sprintf("unknown family %q (families: %s)", f, strings.Join(store.Families(), ", ")))
-			return nil, false
-		}
-		if !c.all[f] {
-			_ = writeRaw(w, http.StatusForbidden, contract.BodyNotEntitled)
-			return nil, false
-		}
-		if !seen[f] {
-			seen[f] = true
-			out = append(out, f)
-		}
-	}
-	if len(out) == 0 {
-		_ = badRequest(w, "families must not be empty")
-		return nil, false
-	}
-	return out, true
+	return h.internal(w, r, err)
 }
 
 type page struct {
