@@ -130,7 +130,8 @@ var migrations = []string{
 		client_addr text NOT NULL DEFAULT ''
 	);
 	CREATE INDEX audit_log_org ON civicgate.audit_log (org_id, id);
-	CREATE INDEX api_keys_org_created ON civicgate.api_keys (org_id, created_at DESC, id DESC);`,
+	CREATE INDEX api_keys_org_created ON civicgate.api_keys (org_id, created_at DESC, id DESC);
+	CREATE INDEX api_keys_org_live ON civicgate.api_keys (org_id, tier) WHERE status IN ('active','rotating');`,
 }
 
 // Migrate creates or upgrades the key schema; it is idempotent and safe to run

@@ -35,6 +35,12 @@ type KeyCursor struct {
 // next page (nil at the end). Last use comes from the usage tables through
 // their primary key, one index probe per key on the page.
 func KeysPage(ctx context.Context, pool *pgxpool.Pool, orgID string, after KeyCursor, limit int) ([]Key, *KeyCursor, error) {
+	// Two plain conditions rather than one with an OR, so the planner walks
+	// the (org_id, created_at DESC, id DESC) index and stops after a page.
+	page := `$2::text = '' AND $3::timestamptz IS NOT NULL`
+	if after.ID != "" {
+		page = `(k.created_at, k.id) < ($3, $2)`
+	}
 	rows, err := pool.Query(ctx, `SELECT k.id, k.env, k.tier, k.key_prefix,
 			CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN 'rotated' ELSE k.status END,
 			k.created_at, coalesce(k.retired_at, CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN k.rotates_out_at END),
@@ -42,7 +48,7 @@ func KeysPage(ctx context.Context, pool *pgxpool.Pool, orgID string, after KeyCu
 			coalesce((SELECT max(m.start) FROM civicgate.usage_minute m WHERE m.key_id = k.id),
 				(SELECT max(h.start) FROM civicgate.usage_hour h WHERE h.key_id = k.id))
 		FROM civicgate.api_keys k
-		WHERE k.org_id = $1 AND ($2::text = '' OR (k.created_at, k.id) < ($3, $2))
+		WHERE k.org_id = $1 AND `+page+`
 		ORDER BY k.created_at DESC, k.id DESC LIMIT $4`, orgID, after.ID, after.CreatedAt, limit+1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("consolestore: keys: %w", err)

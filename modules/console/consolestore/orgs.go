@@ -49,10 +49,16 @@ func OrgByName(ctx context.Context, pool *pgxpool.Pool, name string) (Org, error
 }
 
 // ListOrgs returns organizations by name after after (a page of limit) and
-// whether more follow; deleted ones are left out.
+// whether more follow; deleted ones are left out. The live keys are counted
+// for the page's organizations only, through the live-key index.
 func ListOrgs(ctx context.Context, pool *pgxpool.Pool, after string, limit int) ([]Org, bool, error) {
-	rows, err := pool.Query(ctx, `SELECT `+orgColumns+` FROM civicgate.organizations o
-		WHERE o.status <> 'deleted' AND o.name > $1 ORDER BY o.name LIMIT $2`, after, limit+1)
+	rows, err := pool.Query(ctx, `WITH page AS (
+			SELECT id, name, status, created_at FROM civicgate.organizations
+			WHERE status <> 'deleted' AND name > $1 ORDER BY name LIMIT $2)
+		SELECT p.id, p.name, p.status, p.created_at, count(k.id),
+			coalesce(array_agg(DISTINCT k.tier ORDER BY k.tier) FILTER (WHERE k.id IS NOT NULL), '{}')
+		FROM page p LEFT JOIN civicgate.api_keys k ON k.org_id = p.id AND k.status IN ('active','rotating')
+		GROUP BY p.id, p.name, p.status, p.created_at ORDER BY p.name`, after, limit+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("consolestore: organizations: %w", err)
 	}

@@ -1,0 +1,70 @@
+package console
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// BenchmarkPages renders every console page for an organization with 10 000
+// keys and 90 days of usage (newBigOrg), as the operator, through the
+// handler with real PostgreSQL: ns/op is the server time of one page,
+// bytes/page its weight (BENCHMARKS.md "Organization console"; target ≤ 50 ms
+// and ≤ 100 KB).
+func BenchmarkPages(b *testing.B) {
+	big := newBigOrg(b)
+	pages := big.pages()
+	names := make([]string, 0, len(pages))
+	for n := range pages {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				w := big.get(pages[name])
+				if w.Code != http.StatusOK {
+					b.Fatalf("%s: %d\n%s", name, w.Code, w.Body.String())
+				}
+				size = w.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/page")
+		})
+	}
+}
+
+// TestPagesOfABigOrganization renders every page of the benchmark's
+// organization once: each answers 200 within the page weight budget
+// (≤ 100 KB), shows one page of keys, not 10 000, and the right totals.
+func TestPagesOfABigOrganization(t *testing.T) {
+	big := newBigOrg(t)
+	for name, path := range big.pages() {
+		w := big.get(path)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d\n%s", name, w.Code, w.Body.String())
+		}
+		if n := w.Body.Len(); n > 100<<10 {
+			t.Errorf("%s weighs %d bytes, over 100 KB", name, n)
+		}
+		body := w.Body.String()
+		switch name {
+		case "keys":
+			if rows := strings.Count(body, `<tr id="key-`); rows != pageSize {
+				t.Errorf("keys page lists %d keys, want a page of %d", rows, pageSize)
+			}
+			if !strings.Contains(body, "Older keys") {
+				t.Error("keys page has no link to the next page")
+			}
+		case "usage-90d":
+			if strings.Contains(body, "No requests in this period") {
+				t.Error("90-day usage chart is empty")
+			}
+		case "organizations":
+			if rows := strings.Count(body, `<tr><td><a href="/orgs/`); rows != pageSize {
+				t.Errorf("organizations page lists %d, want %d", rows, pageSize)
+			}
+		}
+	}
+}
