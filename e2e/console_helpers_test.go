@@ -1,0 +1,283 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testbrowser"
+)
+
+// The organization console's end-to-end tests drive a real headless Chromium
+// against the console site of Caddyfile.local (modules/console), run by the
+// real civicgate binary next to the API it manages.
+
+var linkTokenPattern = regexp.MustCompile(`token=([^&\s]+)`)
+
+// consoleLink runs `civicgate console link` and returns the sign-in URL (the
+// first line) and its token.
+func consoleLink(t *testing.T, s *stack.Stack, org, email, role string) (link, token string) {
+	t.Helper()
+	args := []string{"console", "link", "--email", email, "--role", role}
+	if org != "" {
+		args = append(args, "--org", org)
+	}
+	out := s.Run(s.Bins.Civicgate, args...)
+	link, _, _ = strings.Cut(out, "\n")
+	if !strings.HasPrefix(link, s.ConsoleURL+"/signin/link?token=") {
+		t.Fatalf("console link printed %q, want a link to %s/signin/link", link, s.ConsoleURL)
+	}
+	m := linkTokenPattern.FindStringSubmatch(link)
+	tok, err := url.QueryUnescape(m[1])
+	if err != nil || tok == "" {
+		t.Fatalf("console link: no token in %q", link)
+	}
+	return link, tok
+}
+
+// signIn opens a fresh sign-in link in the browser, clicks its button and
+// waits for the overview; it returns the link's token and the organization
+// id (from the overview's URL).
+func signIn(t *testing.T, s *stack.Stack, ctx context.Context, org, email, role string) (token, orgID string) {
+	t.Helper()
+	link, tok := consoleLink(t, s, org, email, role)
+	testbrowser.Navigate(t, ctx, link)
+	testbrowser.Click(t, ctx, "#use-link")
+	testbrowser.WaitVisible(t, ctx, "#who")
+	if got := testbrowser.Text(t, ctx, "#who"); !strings.Contains(got, email) {
+		t.Fatalf("#who is %q after signing in as %s", got, email)
+	}
+	loc := testbrowser.Location(t, ctx)
+	rest, ok := strings.CutPrefix(loc, s.ConsoleURL+"/orgs/")
+	if ok {
+		orgID, _, _ = strings.Cut(rest, "/")
+	}
+	return tok, orgID
+}
+
+// sessionCookie is the browser's console session cookie value.
+func sessionCookie(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	for _, c := range testbrowser.Cookies(t, ctx) {
+		if c.Name == "__Host-civicgate_session" {
+			return c.Value
+		}
+	}
+	t.Fatal("the browser holds no __Host-civicgate_session cookie")
+	return ""
+}
+
+// consoleDo sends a request to the console with a session cookie and the
+// console's own Origin (a same-origin request, as the browser's forms send),
+// without following redirects.
+func consoleDo(t *testing.T, s *stack.Stack, cookie, method, path string, form url.Values) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, s.ConsoleURL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Cookie", "__Host-civicgate_session="+cookie)
+	req.Header.Set("Origin", s.ConsoleURL)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// graphqlCall posts a GraphQL document to the API with a key.
+func graphqlCall(t *testing.T, s *stack.Stack, key, doc string) (int, string) {
+	t.Helper()
+	resp, body := do(t, s, http.MethodPost, "/v1/graphql", key, "application/json", strings.NewReader(doc))
+	return resp.StatusCode, body
+}
+
+// awaitRefused polls the API with key until it answers 401 with exactly
+// want, within 2 s of since (the moment the change was confirmed on the
+// page). It returns how many requests got through before (admitted).
+func awaitRefused(t *testing.T, s *stack.Stack, key, want string, since time.Time) int {
+	t.Helper()
+	admitted := 0
+	for {
+		code, body := graphqlCall(t, s, key, billsDoc)
+		if code == http.StatusUnauthorized {
+			if strings.TrimSpace(body) != want {
+				t.Fatalf("refused key answered %q, want %q", body, want)
+			}
+			return admitted
+		}
+		if code != http.StatusOK {
+			t.Fatalf("key answered %d %s while waiting for %s", code, body, want)
+		}
+		admitted++
+		if time.Since(since) > 2*time.Second {
+			t.Fatalf("the key still works %v after the change (want %s within 2 s)", time.Since(since).Round(time.Millisecond), want)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for a condition
+	}
+}
+
+// keyIDs lists the organization's key ids with `keys list`.
+func keyIDs(t *testing.T, s *stack.Stack, org string) []string {
+	t.Helper()
+	out := s.Run(s.Bins.Civicgate, "keys", "list", "--org", org)
+	seen := map[string]bool{}
+	var ids []string
+	for _, id := range regexp.MustCompile(`key_[0-9A-Za-z]+`).FindAllString(out, -1) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// outerHTML is the current document's markup.
+func outerHTML(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	var html string
+	runBrowser(t, ctx, "outer HTML", chromedp.OuterHTML("html", &html, chromedp.ByQuery))
+	return html
+}
+
+// attr reads an attribute (or, for "value", an input's current value) of
+// the first element matching selector.
+func inputValue(t *testing.T, ctx context.Context, selector string) string {
+	t.Helper()
+	var v string
+	runBrowser(t, ctx, "value of "+selector, chromedp.Value(selector, &v, chromedp.ByQuery, chromedp.NodeReady))
+	return v
+}
+
+func runBrowser(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, testbrowser.Timeout)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		t.Fatalf("browser: %s: %v", what, err)
+	}
+}
+
+// watchDialogs records every JavaScript dialog (alert, confirm, prompt) the
+// tab opens, dismissing it so the page goes on.
+func watchDialogs(ctx context.Context) func() []string {
+	ch := make(chan string, 16)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			select {
+			case ch <- string(d.Type) + ": " + d.Message:
+			default:
+			}
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(false)) }()
+		}
+	})
+	return func() []string {
+		var out []string
+		for {
+			select {
+			case d := <-ch:
+				out = append(out, d)
+			default:
+				return out
+			}
+		}
+	}
+}
+
+// scriptErrors are console entries that show a script ran or was blocked:
+// uncaught exceptions and Content-Security-Policy violations.
+func scriptErrors(ctx context.Context) []testbrowser.Entry {
+	var out []testbrowser.Entry
+	for _, e := range testbrowser.Console(ctx) {
+		if e.Source == "exception" || e.Source == "security" || strings.Contains(e.Text, "Content Security Policy") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// expireLinks makes every unused sign-in link of the stack expired.
+func expireLinks(t *testing.T, s *stack.Stack) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tag, err := conn.Exec(ctx, `UPDATE civicgate.console_links SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`)
+	if err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("expire links: %v (%d rows)", err, tag.RowsAffected())
+	}
+}
+
+// orgID looks an organization's id up by name.
+func orgIDByName(t *testing.T, s *stack.Stack, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var id string
+	if err := conn.QueryRow(ctx, `SELECT id FROM civicgate.organizations WHERE name = $1`, name).Scan(&id); err != nil {
+		t.Fatalf("organization %s: %v", name, err)
+	}
+	return id
+}
+
+// outerHTMLOf is the markup of the first element matching selector.
+func outerHTMLOf(t *testing.T, ctx context.Context, selector string) string {
+	t.Helper()
+	var html string
+	runBrowser(t, ctx, "outer HTML of "+selector, chromedp.OuterHTML(selector, &html, chromedp.ByQuery))
+	return html
+}
+
+// attrOf reads an attribute of the first element matching selector.
+func attrOf(t *testing.T, ctx context.Context, selector, name string) string {
+	t.Helper()
+	var v string
+	var ok bool
+	runBrowser(t, ctx, name+" of "+selector, chromedp.AttributeValue(selector, name, &v, &ok, chromedp.ByQuery))
+	if !ok {
+		t.Fatalf("%s has no %s attribute", selector, name)
+	}
+	return v
+}
+
+// noHorizontalOverflow fails when the page is wider than the viewport (a
+// phone would scroll sideways).
+func noHorizontalOverflow(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	var widths []int
+	runBrowser(t, ctx, "page width", chromedp.Evaluate(`[document.documentElement.scrollWidth, window.innerWidth]`, &widths))
+	if len(widths) != 2 || widths[0] > widths[1] {
+		t.Errorf("the %s page is %v px wide on a %d px phone screen: it scrolls sideways", page, widths, testbrowser.PhoneWidth)
+	}
+}
