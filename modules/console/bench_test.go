@@ -20,6 +20,17 @@ func BenchmarkPages(b *testing.B) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// The baseline, measured in the same run: one PostgreSQL round trip
+	// (SELECT 1 through the same pool). Pages are reported as multiples of it
+	// in BENCHMARKS.md, since absolute times drift with the machine's load.
+	b.Run("baseline-select1", func(b *testing.B) {
+		for b.Loop() {
+			var one int
+			if err := big.h.pool.QueryRow(b.Context(), `SELECT 1`).Scan(&one); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, name := range names {
 		b.Run(name, func(b *testing.B) {
 			var size int
