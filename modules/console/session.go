@@ -84,6 +84,11 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, id consol
 		h.fail(w, r, err)
 		return
 	}
+	// Sign-ins are rare: each clears out a few sessions, links and OIDC flows
+	// that ended more than a day ago, so the tables stay small without a worker.
+	if err := consolestore.Prune(ctx, h.pool, 100); err != nil {
+		h.logger.Warn("console: old sessions not pruned", errField(err))
+	}
 	h.audit(r, member{Session: consolestore.Session{Identity: id}}, id.OrgID, "session.sign_in", via, "")
 	setCookie(w, SessionCookie, tok, int(h.timeout.lifetime.Seconds()))
 	http.Redirect(w, r, "/", http.StatusSeeOther)

@@ -1,4 +1,4 @@
-// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|list|delete-org|usage`
+// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|set-tier|list|delete-org|usage`
 // to the civicgate binary (docs/design.md D8). The database comes from
 // DATABASE_URL; with --file PATH every key command works on a hashed keys
 // file instead, with the same rules.
@@ -27,7 +27,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "keys",
-		Usage: "migrate | issue --org NAME --tier TIER --env ENV | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | list [--org NAME] [--env ENV] [--tier TIER] [--json] | usage --org ORG … ; --file PATH for a keys file",
+		Usage: "migrate | issue --org NAME --tier TIER --env ENV | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | set-tier --org NAME --tier TIER | list [--org NAME] [--env ENV] [--tier TIER] [--json] | usage --org ORG … ; --file PATH for a keys file",
 		Short: "Manages civicgate API keys (database from DATABASE_URL, or a keys file with --file)",
 		Long: `
 Manages the API keys civic_auth accepts. Keys are printed once, at issue or
@@ -59,6 +59,7 @@ const usageText = `usage: civicgate keys <command> [flags]
                                                    rotated out now; refused with 2 active keys and an overlap
   revoke KEY_ID                                    revoke a key (exit 1 if it already is)
   suspend --org NAME | resume --org NAME           suspend or resume an organization
+  set-tier --org NAME --tier TIER                  move every live key of the organization to TIER (database only)
   delete-org --org NAME                            revoke every key of the organization, mark it deleted (kept
                                                    for audit; the name is not reused) and remove its webhook
                                                    endpoints and their deliveries, in one transaction
@@ -185,6 +186,8 @@ func run(ctx context.Context, sub string, args []string, o opts, out io.Writer, 
 		check = need(len(args) == 1, "revoke takes one KEY_ID")
 	case "suspend", "resume", "delete-org":
 		check = need(o.org != "" && len(args) == 0, sub+" needs --org")
+	case "set-tier":
+		check = need(o.org != "" && o.tier != "" && len(args) == 0 && o.file == "", "set-tier needs --org and --tier, and works on the database only")
 	case "list":
 		check = need(len(args) == 0, "list takes only --org, --env, --tier, --json and --file")
 		if check == nil && o.env != "" {
@@ -233,6 +236,8 @@ func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []str
 		target, detail = o.org, o.env
 	case "suspend", "resume", "delete-org":
 		target = o.org
+	case "set-tier":
+		target, detail = o.org, o.tier
 	case "revoke":
 		target = args[0]
 	default:

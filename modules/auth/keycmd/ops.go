@@ -85,6 +85,12 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			return err
 		}
 		fmt.Fprintf(out, "Organization %s: %s\n", o.org, status)
+	case "set-tier":
+		n, err := keystore.SetTier(ctx, t.pool, o.org, o.tier)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Organization %s: %d live key(s) moved to tier %s (gateways apply it within a second)\n", o.org, n, o.tier)
 	case "delete-org":
 		var del keystore.Deletion
 		var err error
