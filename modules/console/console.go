@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -133,10 +135,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	hdr.Set("Referrer-Policy", "no-referrer") // a sign-in link's token never leaves in a Referer
 	hdr.Set("X-Frame-Options", "DENY")
 	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
+	// PostgreSQL text holds neither NUL nor invalid UTF-8: an id in the path
+	// or a query value with either names nothing (and would fail its query).
+	if !storable(r.URL.Path) {
+		h.notFound(w, r)
+		return nil
+	}
+	for _, vs := range r.URL.Query() {
+		for _, v := range vs {
+			if !storable(v) {
+				h.status(w, r, http.StatusBadRequest, "This address is not valid", "It holds characters no page of the console uses.")
+				return nil
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
 	defer cancel()
 	h.serve.ServeHTTP(w, r.WithContext(ctx))
 	return nil
+}
+
+// storable reports whether s can be stored in or compared with a
+// PostgreSQL text column: valid UTF-8 without NUL.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 func durationOr(d caddy.Duration, def time.Duration) time.Duration {

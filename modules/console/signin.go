@@ -62,12 +62,21 @@ func (h *Handler) signOutEverywhere(w http.ResponseWriter, r *http.Request, m me
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
-// parseForm reads a POSTed form of at most 64 KiB; it answers 400 itself.
+// parseForm reads a POSTed form of at most 64 KiB of UTF-8 text without
+// NUL; it answers 400 itself.
 func parseForm(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "The form could not be read.", http.StatusBadRequest)
 		return false
+	}
+	for _, vs := range r.PostForm {
+		for _, v := range vs {
+			if !storable(v) { // it would fail its query (a 500) where it is stored
+				http.Error(w, "The form could not be read.", http.StatusBadRequest)
+				return false
+			}
+		}
 	}
 	return true
 }

@@ -135,7 +135,9 @@ func (h *Handler) renderEndpoint(w http.ResponseWriter, r *http.Request, m membe
 	}
 	var before int64
 	if r.Method == http.MethodGet {
-		before, _ = strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+		if b, err := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64); err == nil {
+			before = b // not a number (or out of range): the first page
+		}
 	}
 	ds, more, err := h.hooks.Deliveries(r.Context(), o.org.ID, id, max(before, 0), pageSize)
 	if err != nil {

@@ -55,7 +55,7 @@ func ListAudit(ctx context.Context, pool *pgxpool.Pool, q AuditQuery) ([]AuditEn
 	rows, err := pool.Query(ctx, `SELECT a.id, a.at, a.actor, a.role, coalesce(a.org_id, ''), coalesce(o.name, ''),
 			a.action, a.target, a.detail, a.client_addr
 		FROM civicgate.audit_log a LEFT JOIN civicgate.organizations o ON o.id = a.org_id
-		WHERE ($1 = '' OR a.org_id = $1) AND ($2 = 0 OR a.id < $2) AND a.at >= $3
+		WHERE ($1 = '' OR a.org_id = $1) AND ($2::bigint = 0 OR a.id < $2) AND a.at >= $3
 		ORDER BY a.id DESC LIMIT $4`, q.OrgID, q.Before, q.Since, q.Limit+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("consolestore: audit log: %w", err)
