@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,4 +284,95 @@ func noHorizontalOverflow(t *testing.T, ctx context.Context, page string) {
 	if len(widths) != 2 || widths[0] > widths[1] {
 		t.Errorf("the %s page is %v px wide on a %d px phone screen: it scrolls sideways", page, widths, testbrowser.PhoneWidth)
 	}
+}
+
+// checkSetCookie signs in with a fresh link outside the browser and checks
+// the raw Set-Cookie header: no Domain attribute. It returns the link token.
+func checkSetCookie(t *testing.T, s *stack.Stack) string {
+	t.Helper()
+	_, tok := consoleLink(t, s, "acme", "cookie@acme.example", "viewer")
+	req, _ := http.NewRequest(http.MethodPost, s.ConsoleURL+"/signin/link", strings.NewReader("token="+tok))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.ConsoleURL)
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sc := resp.Header.Get("Set-Cookie")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(sc, "__Host-civicgate_session=") ||
+		strings.Contains(strings.ToLower(sc), "domain=") {
+		t.Fatalf("sign-in answered %d with Set-Cookie %q, want a host-only session cookie", resp.StatusCode, strings.SplitN(sc, ";", 2)[1:])
+	}
+	for _, attr := range []string{"Path=/", "HttpOnly", "Secure", "SameSite=Lax"} {
+		if !strings.Contains(sc, "; "+attr) {
+			t.Errorf("Set-Cookie lacks %s", attr)
+		}
+	}
+	return tok
+}
+
+// checkAuditCLI checks `civicgate audit --org acme --json` lists each action
+// by the member with a client address.
+func checkAuditCLI(t *testing.T, s *stack.Stack, email string, actions []string) {
+	t.Helper()
+	out := s.Run(s.Bins.Civicgate, "audit", "--org", "acme", "--json")
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e struct {
+			Actor, Action string
+			ClientAddr    string `json:"client_addr"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("audit --json line %q: %v", line, err)
+		}
+		if e.Actor == email && e.ClientAddr != "" {
+			seen[e.Action] = true
+		}
+	}
+	for _, a := range actions {
+		if !seen[a] {
+			t.Errorf("civicgate audit --json has no %s by %s with a client address:\n%s", a, email, out)
+		}
+	}
+}
+
+// receiver is an httptest webhook receiver on 127.0.0.1.
+type receiver struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got []received
+}
+
+type received struct {
+	h    http.Header
+	body []byte
+}
+
+func startReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got = append(r.got, received{req.Header.Clone(), b})
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) await(t *testing.T, n int) []received {
+	t.Helper()
+	var out []received
+	stack.WaitFor(t, 20*time.Second, "webhook deliveries", func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		out = append([]received(nil), r.got...)
+		if len(out) < n {
+			return fmt.Errorf("received %d of %d", len(out), n)
+		}
+		return nil
+	})
+	return out
 }

@@ -5,17 +5,17 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/civicgate/civicgate/internal/stack"
@@ -128,6 +128,9 @@ func TestConsoleAdmin(t *testing.T) {
 	testbrowser.Click(t, ctx, "#rotate")
 	k3, _ := shownKey(t, ctx)
 	secrets = append(secrets, k3)
+	if k3 == k2 {
+		t.Fatal("the rotation with overlap showed the previous rotation's key")
+	}
 	if got := testbrowser.Text(t, ctx, "#rotating"); !strings.Contains(got, k2ID) {
 		t.Fatalf("#rotating is %q, want it to name %s", got, k2ID)
 	}
@@ -251,32 +254,6 @@ func shownKey(t *testing.T, ctx context.Context) (key, id string) {
 	return key, id
 }
 
-// checkSetCookie signs in with a fresh link outside the browser and checks
-// the raw Set-Cookie header: no Domain attribute. It returns the link token.
-func checkSetCookie(t *testing.T, s *stack.Stack) string {
-	t.Helper()
-	_, tok := consoleLink(t, s, "acme", "cookie@acme.example", "viewer")
-	req, _ := http.NewRequest(http.MethodPost, s.ConsoleURL+"/signin/link", strings.NewReader("token="+tok))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", s.ConsoleURL)
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	sc := resp.Header.Get("Set-Cookie")
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(sc, "__Host-civicgate_session=") ||
-		strings.Contains(strings.ToLower(sc), "domain=") {
-		t.Fatalf("sign-in answered %d with Set-Cookie %q, want a host-only session cookie", resp.StatusCode, strings.SplitN(sc, ";", 2)[1:])
-	}
-	for _, attr := range []string{"Path=/", "HttpOnly", "Secure", "SameSite=Lax"} {
-		if !strings.Contains(sc, "; "+attr) {
-			t.Errorf("Set-Cookie lacks %s", attr)
-		}
-	}
-	return tok
-}
-
 // checkUsagePage checks the totals, the chart's bars and the CSV against
 // the number of admitted requests.
 func checkUsagePage(t *testing.T, s *stack.Stack, ctx context.Context, orgPath, cookie string, admitted int) {
@@ -315,67 +292,136 @@ func checkUsagePage(t *testing.T, s *stack.Stack, ctx context.Context, orgPath, 
 	}
 }
 
-// checkAuditCLI checks `civicgate audit --org acme --json` lists each action
-// by the member with a client address.
-func checkAuditCLI(t *testing.T, s *stack.Stack, email string, actions []string) {
-	t.Helper()
-	out := s.Run(s.Bins.Civicgate, "audit", "--org", "acme", "--json")
-	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var e struct {
-			Actor, Action string
-			ClientAddr    string `json:"client_addr"`
-		}
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("audit --json line %q: %v", line, err)
-		}
-		if e.Actor == email && e.ClientAddr != "" {
-			seen[e.Action] = true
+// TestConsoleSecurity: a viewer cannot change keys, even with a hand-made
+// POST; a form posted from another site is refused; another organization's
+// keys and endpoints do not exist under any URL of the member's; used and
+// expired sign-in links are refused; "sign out everywhere" ends the
+// member's session in another browser too.
+func TestConsoleSecurity(t *testing.T) {
+	t.Parallel()
+	s := stack.New(t, &bins)
+	s.Setenv("CIVICGATE_WEBHOOKS_DEV_LOOPBACK", "on")
+	s.Setenv("CIVICGATE_WEBHOOKS_DELIVER", "off")
+	s.Prepare()
+	key, _ := s.IssueKey("acme", "enterprise", "live")
+	other, otherKeyID := s.IssueKey("globex", "enterprise", "live")
+	s.StartRecordsd()
+	s.StartGateway("caddyfile/Caddyfile.local")
+	const email = "ada@acme.example"
+	secrets := []string{key, other}
+	hook := startReceiver(t)
+	resp, body := do(t, s, http.MethodPost, "/v1/webhook-endpoints", other, "application/json",
+		strings.NewReader(`{"url":"`+hook.URL+`/hook","families":["members"]}`))
+	var ep struct{ ID, Secret string }
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal([]byte(body), &ep) != nil || ep.ID == "" {
+		t.Fatalf("globex's endpoint: %d %s", resp.StatusCode, body)
+	}
+	secrets = append(secrets, ep.Secret)
+	otherOrg := orgIDByName(t, s, "globex")
+
+	admin := testbrowser.New(t)
+	tok, org := signIn(t, s, admin, "acme", email, "admin")
+	cookie := sessionCookie(t, admin)
+	secrets = append(secrets, tok, cookie)
+
+	// Another organization's key and endpoint, under either organization's URLs.
+	for _, p := range []string{
+		"/orgs/" + org + "/keys/" + otherKeyID + "/revoke",
+		"/orgs/" + org + "/webhooks/" + ep.ID,
+		"/orgs/" + org + "/usage?key=" + otherKeyID,
+		"/orgs/" + otherOrg + "/",
+		"/orgs/" + otherOrg + "/keys",
+		"/orgs/" + otherOrg + "/keys/" + otherKeyID + "/revoke",
+		"/orgs/" + otherOrg + "/webhooks/" + ep.ID,
+	} {
+		if code, page := consoleDo(t, s, cookie, http.MethodGet, p, nil); code != http.StatusNotFound || !strings.Contains(page, "Not found") {
+			t.Errorf("GET %s answered %d, want 404 Not found", p, code)
 		}
 	}
-	for _, a := range actions {
-		if !seen[a] {
-			t.Errorf("civicgate audit --json has no %s by %s with a client address:\n%s", a, email, out)
+	for _, p := range []string{"/orgs/" + org + "/keys/" + otherKeyID + "/revoke", "/orgs/" + org + "/webhooks/" + ep.ID + "/test",
+		"/orgs/" + otherOrg + "/keys/issue"} {
+		form := url.Values{"confirm": {otherKeyID}, "env": {"live"}}
+		if code, _ := consoleDo(t, s, cookie, http.MethodPost, p, form); code != http.StatusNotFound {
+			t.Errorf("POST %s answered %d, want 404", p, code)
 		}
 	}
-}
+	if code, body := graphqlCall(t, s, other, billsDoc); code != http.StatusOK {
+		t.Fatalf("globex's key answered %d %s after acme's attempts", code, body)
+	}
 
-// receiver is an httptest webhook receiver on 127.0.0.1.
-type receiver struct {
-	*httptest.Server
-	mu  sync.Mutex
-	got []received
-}
-
-type received struct {
-	h    http.Header
-	body []byte
-}
-
-func startReceiver(t *testing.T) *receiver {
-	r := &receiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		b, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.got = append(r.got, received{req.Header.Clone(), b})
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
+	// A form posted from another site (127.0.0.1 is not localhost's site).
+	evil := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><form method=post action="%s/orgs/%s/keys/issue"><input name=env value=live></form>`+
+			`<script>document.forms[0].submit()</script>`, s.ConsoleURL, org)
 	}))
-	t.Cleanup(r.Close)
-	return r
-}
+	t.Cleanup(evil.Close)
+	testbrowser.Navigate(t, admin, evil.URL)
+	testbrowser.WaitVisible(t, admin, "#status-text")
+	if got := testbrowser.Text(t, admin, "h1"); got != "Request refused" {
+		t.Fatalf("the cross-site form led to %q, want the console's Request refused page", got)
+	}
+	testbrowser.Screenshot(t, admin, "refused-cross-site")
+	if ids := keyIDs(t, s, "acme"); len(ids) != 1 {
+		t.Fatalf("acme has keys %v after the cross-site form, want only its first", ids)
+	}
 
-func (r *receiver) await(t *testing.T, n int) []received {
-	t.Helper()
-	var out []received
-	stack.WaitFor(t, 20*time.Second, "webhook deliveries", func() error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		out = append([]received(nil), r.got...)
-		if len(out) < n {
-			return fmt.Errorf("received %d of %d", len(out), n)
+	// A viewer sees keys but no forms, and a same-origin POST is refused.
+	second := testbrowser.New(t)
+	vtok, _ := signIn(t, s, second, "acme", "vic@acme.example", "viewer")
+	vcookie := sessionCookie(t, second)
+	secrets = append(secrets, vtok, vcookie)
+	testbrowser.Navigate(t, second, s.ConsoleURL+"/orgs/"+org+"/keys")
+	testbrowser.WaitVisible(t, second, "#keys")
+	if html := outerHTML(t, second); strings.Contains(html, `id="issue"`) || strings.Contains(html, `id="rotate"`) || strings.Contains(html, "/revoke") {
+		t.Fatal("the viewer's keys page offers issue, rotate or revoke")
+	}
+	if code, page := consoleDo(t, s, vcookie, http.MethodPost, "/orgs/"+org+"/keys/issue", url.Values{"env": {"live"}}); code != http.StatusForbidden || !strings.Contains(page, "Not allowed") {
+		t.Fatalf("the viewer's POST to issue answered %d, want 403 Not allowed", code)
+	}
+	if ids := keyIDs(t, s, "acme"); len(ids) != 1 {
+		t.Fatalf("acme has keys %v after the viewer's POST, want only its first", ids)
+	}
+
+	// A used link, then an expired one.
+	testbrowser.Navigate(t, second, s.ConsoleURL+"/signin/link?token="+url.QueryEscape(tok))
+	testbrowser.Click(t, second, "#use-link")
+	testbrowser.WaitVisible(t, second, "#status-text")
+	if got := testbrowser.Text(t, second, "h1"); got != "This sign-in link was already used or has expired" {
+		t.Fatalf("a used link led to %q", got)
+	}
+	testbrowser.Screenshot(t, second, "refused-used-link")
+	late, lateTok := consoleLink(t, s, "acme", "late@acme.example", "admin")
+	secrets = append(secrets, lateTok)
+	expireLinks(t, s)
+	testbrowser.Navigate(t, second, late)
+	testbrowser.Click(t, second, "#use-link")
+	testbrowser.WaitVisible(t, second, "#status-text")
+	if got := testbrowser.Text(t, second, "h1"); got != "This sign-in link was already used or has expired" {
+		t.Fatalf("an expired link led to %q", got)
+	}
+	testbrowser.Navigate(t, second, s.ConsoleURL+"/signin")
+	testbrowser.Screenshot(t, second, "signin")
+
+	// Sign out everywhere: the member's session in the second browser ends too.
+	tok2, _ := signIn(t, s, second, "acme", email, "admin")
+	cookie2 := sessionCookie(t, second)
+	secrets = append(secrets, tok2, cookie2)
+	testbrowser.Navigate(t, admin, s.ConsoleURL+"/orgs/"+org+"/")
+	testbrowser.Click(t, admin, `form[action="/signout/everywhere"] button`)
+	runBrowser(t, admin, "the signed-out page", chromedp.WaitNotPresent("#who", chromedp.ByQuery))
+	testbrowser.Navigate(t, second, s.ConsoleURL+"/orgs/"+org+"/")
+	if loc := testbrowser.Location(t, second); loc != s.ConsoleURL+"/signin" {
+		t.Fatalf("after signing out everywhere the second browser is at %s, want /signin", loc)
+	}
+	for _, c := range []string{cookie, cookie2} {
+		if code, _ := consoleDo(t, s, c, http.MethodGet, "/orgs/"+org+"/", nil); code != http.StatusSeeOther {
+			t.Errorf("an ended session answered %d, want 303 to /signin", code)
 		}
-		return nil
-	})
-	return out
+	}
+	if code, _ := consoleDo(t, s, vcookie, http.MethodGet, "/orgs/"+org+"/", nil); code != http.StatusOK {
+		t.Errorf("the viewer's session (another member) answered %d after ada signed out everywhere, want 200", code)
+	}
+
+	s.CheckLogs(t, secrets...)
 }
