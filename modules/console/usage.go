@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -41,6 +42,10 @@ func (h *Handler) usageSelection(w http.ResponseWriter, r *http.Request, o orgCt
 	}
 	if keyID = r.URL.Query().Get("key"); keyID != "" {
 		org, err := consolestore.KeyOrg(r.Context(), h.pool, keyID)
+		if err != nil && !errors.Is(err, consolestore.ErrNotFound) {
+			h.fail(w, r, err)
+			return rg, "", from, to, false
+		}
 		if err != nil || org != o.org.ID {
 			h.notFound(w, r)
 			return rg, "", from, to, false

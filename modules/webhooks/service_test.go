@@ -250,6 +250,11 @@ func TestServiceSecretTestReplay(t *testing.T) {
 	if !strings.Contains(string(payload), `"type":"ping"`) || !strings.Contains(string(payload), `"endpoint_id":"`+e.ID+`"`) {
 		t.Fatalf("ping payload %s", payload)
 	}
+	// A cursor past 2^31 (ids are bigserial) is a page like any other; it
+	// was once compared as a 32-bit integer and answered 500.
+	if ds, _, err := s.Deliveries(ctx, org, e.ID, 3_000_000_000, 10); err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries before id 3e9: %+v %v", ds, err)
+	}
 	for _, limit := range []int{0, MaxLimit + 1} {
 		if _, _, err := s.Deliveries(ctx, org, e.ID, 0, limit); !errors.As(err, new(*InputError)) ||
 			err.Error() != "limit must be an integer from 1 to 100" {

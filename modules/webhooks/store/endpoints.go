@@ -353,7 +353,7 @@ func (s *Store) Deliveries(ctx context.Context, org, id string, before int64, li
 	rows, err := s.pool.Query(ctx, `SELECT id, event_id::text, kind, status, attempts, last_status_code, `+lastErrorColumn+`,
 			CASE WHEN status IN ('pending', 'delivering') THEN next_attempt_at END, created_at
 		FROM civicgate.webhook_deliveries
-		WHERE endpoint_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, id, before, limit+1)
+		WHERE endpoint_id = $1 AND ($2::bigint = 0 OR id < $2::bigint) ORDER BY id DESC LIMIT $3`, id, before, limit+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: deliveries: %w", err)
 	}
