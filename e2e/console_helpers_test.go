@@ -124,23 +124,19 @@ func graphqlCall(t *testing.T, s *stack.Stack, key, doc string) (int, string) {
 func awaitRefused(t *testing.T, s *stack.Stack, key, want string, since time.Time) int {
 	t.Helper()
 	admitted := 0
-	for {
+	stack.WaitFor(t, 2*time.Second-time.Since(since), "the key refused with "+want, func() error {
 		code, body := graphqlCall(t, s, key, billsDoc)
-		if code == http.StatusUnauthorized {
-			if strings.TrimSpace(body) != want {
-				t.Fatalf("refused key answered %q, want %q", body, want)
-			}
-			return admitted
+		switch {
+		case code == http.StatusUnauthorized && strings.TrimSpace(body) == want:
+			return nil
+		case code == http.StatusOK:
+			admitted++
+			return fmt.Errorf("still admitted %v after the change", time.Since(since).Round(time.Millisecond))
 		}
-		if code != http.StatusOK {
-			t.Fatalf("key answered %d %s while waiting for %s", code, body, want)
-		}
-		admitted++
-		if time.Since(since) > 2*time.Second {
-			t.Fatalf("the key still works %v after the change (want %s within 2 s)", time.Since(since).Round(time.Millisecond), want)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for a condition
-	}
+		t.Fatalf("the key answered %d %s, want 200 until it is refused with 401 %s", code, body, want)
+		return nil
+	})
+	return admitted
 }
 
 // keyIDs lists the organization's key ids with `keys list`.
@@ -287,7 +283,8 @@ func noHorizontalOverflow(t *testing.T, ctx context.Context, page string) {
 }
 
 // checkSetCookie signs in with a fresh link outside the browser and checks
-// the raw Set-Cookie header: no Domain attribute. It returns the link token.
+// the raw Set-Cookie header: no Domain attribute. It returns the link token
+// and the session token, space-separated.
 func checkSetCookie(t *testing.T, s *stack.Stack) string {
 	t.Helper()
 	_, tok := consoleLink(t, s, "acme", "cookie@acme.example", "viewer")
@@ -300,6 +297,9 @@ func checkSetCookie(t *testing.T, s *stack.Stack) string {
 	}
 	resp.Body.Close()
 	sc := resp.Header.Get("Set-Cookie")
+	for _, c := range resp.Cookies() {
+		tok += " " + c.Value // the session token, a secret too
+	}
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(sc, "__Host-civicgate_session=") ||
 		strings.Contains(strings.ToLower(sc), "domain=") {
 		t.Fatalf("sign-in answered %d with Set-Cookie %q, want a host-only session cookie", resp.StatusCode, strings.SplitN(sc, ";", 2)[1:])

@@ -83,7 +83,7 @@ func TestConsoleAdmin(t *testing.T) {
 		t.Fatalf("session cookie %+v, want HttpOnly, Secure, SameSite=Lax, Path=/, host-only", session)
 	}
 	secrets = append(secrets, session.Value)
-	secrets = append(secrets, checkSetCookie(t, s))
+	secrets = append(secrets, strings.Fields(checkSetCookie(t, s))...)
 
 	// 2. Issue a key (the organization's tier comes from its first key).
 	testbrowser.Navigate(t, ctx, s.ConsoleURL+orgPath+"keys")
