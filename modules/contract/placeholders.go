@@ -34,4 +34,9 @@ const (
 	GraphQLFamilies = "graphql.families"
 	// GraphQLCost is the operation's estimated cost (docs/design.md D12).
 	GraphQLCost = "graphql.cost"
+	// GraphQLDocumentHash is the hex SHA-256 of the document in normal form
+	// (gqlparser's compact formatter: no comments, no insignificant white
+	// space), the same for a text sent in full or resolved from a persisted
+	// hash: a response cache's document key.
+	GraphQLDocumentHash = "graphql.document_hash"
 )

@@ -1,6 +1,8 @@
 package gqlguard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/formatter"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator/core"
@@ -57,6 +60,7 @@ type compiledOp struct {
 	kindVal       any
 	rootFieldsVal any
 	familiesVal   any
+	docHashVal    any // {graphql.document_hash}, shared by the document's operations
 	families      opFamilies
 	memo          varMemo
 	// provider answers the {graphql.*} placeholders but the cost (built
@@ -158,6 +162,7 @@ func (c *compiler) compile(query string) *compiledDoc {
 		doc.refusalOutcome = outcomeValidationFailed
 		return doc
 	}
+	docHash := normalHash(parsed)
 	w := newWalker(parsed, c.limitArg, c.defaultSize)
 	w.schema = c.schema
 	for _, op := range parsed.Operations {
@@ -174,12 +179,22 @@ func (c *compiler) compile(query string) *compiledDoc {
 			nameVal:          op.Name,
 			kindVal:          string(op.Operation),
 			rootFieldsVal:    strings.Join(m.rootNames, ","),
+			docHashVal:       docHash,
 		})
 	}
 	for _, op := range doc.ops {
 		op.provider = op.placeholder
 	}
 	return doc
+}
+
+// normalHash is the hex SHA-256 of the document in normal form: compacted
+// by gqlparser's formatter, comments dropped, so documents that differ only
+// in white space, commas or comments share it.
+func normalHash(doc *ast.QueryDocument) string {
+	h := sha256.New()
+	formatter.NewFormatter(h, formatter.WithCompacted()).FormatQueryDocument(doc)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // placeholder answers the operation's {graphql.*} placeholders (the cost,
@@ -194,6 +209,8 @@ func (op *compiledOp) placeholder(name string) (any, bool) {
 		return op.rootFieldsVal, true
 	case contract.GraphQLFamilies:
 		return op.familiesVal, true
+	case contract.GraphQLDocumentHash:
+		return op.docHashVal, true
 	}
 	return nil, false
 }
