@@ -402,6 +402,9 @@ func TestConsoleSecurity(t *testing.T) {
 	}
 	testbrowser.Navigate(t, second, s.ConsoleURL+"/signin")
 	testbrowser.Screenshot(t, second, "signin")
+	if got := testbrowser.Text(t, second, "#main p"); !strings.HasPrefix(got, "Open the one-time sign-in link") {
+		t.Errorf("the sign-in page without OIDC says %q", got)
+	}
 
 	// Sign out everywhere: the member's session in the second browser ends too.
 	tok2, _ := signIn(t, s, second, "acme", email, "admin")
