@@ -73,7 +73,7 @@ func TestPagesOfABigOrganization(t *testing.T) {
 				t.Error("90-day usage chart is empty")
 			}
 		case "organizations":
-			if rows := strings.Count(body, `<tr><td><a href="/orgs/`); rows != pageSize {
+			if rows := strings.Count(body, `<tr><td data-label="Name"><a href="/orgs/`); rows != pageSize {
 				t.Errorf("organizations page lists %d, want %d", rows, pageSize)
 			}
 		}
