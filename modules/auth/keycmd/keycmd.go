@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"time"
@@ -243,7 +242,7 @@ func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []str
 	default:
 		return
 	}
-	e := consolestore.AuditEntry{Actor: "cli:" + osUser(getenv), Role: consolestore.RoleOperator,
+	e := consolestore.AuditEntry{Actor: consolestore.CLIActor(getenv), Role: consolestore.RoleOperator,
 		Action: "key." + sub, Target: target, Detail: detail}
 	if o.org != "" {
 		if org, err := consolestore.OrgByName(ctx, pool, o.org); err == nil {
@@ -273,16 +272,4 @@ func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, e
 func printIssued(out io.Writer, iss keystore.Issued) {
 	fmt.Fprintf(out, "Key ID: %s\nOrganization: %s\nAPI key: %s\n(The key is shown only this once; only its SHA-256 hash is stored.)\n",
 		iss.ID, iss.OrgID, iss.Key)
-}
-
-// osUser names who runs the command for the audit log: $USER, else the
-// account of the process, else "unknown".
-func osUser(getenv func(string) string) string {
-	if u := getenv("USER"); u != "" {
-		return u
-	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "unknown"
 }

@@ -15,7 +15,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -115,7 +114,7 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return 1
 	}
 	defer pool.Close()
-	actor := "cli:" + osUser(getenv)
+	actor := consolestore.CLIActor(getenv)
 	l, err := consolestore.CreateLink(ctx, pool, consolestore.LinkSpec{Org: *org, Email: *email, Role: *role, CreatedBy: actor})
 	if errors.Is(err, consolestore.ErrNotFound) {
 		fmt.Fprintf(stderr, "civicgate console link: no organization named %q\n", *org)
@@ -193,16 +192,4 @@ func boolToCode(failed bool) int {
 		return 1
 	}
 	return 0
-}
-
-// osUser names who runs the command for the audit log: $USER, else the
-// account of the process, else "unknown".
-func osUser(getenv func(string) string) string {
-	if u := getenv("USER"); u != "" {
-		return u
-	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "unknown"
 }

@@ -3,6 +3,7 @@ package consolestore
 import (
 	"context"
 	"fmt"
+	"os/user"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,4 +75,16 @@ func ListAudit(ctx context.Context, pool *pgxpool.Pool, q AuditQuery) ([]AuditEn
 		out = out[:q.Limit]
 	}
 	return out, more, nil
+}
+
+// CLIActor is the audit log's actor for a command run from the shell:
+// "cli:" and $USER, else the process's account, else "cli:unknown".
+func CLIActor(getenv func(string) string) string {
+	if u := getenv("USER"); u != "" {
+		return "cli:" + u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	return "cli:unknown"
 }
