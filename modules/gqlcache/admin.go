@@ -1,0 +1,99 @@
+package gqlcache
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// AdminAPI is the admin.api.graphql_cache module: POST /graphql-cache/purge
+// on Caddy's admin endpoint invalidates tags (or everything) in every live
+// cache, whatever the backend.
+type AdminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (AdminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "admin.api.graphql_cache", New: func() caddy.Module { return new(AdminAPI) }}
+}
+
+// Routes returns the purge route.
+func (AdminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: "/graphql-cache/purge", Handler: caddy.AdminHandlerFunc(servePurge)}}
+}
+
+// PurgeRequest is the body of POST /graphql-cache/purge: tags to
+// invalidate, or all.
+type PurgeRequest struct {
+	Tags []string `json:"tags"`
+	All  bool     `json:"all"`
+}
+
+// PurgeResponse is its answer: the number of tags invalidated (with all,
+// the number of caches flushed).
+type PurgeResponse struct {
+	PurgedTags int `json:"purged_tags"`
+}
+
+// maxPurgeBody bounds a purge request's body.
+const maxPurgeBody = 1 << 20
+
+func servePurge(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed: use POST", r.Method)}
+	}
+	req, err := readPurge(io.LimitReader(r.Body, maxPurgeBody+1))
+	if err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
+	}
+	n := 0
+	instances.Range(func(_, v any) bool {
+		in := v.(*instance)
+		if req.All {
+			in.store.flush()
+			in.store.metrics.Load().flushes.Inc()
+		} else {
+			in.store.invalidate(req.Tags)
+		}
+		return true
+	})
+	n = len(req.Tags)
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(PurgeResponse{PurgedTags: n})
+}
+
+// readPurge decodes and checks a purge request.
+func readPurge(body io.Reader) (PurgeRequest, error) {
+	var req PurgeRequest
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return req, fmt.Errorf("reading the purge request: %w", err)
+	}
+	if len(data) > maxPurgeBody {
+		return req, errors.New("purge request larger than 1 MiB")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf(`purge request: want {"tags":["<tag>",...]} or {"all":true}: %w`, err)
+	}
+	if dec.More() {
+		return req, errors.New("purge request: trailing data after the JSON object")
+	}
+	if req.All == (len(req.Tags) > 0) {
+		return req, errors.New(`purge request: give either "tags" (non-empty) or "all": true`)
+	}
+	for _, t := range req.Tags {
+		if t == "" || strings.ContainsAny(t, ", ") {
+			return req, fmt.Errorf("purge request: tag %q must be one word without commas or spaces", t)
+		}
+	}
+	return req, nil
+}
+
+// Interface guards
+var _ caddy.AdminRouter = AdminAPI{}

@@ -1,0 +1,121 @@
+package gqlcache
+
+import (
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/civicgate/civicgate/internal/caddyopt"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("graphql_cache", caddyopt.Handler[Handler]())
+	// graphql_guard is ordered before request_header, which comes before
+	// reverse_proxy: the cache lands between them.
+	httpcaddyfile.RegisterDirectiveOrder("graphql_cache", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterGlobalOption("graphql_cache", caddyopt.App[App]("graphql_cache"))
+}
+
+// UnmarshalCaddyfile parses
+//
+//	graphql_cache {
+//	    scope <placeholder>... | private   # default {civic.families}
+//	    ttl   <duration>                   # default 60s
+//	    tags  <tag>...                     # default: {graphql.families}
+//	}
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return caddyopt.Read(d, "graphql_cache", caddyopt.Block{
+		"scope": caddyopt.Strings(&h.Scope),
+		"ttl":   caddyopt.PositiveDuration(&h.TTL),
+		"tags": caddyopt.Func(func(a *caddyopt.Args) error {
+			tags, err := a.AtLeast(1)
+			if err != nil {
+				return err
+			}
+			for _, t := range tags {
+				if containsAny(t, ",{}") {
+					return a.Errf("want tags without commas or placeholders, got %q", t)
+				}
+			}
+			h.Tags = tags
+			return nil
+		}),
+	})
+}
+
+// UnmarshalCaddyfile parses the global option:
+//
+//	graphql_cache {
+//	    max_bytes       <size>    # default 64MiB
+//	    max_entry_bytes <size>    # default 1MiB
+//	    invalidate postgres <dsn> {
+//	        channel <name>        # default civicgate_change_events
+//	        feed    <table>       # e.g. change_events; without it the payload names the tags
+//	    }
+//	}
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return caddyopt.Read(d, "graphql_cache", caddyopt.Block{
+		"max_bytes":       caddyopt.Size(&a.MaxBytes, 1<<10, 1<<40),
+		"max_entry_bytes": caddyopt.Size(&a.MaxEntryBytes, 1, 1<<30),
+		"invalidate":      caddyopt.Func(a.readInvalidate),
+	})
+}
+
+// readInvalidate reads `invalidate postgres <dsn> { channel …; feed … }`.
+func (a *App) readInvalidate(args *caddyopt.Args) error {
+	d := args.Dispenser()
+	nesting := d.Nesting()
+	kind, dsn, err := args.Two()
+	if err != nil {
+		return err
+	}
+	if kind != "postgres" {
+		return args.Errf("want postgres <dsn>, got %q", kind)
+	}
+	inv := &InvalidateConfig{Postgres: dsn}
+	seen := map[string]bool{}
+	for d.NextBlock(nesting) {
+		opt := d.Val()
+		var dst *string
+		switch opt {
+		case "channel":
+			dst = &inv.Channel
+		case "feed":
+			dst = &inv.Feed
+		default:
+			return d.Errf("graphql_cache invalidate: unknown option %q", opt)
+		}
+		if seen[opt] {
+			return d.Errf("graphql_cache invalidate: %s given twice", opt)
+		}
+		seen[opt] = true
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		*dst = d.Val()
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		if !identifier.MatchString(*dst) {
+			return d.Errf("graphql_cache invalidate: %s: want an SQL identifier, got %q", opt, *dst)
+		}
+	}
+	a.Invalidate = inv
+	return nil
+}
+
+func containsAny(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Interface guards
+var (
+	_ caddyfile.Unmarshaler = (*Handler)(nil)
+	_ caddyfile.Unmarshaler = (*App)(nil)
+)

@@ -1,0 +1,391 @@
+package gqlcache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/civicgate/civicgate/modules/contract"
+)
+
+// PlaceholderCache is the placeholder the handler sets on every request it
+// sees: hit, miss, bypass or stale-refused (for the access log).
+const PlaceholderCache = "graphql.cache"
+
+// Handler is the graphql_cache HTTP handler: it answers repeated queries
+// from the store of the graphql_cache app.
+type Handler struct {
+	// Placeholders whose values go into every key, so that callers who may
+	// see different data never share an entry (default {civic.families};
+	// "private" is {civic.families} {civic.org}).
+	Scope []string `json:"scope,omitempty"`
+	// Freshness of a stored response (default 60s), capped by the
+	// upstream's Cache-Control s-maxage or max-age.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// Static tags of every entry (default: the families in {graphql.families}).
+	Tags []string `json:"tags,omitempty"`
+
+	inst     *instance
+	scope    []placeholder
+	ttl      time.Duration
+	maxEntry int64
+	now      func() time.Time
+}
+
+// placeholder is a template and, when it is exactly one placeholder, its
+// name (read with repl.Get, which does not allocate).
+type placeholder struct{ tmpl, name string }
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.graphql_cache", New: func() caddy.Module { return new(Handler) }}
+}
+
+// Provision fills the defaults and finds the app's store.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	scope := h.Scope
+	if len(scope) == 0 {
+		scope = []string{"{" + contract.CivicFamilies + "}"}
+	}
+	h.scope = h.scope[:0]
+	for _, s := range scope {
+		if s == "private" {
+			h.scope = append(h.scope, parsePlaceholder("{"+contract.CivicFamilies+"}"), parsePlaceholder("{"+contract.CivicOrg+"}"))
+			continue
+		}
+		h.scope = append(h.scope, parsePlaceholder(s))
+	}
+	h.ttl = time.Duration(h.TTL)
+	if h.ttl == 0 {
+		h.ttl = 60 * time.Second
+	}
+	if h.ttl < 0 {
+		return fmt.Errorf("graphql_cache: ttl %s must be positive", h.ttl)
+	}
+	for _, t := range h.Tags {
+		if t == "" || strings.ContainsAny(t, ", ") {
+			return fmt.Errorf("graphql_cache: tag %q must be one word without commas", t)
+		}
+	}
+	app, err := ctx.App("graphql_cache")
+	if err != nil {
+		return fmt.Errorf("graphql_cache: %w", err)
+	}
+	h.inst = app.(*App).inst
+	h.maxEntry = h.inst.maxEntry
+	h.now = time.Now
+	return nil
+}
+
+func parsePlaceholder(tmpl string) placeholder {
+	p := placeholder{tmpl: tmpl}
+	if len(tmpl) > 2 && tmpl[0] == '{' && tmpl[len(tmpl)-1] == '}' && !strings.ContainsAny(tmpl[1:len(tmpl)-1], "{}\\") {
+		p.name = tmpl[1 : len(tmpl)-1]
+	}
+	return p
+}
+
+// value is the placeholder's value for this request ("" if unset).
+func (p placeholder) value(repl *caddy.Replacer) string {
+	if p.name != "" {
+		v, _ := repl.Get(p.name)
+		switch v := v.(type) {
+		case string:
+			return v
+		case nil:
+			return ""
+		}
+	}
+	return repl.ReplaceAll(p.tmpl, "")
+}
+
+func replString(repl *caddy.Replacer, name string) string {
+	v, _ := repl.Get(name)
+	s, _ := v.(string)
+	return s
+}
+
+// ServeHTTP answers a cacheable request from the store or forwards it and
+// stores the answer (README.md "What is cached").
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return next.ServeHTTP(w, r) // a stream is never cached: pass it untouched
+	}
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		repl = caddy.NewReplacer()
+	}
+	m := h.inst.store.metrics.Load()
+	op := replString(repl, contract.GraphQLOperationType)
+	graphql := op != ""
+	switch {
+	case op == "subscription":
+		return next.ServeHTTP(w, r)
+	case graphql && op != "query":
+		return h.bypass(w, r, next, repl, m, op)
+	case !graphql && r.Method != http.MethodGet && r.Method != http.MethodHead:
+		return h.bypass(w, r, next, repl, m, "method")
+	}
+	noCache := false
+	if cc := r.Header["Cache-Control"]; len(cc) > 0 {
+		rcc := parseCacheControl(cc)
+		if rcc.noStore {
+			return h.bypass(w, r, next, repl, m, "no-store")
+		}
+		noCache = rcc.noCache || rcc.maxAge == 0
+	}
+	if !h.inst.listening() {
+		m.staleRefused.Inc()
+		repl.Set(PlaceholderCache, "stale-refused")
+		w.Header()["Cache-Status"] = []string{"civicgate; fwd=miss; detail=invalidation-down"}
+		return next.ServeHTTP(w, r)
+	}
+	tags := tagList{static: h.Tags}
+	if h.Tags == nil {
+		tags.csv = replString(repl, contract.GraphQLFamilies)
+	}
+	buf := getBuffer()
+	defer putBuffer(buf)
+	key, startSeq, ok := h.key(buf, r, repl, graphql, tags)
+	if !ok {
+		return h.bypass(w, r, next, repl, m, "variables")
+	}
+	now := h.now()
+	if !noCache {
+		if e := h.inst.store.get(key, now); e != nil {
+			m.hits.Inc()
+			repl.Set(PlaceholderCache, "hit")
+			h.serveEntry(w, r, e, now, "")
+			return nil
+		}
+	}
+	m.misses.Inc()
+	repl.Set(PlaceholderCache, "miss")
+	c := &capture{w: w, h: h, prefix: "civicgate; fwd=miss", maxEntry: h.maxEntry, graphql: graphql}
+	if noCache {
+		c.prefix = "civicgate; fwd=request"
+	}
+	if r.Method == http.MethodHead {
+		w.Header()["Cache-Status"] = []string{"civicgate; fwd=miss; detail=head"}
+		return next.ServeHTTP(w, r)
+	}
+	if noCache {
+		return h.forward(c, r, next, key, tags, startSeq)
+	}
+	f, leader := h.inst.flights.join(key)
+	if !leader {
+		if e := f.wait(r.Context()); e != nil {
+			h.serveEntry(w, r, e, h.now(), "; collapsed")
+			return nil
+		}
+		return h.forward(c, r, next, key, tags, startSeq)
+	}
+	var stored *entry
+	defer func() { h.inst.flights.land(key, f, stored) }()
+	var err error
+	stored, err = h.forwardEntry(c, r, next, key, tags, startSeq)
+	return err
+}
+
+// forward sends a miss upstream through c and stores what may be stored.
+func (h *Handler) forward(c *capture, r *http.Request, next caddyhttp.Handler, key cacheKey, tags tagList, startSeq uint64) error {
+	_, err := h.forwardEntry(c, r, next, key, tags, startSeq)
+	return err
+}
+
+func (h *Handler) forwardEntry(c *capture, r *http.Request, next caddyhttp.Handler, key cacheKey, tags tagList, startSeq uint64) (*entry, error) {
+	if err := next.ServeHTTP(c, r); err != nil {
+		if c.holding { // nothing sent yet: the error handler answers
+			c.w.Header().Del("Cache-Status")
+		}
+		return nil, err
+	}
+	return c.finish(key, tags, startSeq, h.now()), nil
+}
+
+// bypass forwards a request the cache does not handle.
+func (h *Handler) bypass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, m *metrics, detail string) error {
+	m.bypasses.Inc()
+	repl.Set(PlaceholderCache, "bypass")
+	w.Header()["Cache-Status"] = []string{"civicgate; fwd=bypass; detail=" + detail}
+	return next.ServeHTTP(w, r)
+}
+
+// key computes the request's key: its scope, document, operation name,
+// variables as sent, and the generation of each of its tags; startSeq is
+// the store's seq at that moment. ok is false when the variables cannot be
+// located with certainty.
+func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphql bool, tags tagList) (key cacheKey, startSeq uint64, ok bool) {
+	b := *buf
+	for _, p := range h.scope {
+		b = appendField(b, p.value(repl))
+	}
+	if graphql {
+		b = appendField(b, replString(repl, contract.GraphQLDocumentHash))
+		b = appendField(b, replString(repl, contract.GraphQLOperationName))
+		var vars string
+		var found bool
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			vars, found, ok = queryParam(r.URL.RawQuery, "variables")
+			b = appendField(b, vars)
+		} else {
+			var raw []byte
+			bodyBuf := getBuffer()
+			body, read := readBody(r, *bodyBuf)
+			if read {
+				raw, found, ok = jsonMember(body, "variables")
+				b = appendBytesField(b, raw)
+				*bodyBuf = body
+			}
+			putBuffer(bodyBuf)
+		}
+		if !ok {
+			return key, 0, false
+		}
+		b = append(b, byte(btoi(found)))
+	} else {
+		b = appendField(b, http.MethodGet) // a HEAD is answered from the GET's entry
+		b = appendField(b, r.URL.EscapedPath())
+		b = appendField(b, r.URL.RawQuery)
+	}
+	b, startSeq = h.inst.store.generations(b, tags)
+	*buf = b
+	return sumKey(b), startSeq, true
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// readBody returns the request body appended to dst, leaving r.Body
+// readable again. The guard's checked body is read with ReadAt, which
+// neither moves nor copies it; another body is read and replaced.
+func readBody(r *http.Request, dst []byte) ([]byte, bool) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return dst[:0], true
+	}
+	if ra, isReaderAt := r.Body.(interface {
+		io.ReaderAt
+		Size() int64
+	}); isReaderAt {
+		n := int(ra.Size())
+		if cap(dst) < n {
+			dst = make([]byte, n)
+		}
+		dst = dst[:n]
+		if _, err := ra.ReadAt(dst, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, false
+		}
+		return dst, true
+	}
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	return body, err == nil
+}
+
+// serveEntry writes a stored response: its status, Content-Type and body,
+// with Cache-Status and Age.
+func (h *Handler) serveEntry(w http.ResponseWriter, r *http.Request, e *entry, now time.Time, param string) {
+	hdr := w.Header()
+	if e.ctype != nil {
+		hdr["Content-Type"] = e.ctype
+	}
+	hdr["Content-Length"] = e.clen
+	rh := e.headersAt(now)
+	if param == "" {
+		hdr["Cache-Status"] = rh.vals[0:1:1]
+	} else {
+		hdr["Cache-Status"] = []string{"civicgate; fwd=miss" + param}
+	}
+	hdr["Age"] = rh.vals[1:2:2]
+	w.WriteHeader(e.status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(e.body)
+	}
+}
+
+// headersAt returns the hit's Cache-Status and Age at now, rendered once
+// per second of age.
+func (e *entry) headersAt(now time.Time) *renderedHeaders {
+	age := max(0, int64(now.Sub(e.stored)/time.Second))
+	if rh := e.rendered.Load(); rh != nil && rh.age == age {
+		return rh
+	}
+	rh := &renderedHeaders{age: age}
+	rh.vals[0] = "civicgate; hit; ttl=" + strconv.FormatInt(max(0, e.lifetime-age), 10)
+	rh.vals[1] = strconv.FormatInt(age, 10)
+	e.rendered.Store(rh)
+	return rh
+}
+
+// storable says why a response with this status and headers is not
+// stored ("" if it may be), and the freshness it would be stored with.
+func (h *Handler) storable(status int, hdr http.Header) (string, time.Duration) {
+	switch {
+	case status != http.StatusOK:
+		return "status", 0
+	case len(hdr["Set-Cookie"]) > 0:
+		return "set-cookie", 0
+	case hdr.Get("Content-Encoding") != "":
+		return "encoded", 0
+	case hdr.Get("Vary") == "*":
+		return "vary", 0
+	}
+	ttl := h.ttl
+	if cc := hdr["Cache-Control"]; len(cc) > 0 {
+		rcc := parseCacheControl(cc)
+		switch {
+		case rcc.private:
+			return "private", 0
+		case rcc.noStore:
+			return "no-store", 0
+		case rcc.noCache:
+			return "no-cache", 0
+		}
+		upstream := rcc.sMaxAge
+		if upstream < 0 {
+			upstream = rcc.maxAge
+		}
+		if upstream >= 0 {
+			ttl = min(ttl, time.Duration(upstream)*time.Second)
+		}
+	}
+	if ttl <= 0 {
+		return "ttl=0", 0
+	}
+	return "", ttl
+}
+
+// newEntry builds the entry of a response to store, with its header value
+// slices made once.
+func (h *Handler) newEntry(key cacheKey, status int, hdr http.Header, body []byte, surrogate []string, now time.Time, ttl time.Duration) *entry {
+	ctype := hdr.Get("Content-Type")
+	e := &entry{key: key, status: status, body: body, surrogate: surrogate, stored: now, expires: now.Add(ttl),
+		lifetime: int64(ttl / time.Second)}
+	vals := make([]string, 2)
+	vals[1] = strconv.Itoa(len(body))
+	if ctype != "" {
+		vals[0] = ctype
+		e.ctype = vals[0:1:1]
+	}
+	e.clen = vals[1:2:2]
+	e.size = accountedSize(body, ctype, surrogate)
+	return e
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)
