@@ -47,7 +47,7 @@ func TestMigrationThreeUpgradesKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v int
-	if err := pool.QueryRow(ctx, `SELECT max(version) FROM civicgate.civic_auth_migrations`).Scan(&v); err != nil || v != len(migrations) || v != 3 {
+	if err := pool.QueryRow(ctx, `SELECT max(version) FROM civicgate.civic_auth_migrations`).Scan(&v); err != nil || v != len(migrations) {
 		t.Fatalf("version %d %v", v, err)
 	}
 	if r, err := Lookup(ctx, pool, HashKey("old")); err != nil || r.Status != StatusActive || !r.RotatesOut.IsZero() {
