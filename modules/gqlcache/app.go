@@ -163,6 +163,7 @@ type instance struct {
 func newInstance(maxBytes, maxEntry int64, lc *listenConfig) *instance {
 	in := &instance{store: newStore(maxBytes), maxEntry: maxEntry, listen: lc, changed: make(chan struct{})}
 	in.logger.Store(zap.NewNop())
+	in.flights.joined = in.signal
 	return in
 }
 

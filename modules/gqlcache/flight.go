@@ -7,15 +7,17 @@ import (
 
 // flight is one upstream request that identical misses wait for.
 type flight struct {
-	done  chan struct{}
-	entry *entry // what the leader stored; nil if it stored nothing
+	done    chan struct{}
+	entry   *entry // what the leader stored; nil if it stored nothing
+	waiters int    // misses waiting for it, guarded by flights.mu
 }
 
 // flights collapses identical concurrent misses: the first is the leader
 // and goes upstream; the others wait for what it stored.
 type flights struct {
-	mu sync.Mutex
-	m  map[cacheKey]*flight
+	mu     sync.Mutex
+	m      map[cacheKey]*flight
+	joined func() // called when a miss waits for a leader (the instance's signal)
 }
 
 // join returns the flight under key and whether the caller leads it (and
@@ -24,6 +26,10 @@ func (g *flights) join(key cacheKey) (*flight, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f := g.m[key]; f != nil {
+		f.waiters++
+		if g.joined != nil {
+			g.joined()
+		}
 		return f, false
 	}
 	if g.m == nil {
@@ -52,4 +58,15 @@ func (f *flight) wait(ctx context.Context) *entry {
 	case <-ctx.Done():
 		return nil
 	}
+}
+
+// waiting is the number of misses waiting for a leader.
+func (g *flights) waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, f := range g.m {
+		n += f.waiters
+	}
+	return n
 }
