@@ -103,20 +103,16 @@ func (c *leaseCache) take(key string, now, need int64) (d decision, s settlement
 	if e == nil {
 		return decision{}, settlements{}, false
 	}
+	// Leased units first: Redis may refuse this instance while it still
+	// holds units a concurrent renewal leased (the refusal then counts them
+	// as spent); refusing with them unspent would under-admit.
+	if d, ok := e.spend(now, need); ok {
+		return d, settlements{}, true
+	}
 	if now < e.blockedUntil && need == e.blockedNeed {
 		d = decision{retryAfter: e.blockedUntil - now, n: e.n}
 		e.fill(&d, now, 0)
 		return d, settlements{}, true
-	}
-	for i := range e.leases {
-		l := &e.leases[i]
-		if l.id != 0 && l.tokens >= need && now < l.deadline {
-			l.tokens -= need
-			l.lastSpend = now
-			d = decision{granted: need, n: e.n}
-			e.fill(&d, now, e.unspent(now)+e.returning())
-			return d, settlements{}, true
-		}
 	}
 	for i := range e.leases {
 		if l := &e.leases[i]; l.id != 0 {
@@ -134,6 +130,37 @@ func (c *leaseCache) take(key string, now, need int64) (d decision, s settlement
 		delete(sh.entries, key)
 	}
 	return decision{}, s, false
+}
+
+// spend takes need units of an open lease of key, if one holds them, and
+// closes nothing: a round trip Redis refused uses it, since a renewal that
+// ran concurrently may have leased this instance the units the refusal
+// counted (four requests renewing at once near the quota: the first took the
+// last units, the others were refused while they sat unspent here).
+func (c *leaseCache) spend(key string, now, need int64) (decision, bool) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[key]
+	if e == nil {
+		return decision{}, false
+	}
+	return e.spend(now, need)
+}
+
+// spend takes need units of the first open lease holding them.
+func (e *leaseEntry) spend(now, need int64) (decision, bool) {
+	for i := range e.leases {
+		l := &e.leases[i]
+		if l.id != 0 && l.tokens >= need && now < l.deadline {
+			l.tokens -= need
+			l.lastSpend = now
+			d := decision{granted: need, n: e.n}
+			e.fill(&d, now, e.unspent(now)+e.returning())
+			return d, true
+		}
+	}
+	return decision{}, false
 }
 
 // settlement is what the lease reports when it is closed.

@@ -96,6 +96,12 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 		l.log().Info("rate limit store recovered; shared counting resumed")
 	}
 	l.local.record(storeKey, nowUS, need, d, id, call.ttl)
+	if d.granted == 0 && need <= set.minQuota {
+		// Refused: units a concurrent renewal of this instance leased meanwhile are ours to spend.
+		if ld, ok := l.local.spend(storeKey, nowUS, need); ok {
+			return ld, nil
+		}
+	}
 	if d.granted > need { // the other leased units are this instance's to spend
 		for i := 0; i < d.n; i++ {
 			d.remaining[i] += d.granted - need
