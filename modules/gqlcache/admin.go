@@ -50,7 +50,6 @@ func servePurge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
 	}
-	n := 0
 	instances.Range(func(_, v any) bool {
 		in := v.(*instance)
 		if req.All {
@@ -61,9 +60,8 @@ func servePurge(w http.ResponseWriter, r *http.Request) error {
 		}
 		return true
 	})
-	n = len(req.Tags)
 	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(PurgeResponse{PurgedTags: n})
+	return json.NewEncoder(w).Encode(PurgeResponse{PurgedTags: len(req.Tags)})
 }
 
 // readPurge decodes and checks a purge request.

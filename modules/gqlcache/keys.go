@@ -1,6 +1,7 @@
 package gqlcache
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -141,19 +142,24 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] == '"'
-// (-1 if unterminated) and whether it has an escape.
+// (-1 if unterminated) and whether it has an escape. It jumps from quote to
+// quote (bytes.IndexByte) and counts the backslashes before each.
 func skipString(b []byte, i int) (int, bool) {
-	escaped := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1, false
 		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, bytes.IndexByte(b[i+1:q], '\\') >= 0
+		}
+		j = q + 1
 	}
-	return -1, escaped
 }
 
 // skipValue returns the index after the value starting at b[i], -1 if it
