@@ -106,6 +106,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 type gateway struct {
+	cfg    string
 	tester *caddytest.Tester
 	base   string
 	up     *upstream
@@ -156,7 +157,7 @@ http://localhost:%d {
 	// A reload with the same app configuration keeps the store (as it
 	// should): start each test empty.
 	liveInstance(t).store.flush()
-	return &gateway{tester: tester, base: fmt.Sprintf("http://localhost:%d", port), up: up}
+	return &gateway{cfg: cfg, tester: tester, base: fmt.Sprintf("http://localhost:%d", port), up: up}
 }
 
 // answer is what a test compares of a response.
@@ -260,4 +261,14 @@ func wantAnswer(t *testing.T, got, want answer) {
 	if got != want {
 		t.Fatalf("\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// reload loads the same configuration again, as `caddy reload` does.
+func (g *gateway) reload(t *testing.T) {
+	t.Helper()
+	g.tester.InitServer(g.cfg, "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+	g.tester.Client.CloseIdleConnections()
 }

@@ -212,3 +212,18 @@ func TestAdminPurge(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadKeepsTheStore: a reload with the same configuration keeps the
+// entries (the instance lives in a UsagePool).
+func TestReloadKeepsTheStore(t *testing.T) {
+	g := startGateway(t, "max_bytes 8MiB", "")
+	before := liveInstance(t)
+	g.query(t, q1, nil)
+	g.reload(t)
+	if liveInstance(t) != before {
+		t.Fatal("the reload made a new cache instance")
+	}
+	if a := g.query(t, q1, nil); a.outcome != "hit" {
+		t.Fatalf("after the reload: %+v", a)
+	}
+}
