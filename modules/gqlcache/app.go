@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
@@ -149,6 +150,8 @@ type instance struct {
 	flights  flights
 	maxEntry int64
 	listen   *listenConfig // nil: no listener
+	idlePing time.Duration // quiet time before the listener pings its connection
+	pings    atomic.Int64  // pings that succeeded
 
 	up      atomic.Bool // the listener is listening (see listening)
 	logger  atomic.Pointer[zap.Logger]
@@ -161,7 +164,8 @@ type instance struct {
 }
 
 func newInstance(maxBytes, maxEntry int64, lc *listenConfig) *instance {
-	in := &instance{store: newStore(maxBytes), maxEntry: maxEntry, listen: lc, changed: make(chan struct{})}
+	in := &instance{store: newStore(maxBytes), maxEntry: maxEntry, listen: lc, idlePing: idlePing,
+		changed: make(chan struct{})}
 	in.logger.Store(zap.NewNop())
 	in.flights.joined = in.signal
 	return in

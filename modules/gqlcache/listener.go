@@ -107,7 +107,7 @@ func (in *instance) listenOnce(ctx context.Context, listening func()) error {
 	in.signal()
 	listening()
 	for {
-		wctx, cancel := context.WithTimeout(ctx, idlePing)
+		wctx, cancel := context.WithTimeout(ctx, in.idlePing)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil {
@@ -119,6 +119,8 @@ func (in *instance) listenOnce(ctx context.Context, listening func()) error {
 				err = conn.Ping(pctx)
 				cancel()
 				if err == nil {
+					in.pings.Add(1)
+					in.signal()
 					continue
 				}
 			}

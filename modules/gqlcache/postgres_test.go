@@ -161,3 +161,19 @@ func TestLostListenerFlushesAndRefusesHits(t *testing.T) {
 		t.Fatal("an old change was replayed")
 	}
 }
+
+// TestQuietListenerPingsAndStaysUp: a listener that hears nothing pings its
+// connection and keeps listening — no reconnect, no flush.
+func TestQuietListenerPingsAndStaysUp(t *testing.T) {
+	dsn, _ := changeFeed(t)
+	in := newInstance(1<<20, 1<<10, &listenConfig{dsn: dsn, channel: DefaultChannel, feed: "change_events"})
+	in.idlePing = 20 * time.Millisecond
+	in.start()
+	t.Cleanup(func() { _ = in.Destruct() })
+	await(t, in, "the listener listens", in.up.Load)
+	seq := in.store.seqNow()
+	await(t, in, "three pings", func() bool { return in.pings.Load() >= 3 })
+	if !in.up.Load() || in.store.seqNow() != seq {
+		t.Fatalf("up %v, seq %d → %d: the quiet listener reconnected or flushed", in.up.Load(), seq, in.store.seqNow())
+	}
+}
