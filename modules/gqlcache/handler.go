@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -106,6 +105,15 @@ func (p placeholder) value(repl *caddy.Replacer) string {
 	return repl.ReplaceAll(p.tmpl, "")
 }
 
+func acceptsEventStream(accept []string) bool {
+	for _, v := range accept {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
 func replString(repl *caddy.Replacer, name string) string {
 	v, _ := repl.Get(name)
 	s, _ := v.(string)
@@ -115,7 +123,7 @@ func replString(repl *caddy.Replacer, name string) string {
 // ServeHTTP answers a cacheable request from the store or forwards it and
 // stores the answer (README.md "What is cached").
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	if len(r.Header["Upgrade"]) > 0 || acceptsEventStream(r.Header["Accept"]) {
 		return next.ServeHTTP(w, r) // a stream is never cached: pass it untouched
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
@@ -292,96 +300,6 @@ func readBody(r *http.Request, dst []byte) ([]byte, bool) {
 	_ = r.Body.Close()
 	r.Body = io.NopCloser(strings.NewReader(string(body)))
 	return body, err == nil
-}
-
-// serveEntry writes a stored response: its status, Content-Type and body,
-// with Cache-Status and Age.
-func (h *Handler) serveEntry(w http.ResponseWriter, r *http.Request, e *entry, now time.Time, param string) {
-	hdr := w.Header()
-	if e.ctype != nil {
-		hdr["Content-Type"] = e.ctype
-	}
-	hdr["Content-Length"] = e.clen
-	rh := e.headersAt(now)
-	if param == "" {
-		hdr["Cache-Status"] = rh.vals[0:1:1]
-	} else {
-		hdr["Cache-Status"] = []string{"civicgate; fwd=miss" + param}
-	}
-	hdr["Age"] = rh.vals[1:2:2]
-	w.WriteHeader(e.status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.body)
-	}
-}
-
-// headersAt returns the hit's Cache-Status and Age at now, rendered once
-// per second of age.
-func (e *entry) headersAt(now time.Time) *renderedHeaders {
-	age := max(0, int64(now.Sub(e.stored)/time.Second))
-	if rh := e.rendered.Load(); rh != nil && rh.age == age {
-		return rh
-	}
-	rh := &renderedHeaders{age: age}
-	rh.vals[0] = "civicgate; hit; ttl=" + strconv.FormatInt(max(0, e.lifetime-age), 10)
-	rh.vals[1] = strconv.FormatInt(age, 10)
-	e.rendered.Store(rh)
-	return rh
-}
-
-// storable says why a response with this status and headers is not
-// stored ("" if it may be), and the freshness it would be stored with.
-func (h *Handler) storable(status int, hdr http.Header) (string, time.Duration) {
-	switch {
-	case status != http.StatusOK:
-		return "status", 0
-	case len(hdr["Set-Cookie"]) > 0:
-		return "set-cookie", 0
-	case hdr.Get("Content-Encoding") != "":
-		return "encoded", 0
-	case hdr.Get("Vary") == "*":
-		return "vary", 0
-	}
-	ttl := h.ttl
-	if cc := hdr["Cache-Control"]; len(cc) > 0 {
-		rcc := parseCacheControl(cc)
-		switch {
-		case rcc.private:
-			return "private", 0
-		case rcc.noStore:
-			return "no-store", 0
-		case rcc.noCache:
-			return "no-cache", 0
-		}
-		upstream := rcc.sMaxAge
-		if upstream < 0 {
-			upstream = rcc.maxAge
-		}
-		if upstream >= 0 {
-			ttl = min(ttl, time.Duration(upstream)*time.Second)
-		}
-	}
-	if ttl <= 0 {
-		return "ttl=0", 0
-	}
-	return "", ttl
-}
-
-// newEntry builds the entry of a response to store, with its header value
-// slices made once.
-func (h *Handler) newEntry(key cacheKey, status int, hdr http.Header, body []byte, surrogate []string, now time.Time, ttl time.Duration) *entry {
-	ctype := hdr.Get("Content-Type")
-	e := &entry{key: key, status: status, body: body, surrogate: surrogate, stored: now, expires: now.Add(ttl),
-		lifetime: int64(ttl / time.Second)}
-	vals := make([]string, 2)
-	vals[1] = strconv.Itoa(len(body))
-	if ctype != "" {
-		vals[0] = ctype
-		e.ctype = vals[0:1:1]
-	}
-	e.clen = vals[1:2:2]
-	e.size = accountedSize(body, ctype, surrogate)
-	return e
 }
 
 // Interface guards
