@@ -20,6 +20,7 @@ func TestCaddyfileErrors(t *testing.T) {
 	adapttest.Refused(t, map[string]adapttest.Refusal{
 		"handler argument":     {":8080 {\ngraphql_cache 60s\n}\n", "wrong argument count or unexpected line ending after '60s'"},
 		"handler unknown":      {handlerCfg("vary Accept"), `graphql_cache: unknown option "vary"`},
+		"handler enabled bad":  {handlerCfg("enabled maybe"), `graphql_cache: enabled: want on or off, got "maybe"`},
 		"handler ttl zero":     {handlerCfg("ttl 0s"), `graphql_cache: ttl: want a duration above zero, got "0s"`},
 		"handler ttl twice":    {handlerCfg("ttl 1s\nttl 2s"), "graphql_cache: ttl given twice"},
 		"handler scope empty":  {handlerCfg("scope"), "wrong argument count"},

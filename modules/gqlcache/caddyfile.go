@@ -21,11 +21,24 @@ func init() {
 //	    scope <placeholder>... | private   # default {civic.families}
 //	    ttl   <duration>                   # default 60s
 //	    tags  <tag>...                     # default: {graphql.families}
+//	    enabled on|off                     # default on; off: pass everything through
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Read(d, "graphql_cache", caddyopt.Block{
 		"scope": caddyopt.Strings(&h.Scope),
-		"ttl":   caddyopt.PositiveDuration(&h.TTL),
+		"enabled": caddyopt.Func(func(a *caddyopt.Args) error {
+			v, err := a.One()
+			if err != nil {
+				return err
+			}
+			on, ok := caddyopt.ParseOnOff(v)
+			if !ok {
+				return a.Errf("want on or off, got %q", v)
+			}
+			h.Off = !on
+			return nil
+		}),
+		"ttl": caddyopt.PositiveDuration(&h.TTL),
 		"tags": caddyopt.Func(func(a *caddyopt.Args) error {
 			tags, err := a.AtLeast(1)
 			if err != nil {

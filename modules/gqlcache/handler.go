@@ -30,6 +30,10 @@ type Handler struct {
 	TTL caddy.Duration `json:"ttl,omitempty"`
 	// Static tags of every entry (default: the families in {graphql.families}).
 	Tags []string `json:"tags,omitempty"`
+	// Off turns the handler into a pass-through (an operator's switch, e.g.
+	// `enabled {$CIVICGATE_CACHE:on}`): nothing is looked up or stored and
+	// {graphql.cache} is "off".
+	Off bool `json:"off,omitempty"`
 
 	inst     *instance
 	scope    []placeholder
@@ -127,6 +131,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r) // a stream is never cached: pass it untouched
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if h.Off {
+		if repl != nil {
+			repl.Set(PlaceholderCache, "off")
+		}
+		return next.ServeHTTP(w, r)
+	}
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
