@@ -129,6 +129,8 @@ func wantRateLimit(t *testing.T, x exchange, want string) {
 func TestCostBudget(t *testing.T) {
 	t.Parallel()
 	s := stack.New(t, &bins)
+	// Whether each admitted document reaches the backend is checked: the response cache stays off.
+	s.Setenv("CIVICGATE_CACHE", "off")
 	s.Prepare()
 	s.StartRecordsd()
 	up := recordUpstream(t, s)

@@ -222,6 +222,8 @@ func TestGuardAttributesWhatTheBackendExecutes(t *testing.T) {
 	}))
 	defer recorder.Close()
 	s.Setenv("CIVICGATE_UPSTREAM", strings.TrimPrefix(recorder.URL, "http://"))
+	// What reaches recordsd is this test's subject: the response cache (its own tests: e2e/cache_test.go) stays off.
+	s.Setenv("CIVICGATE_CACHE", "off")
 	s.StartGateway(differentialCaddyfiles(t, s.Root, t.TempDir()))
 
 	seed := uint64(time.Now().UnixNano())

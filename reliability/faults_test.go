@@ -45,6 +45,9 @@ func startFaultEnv(t *testing.T) *faultEnv {
 		f.upstream = testenv.NewProxy(t, s.Getenv("RECORDSD_LISTEN"))
 		s.Setenv("CIVICGATE_UPSTREAM", f.upstream.Addr())
 		s.Setenv("CIVICGATE_UPSTREAM_TIMEOUT", upstreamTimeout.String())
+		// Faults of recordsd are what clients must see here: the response cache
+		// (its own tests: e2e/cache_test.go) would answer repeated calls itself.
+		s.Setenv("CIVICGATE_CACHE", "off")
 		// Webhook receivers of these tests run on loopback.
 		s.Setenv("CIVICGATE_WEBHOOKS_DEV_LOOPBACK", "on")
 		s.Setenv("CIVICGATE_WEBHOOKS_POLL", "100ms")
