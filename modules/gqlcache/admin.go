@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 )
@@ -86,12 +87,17 @@ func readPurge(body io.Reader) (PurgeRequest, error) {
 		return req, errors.New(`purge request: give either "tags" (non-empty) or "all": true`)
 	}
 	for _, t := range req.Tags {
-		if t == "" || strings.ContainsAny(t, ", ") {
-			return req, fmt.Errorf("purge request: tag %q must be one word without commas or spaces", t)
+		if t == "" || strings.ContainsFunc(t, notInTag) {
+			return req, fmt.Errorf("purge request: tag %q must be one word without commas, spaces or control characters", t)
 		}
 	}
 	return req, nil
 }
+
+// notInTag reports the runes no tag holds: a comma, white space (a tag is
+// trimmed of it wherever it is read) or a control character. Such a tag
+// could never match an entry, and a purge of it would answer 200 for nothing.
+func notInTag(r rune) bool { return r == ',' || unicode.IsSpace(r) || unicode.IsControl(r) }
 
 // Interface guards
 var _ caddy.AdminRouter = AdminAPI{}
