@@ -51,6 +51,7 @@ func servePurge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
 	}
+	var sharedErr error
 	instances.Range(func(_, v any) bool {
 		in := v.(*instance)
 		if req.All {
@@ -59,8 +60,19 @@ func servePurge(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			in.store.invalidate(req.Tags)
 		}
+		// Shared entries are not indexed by tag: any purge makes every one
+		// stored before it unusable (README.md "Shared in Redis").
+		if in.shared != nil {
+			if err := in.shared.purge(); err != nil {
+				in.store.metrics.Load().shared(sharedError)
+				sharedErr = errors.New("purged in memory, but the shared Redis purge epoch could not be bumped: " + err.Error())
+			}
+		}
 		return true
 	})
+	if sharedErr != nil {
+		return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable, Err: sharedErr}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(w).Encode(PurgeResponse{PurgedTags: len(req.Tags)})
 }

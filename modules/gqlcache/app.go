@@ -46,6 +46,8 @@ type App struct {
 	// Invalidation from PostgreSQL notifications (none: TTL and the admin
 	// purge only).
 	Invalidate *InvalidateConfig `json:"invalidate,omitempty"`
+	// Shared second tier in Redis (requires Invalidate with a Feed).
+	Shared *SharedConfig `json:"shared,omitempty"`
 
 	inst    *instance
 	poolKey string
@@ -61,6 +63,16 @@ type InvalidateConfig struct {
 	// families of its rows past the cursor are invalidated. Without it the
 	// payload is the comma-separated tags (empty: flush everything).
 	Feed string `json:"feed,omitempty"`
+}
+
+// SharedConfig is `shared redis <url> { key_prefix …; timeout … }`.
+type SharedConfig struct {
+	// Redis URL (redis://, rediss://, unix://), usually {env.REDIS_URL}.
+	Redis string `json:"redis,omitempty"`
+	// Prefix of every key (default civicgate:cache:).
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// Bound on each Redis call (default 50ms); beyond it, a miss.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -98,12 +110,23 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 		lc = &listenConfig{dsn: dsn, channel: channel, feed: inv.Feed}
 	}
+	sc, err := a.sharedOptions(lc)
+	if err != nil {
+		return err
+	}
 	a.poolKey = fmt.Sprintf("%d|%d|%v", a.MaxBytes, a.MaxEntryBytes, lc != nil)
 	if lc != nil {
 		a.poolKey += fmt.Sprintf("|%q|%q|%q", lc.dsn, lc.channel, lc.feed)
 	}
+	if sc != nil {
+		a.poolKey += fmt.Sprintf("|%q|%q|%s", sc.url, sc.prefix, sc.timeout)
+	}
 	v, _, err := instances.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		return newInstance(a.MaxBytes, a.MaxEntryBytes, lc), nil
+		in := newInstance(a.MaxBytes, a.MaxEntryBytes, lc)
+		if sc != nil {
+			in.shared = newShared(newRedisClient(sc), sc.prefix, sc.timeout)
+		}
+		return in, nil
 	})
 	if err != nil {
 		return fmt.Errorf("graphql_cache: %w", err)
@@ -150,6 +173,7 @@ type instance struct {
 	flights  flights
 	maxEntry int64
 	listen   *listenConfig // nil: no listener
+	shared   *shared       // nil: memory only
 	idlePing time.Duration // quiet time before the listener pings its connection
 	pings    atomic.Int64  // pings that succeeded
 
@@ -197,6 +221,9 @@ func (in *instance) Destruct() error {
 	if in.cancel != nil {
 		in.cancel()
 		<-in.done
+	}
+	if in.shared != nil {
+		return in.shared.client.Close()
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -111,5 +112,40 @@ func TestHitAllocations(t *testing.T) {
 	f := newHitFixture(t)
 	if n := testing.AllocsPerRun(200, func() { f.serve(t) }); n > 5 {
 		t.Fatalf("%v allocations per hit, budget 5", n)
+	}
+}
+
+// BenchmarkSharedHit is BenchmarkHit answered from Redis (the shared Redis
+// of the tests, on loopback): each iteration empties the memory first, so
+// the request is a local miss, a Redis MGET, the entry's decoding and check,
+// and its insertion in memory.
+func BenchmarkSharedHit(b *testing.B) {
+	f := newHitFixture(b)
+	_, prefix := testenv.Redis(b)
+	in := newInstance(64<<20, 1<<20, &listenConfig{feed: "change_events"}) // not started: up by hand
+	in.up.Store(true)
+	a := &App{Shared: &SharedConfig{Redis: "redis://" + testenv.RedisAddr() + "/0", KeyPrefix: prefix}}
+	sc, err := a.sharedOptions(in.listen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in.shared = newShared(newRedisClient(sc), sc.prefix, time.Second)
+	b.Cleanup(func() { _ = in.Destruct() })
+	f.h.inst = in
+	f.serve(b) // the miss that stores it
+	f.serve(b)
+	if got := f.w.hdr.Get("Cache-Status"); got != "civicgate; hit; ttl=60" {
+		b.Fatalf("Cache-Status %q", got)
+	}
+	in.store.flush()
+	f.serve(b)
+	if got := f.w.hdr.Get("Cache-Status"); got != "civicgate; hit; ttl=60"+paramShared {
+		b.Fatalf("Cache-Status %q", got)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		in.store.flush()
+		f.serve(b)
 	}
 }

@@ -1,6 +1,7 @@
 package gqlcache
 
 import (
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
@@ -64,13 +65,23 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	        channel <name>        # default civicgate_change_events
 //	        feed    <table>       # e.g. change_events; without it the payload names the tags
 //	    }
+//	    shared redis <url> {      # needs invalidate … { feed … }
+//	        key_prefix <prefix>   # default civicgate:cache:
+//	        timeout    <duration> # default 50ms
+//	    }
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return caddyopt.Read(d, "graphql_cache", caddyopt.Block{
+	err := caddyopt.Read(d, "graphql_cache", caddyopt.Block{
 		"max_bytes":       caddyopt.Size(&a.MaxBytes, 1<<10, 1<<40),
 		"max_entry_bytes": caddyopt.Size(&a.MaxEntryBytes, 1, 1<<30),
 		"invalidate":      caddyopt.Func(a.readInvalidate),
+		"shared":          caddyopt.Func(a.readShared),
 	})
+	if err == nil && a.Shared != nil && (a.Invalidate == nil || a.Invalidate.Feed == "") {
+		return d.Errf("graphql_cache: shared redis needs invalidate postgres <dsn> { feed <table> }: " +
+			"without a change feed there is no global order to check shared entries against")
+	}
+	return err
 }
 
 // readInvalidate reads `invalidate postgres <dsn> { channel …; feed … }`.
@@ -113,6 +124,49 @@ func (a *App) readInvalidate(args *caddyopt.Args) error {
 		}
 	}
 	a.Invalidate = inv
+	return nil
+}
+
+// readShared reads `shared redis <url> { key_prefix …; timeout … }`.
+func (a *App) readShared(args *caddyopt.Args) error {
+	d := args.Dispenser()
+	nesting := d.Nesting()
+	kind, url, err := args.Two()
+	if err != nil {
+		return err
+	}
+	if kind != "redis" {
+		return args.Errf("want redis <url>, got %q", kind)
+	}
+	sh := &SharedConfig{Redis: url}
+	seen := map[string]bool{}
+	for d.NextBlock(nesting) {
+		opt := d.Val()
+		if opt != "key_prefix" && opt != "timeout" {
+			return d.Errf("graphql_cache shared: unknown option %q", opt)
+		}
+		if seen[opt] {
+			return d.Errf("graphql_cache shared: %s given twice", opt)
+		}
+		seen[opt] = true
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		if opt == "key_prefix" {
+			sh.KeyPrefix = v
+			continue
+		}
+		dur, err := caddy.ParseDuration(v)
+		if err != nil || dur <= 0 {
+			return d.Errf("graphql_cache shared: timeout: want a positive duration, got %q", v)
+		}
+		sh.Timeout = caddy.Duration(dur)
+	}
+	a.Shared = sh
 	return nil
 }
 

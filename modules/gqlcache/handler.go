@@ -171,7 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	buf := getBuffer()
 	defer putBuffer(buf)
-	key, startSeq, ok := h.key(buf, r, repl, graphql, tags)
+	key, startSeq, baseLen, ok := h.key(buf, r, repl, graphql, tags)
 	if !ok {
 		return h.bypass(w, r, next, repl, m, "variables")
 	}
@@ -181,6 +181,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			m.hits.Inc()
 			repl.Set(PlaceholderCache, "hit")
 			h.serveEntry(w, r, e, now, "")
+			return nil
+		}
+	}
+	var sr *sharedReq
+	if h.inst.shared != nil {
+		var served bool
+		if sr, served = h.sharedLookup(w, r, repl, m, key, (*buf)[:baseLen], tags, startSeq, noCache); served {
 			return nil
 		}
 	}
@@ -195,7 +202,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	if noCache {
-		return h.forward(c, r, next, key, tags, startSeq)
+		return h.forward(c, r, next, key, tags, startSeq, sr)
 	}
 	f, leader := h.inst.flights.join(key)
 	if !leader {
@@ -203,29 +210,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			h.serveEntry(w, r, e, h.now(), "; collapsed")
 			return nil
 		}
-		return h.forward(c, r, next, key, tags, startSeq)
+		return h.forward(c, r, next, key, tags, startSeq, sr)
 	}
 	var stored *entry
 	defer func() { h.inst.flights.land(key, f, stored) }()
 	var err error
-	stored, err = h.forwardEntry(c, r, next, key, tags, startSeq)
+	stored, err = h.forwardEntry(c, r, next, key, tags, startSeq, sr)
 	return err
 }
 
 // forward sends a miss upstream through c and stores what may be stored.
-func (h *Handler) forward(c *capture, r *http.Request, next caddyhttp.Handler, key cacheKey, tags tagList, startSeq uint64) error {
-	_, err := h.forwardEntry(c, r, next, key, tags, startSeq)
+func (h *Handler) forward(c *capture, r *http.Request, next caddyhttp.Handler, key cacheKey, tags tagList, startSeq uint64, sr *sharedReq) error {
+	_, err := h.forwardEntry(c, r, next, key, tags, startSeq, sr)
 	return err
 }
 
-func (h *Handler) forwardEntry(c *capture, r *http.Request, next caddyhttp.Handler, key cacheKey, tags tagList, startSeq uint64) (*entry, error) {
+// forwardEntry is forward, returning the entry stored; with sr, a stored
+// entry is shared in Redis too.
+func (h *Handler) forwardEntry(c *capture, r *http.Request, next caddyhttp.Handler, key cacheKey, tags tagList, startSeq uint64, sr *sharedReq) (*entry, error) {
 	if err := next.ServeHTTP(c, r); err != nil {
 		if c.holding { // nothing sent yet: the error handler answers
 			c.w.Header().Del("Cache-Status")
 		}
 		return nil, err
 	}
-	return c.finish(key, tags, startSeq, h.now()), nil
+	e := c.finish(key, tags, startSeq, h.now())
+	if e != nil && sr != nil {
+		h.sharePut(sr, e, tags)
+	}
+	return e, nil
 }
 
 // bypass forwards a request the cache does not handle.
@@ -238,9 +251,10 @@ func (h *Handler) bypass(w http.ResponseWriter, r *http.Request, next caddyhttp.
 
 // key computes the request's key: its scope, document, operation name,
 // variables as sent, and the generation of each of its tags; startSeq is
-// the store's seq at that moment. ok is false when the variables cannot be
-// located with certainty.
-func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphql bool, tags tagList) (key cacheKey, startSeq uint64, ok bool) {
+// the store's seq at that moment. (*buf)[:baseLen] is the material without
+// the generations (the shared key's). ok is false when the variables cannot
+// be located with certainty.
+func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphql bool, tags tagList) (key cacheKey, startSeq uint64, baseLen int, ok bool) {
 	b := *buf
 	for _, p := range h.scope {
 		b = appendField(b, p.value(repl))
@@ -265,7 +279,7 @@ func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphq
 			putBuffer(bodyBuf)
 		}
 		if !ok {
-			return key, 0, false
+			return key, 0, 0, false
 		}
 		b = append(b, byte(btoi(found)))
 	} else {
@@ -273,9 +287,10 @@ func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphq
 		b = appendField(b, r.URL.EscapedPath())
 		b = appendField(b, r.URL.RawQuery)
 	}
+	baseLen = len(b)
 	b, startSeq = h.inst.store.generations(b, tags)
 	*buf = b
-	return sumKey(b), startSeq, true
+	return sumKey(b), startSeq, baseLen, true
 }
 
 func btoi(v bool) int {

@@ -98,6 +98,9 @@ func (in *instance) listenOnce(ctx context.Context, listening func()) error {
 			return fmt.Errorf("read the feed's cursor: %w", err)
 		}
 	}
+	if in.shared != nil {
+		in.shared.reset(cursor) // before the flush: no entry put after it predates the cursor unseen
+	}
 	in.store.flush()
 	m := in.store.metrics.Load()
 	m.flushes.Inc()
@@ -161,6 +164,7 @@ func (in *instance) invalidateFeed(ctx context.Context, conn *pgx.Conn, cursor i
 		return cursor, fmt.Errorf("read the feed: %w", err)
 	}
 	var families []string
+	ids := map[string]int64{}
 	next := cursor
 	for rows.Next() {
 		var family string
@@ -170,11 +174,17 @@ func (in *instance) invalidateFeed(ctx context.Context, conn *pgx.Conn, cursor i
 			return cursor, fmt.Errorf("read the feed: %w", err)
 		}
 		families = append(families, family)
+		ids[family] = id
 		next = max(next, id)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return cursor, fmt.Errorf("read the feed: %w", err)
+	}
+	if in.shared != nil {
+		// Before the local invalidation: a request whose key has the new
+		// generations sees these ids when it checks a shared entry.
+		in.shared.changed(ids, next)
 	}
 	in.store.invalidate(families)
 	in.signal()

@@ -20,7 +20,21 @@ type metrics struct {
 	flushes       prometheus.Counter
 	bytes         prometheus.Gauge
 	listenerUp    prometheus.Gauge
+	sharedOps     *prometheus.CounterVec // result = hit | miss | rejected | stored | error | undecodable
 }
+
+// Results of shared (Redis) operations.
+const (
+	sharedHit         = "hit"
+	sharedMiss        = "miss"
+	sharedRejected    = "rejected"
+	sharedStored      = "stored"
+	sharedError       = "error"
+	sharedUndecodable = "undecodable"
+)
+
+// shared counts a shared (Redis) operation's result.
+func (m *metrics) shared(result string) { m.sharedOps.WithLabelValues(result).Inc() }
 
 // newMetrics registers the collectors in reg (nil: unregistered), reusing
 // those an earlier configuration registered (collectors.Register).
@@ -28,6 +42,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	const ns, sub = "civicgate", "graphql_cache"
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "requests_total",
 		Help: "Requests seen by graphql_cache, by outcome (hit, miss, bypass, stale_refused)."}, []string{"outcome"})
+	sharedOps := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "shared_total",
+		Help: "Shared (Redis) cache operations, by result (hit, miss, rejected, stored, error, undecodable)."}, []string{"result"})
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
 	}
@@ -47,6 +63,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if requests, err = collectors.Register(reg, requests); err != nil {
 			return nil, err
 		}
+		if sharedOps, err = collectors.Register(reg, sharedOps); err != nil {
+			return nil, err
+		}
 		for _, c := range []*prometheus.Counter{&m.stores, &m.evictions, &m.invalidations, &m.flushes} {
 			if *c, err = collectors.Register(reg, *c); err != nil {
 				return nil, err
@@ -59,6 +78,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	m.requests = requests
+	m.sharedOps = sharedOps
 	m.hits = requests.WithLabelValues("hit")
 	m.misses = requests.WithLabelValues("miss")
 	m.bypasses = requests.WithLabelValues("bypass")

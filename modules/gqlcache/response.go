@@ -15,9 +15,12 @@ func (h *Handler) serveEntry(w http.ResponseWriter, r *http.Request, e *entry, n
 	}
 	hdr["Content-Length"] = e.clen
 	rh := e.headersAt(now)
-	if param == "" {
+	switch param {
+	case "":
 		hdr["Cache-Status"] = rh.vals[0:1:1]
-	} else {
+	case paramShared:
+		hdr["Cache-Status"] = []string{rh.vals[0] + paramShared}
+	default:
 		hdr["Cache-Status"] = []string{"civicgate; fwd=miss" + param}
 	}
 	hdr["Age"] = rh.vals[1:2:2]
