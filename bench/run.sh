@@ -7,6 +7,11 @@
 #
 #   side-by-side  gateway vs bare Caddy vs recordsd direct, driven by bench/cmd/loadgen (bench/side-by-side.sh);
 #                 rewrites the "Side by side" section of BENCHMARKS.md (BENCH_WRITE=0: print only)
+#   cache         response cache (issue 22): a polling mix of 50 repeated documents at 16 connections against
+#                 the gateway with graphql_cache, the same gateway with CIVICGATE_CACHE=off, bare Caddy and recordsd
+#                 direct, driven by bench/cmd/loadgen --mix polling (bench/cache.sh; ≈ 2 min); then the cache's hit
+#                 micro-benchmark (BenchmarkHit, ./modules/gqlcache) and BenchmarkCacheStaleness (./e2e);
+#                 prints, BENCHMARKS.md by hand
 #   gateway       the gateway's Go benchmarks: the handler chain (bench/chain_test.go), auth, rate limit, guard
 #                 (-count 3; BENCHMARKS.md "Gateway modules")
 #   modules       every module's Go benchmarks, ./modules/... (-count 5)
@@ -19,7 +24,7 @@
 #                 5000×1 sockets×subscriptions), delivery latency and memory per subscription, with
 #                 stream_buffer_size 32KiB and 4KiB, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 2 min)
 #   default       side-by-side, gateway, unique-vars: what `make bench` runs when BENCH is empty (≈ 10 min)
-#   all           side-by-side, gateway, unique-vars, subscriptions, modules, backend
+#   all           side-by-side, cache, gateway, unique-vars, subscriptions, modules, backend
 #
 # Without arguments the suites come from BENCH (default: default). Each suite's own settings are BENCH_*
 # variables, listed at the top of bench/side-by-side.sh and bench/backend.sh. GO names the go command (go).
@@ -56,9 +61,9 @@ for a in "${args[@]}"; do
 	IFS=', ' read -ra parts <<<"$a"
 	for s in "${parts[@]}"; do
 		case $s in
-		side-by-side | gateway | modules | backend | unique-vars | subscriptions) suites+=("$s") ;;
+		side-by-side | cache | gateway | modules | backend | unique-vars | subscriptions) suites+=("$s") ;;
 		default) suites+=(side-by-side gateway unique-vars) ;;
-		all) suites+=(side-by-side gateway unique-vars subscriptions modules backend) ;;
+		all) suites+=(side-by-side cache gateway unique-vars subscriptions modules backend) ;;
 		*) log "unknown suite \"$s\""; usage ;;
 		esac
 	done
@@ -72,6 +77,7 @@ if [ "$fresh" = 1 ]; then backend_args=(--fresh); fi
 suite_cmd() {
 	case $1 in
 	side-by-side) cmd=(bash bench/side-by-side.sh) ;;
+	cache) cmd=(bash bench/cache.sh) ;;
 	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/ratelimit/usage ./modules/gqlguard) ;;
 	modules) cmd=("$GO" test -run '^$' -bench . -benchmem -count 5 ./modules/...) ;;
 	backend) cmd=(bash bench/backend.sh "${backend_args[@]}") ;;

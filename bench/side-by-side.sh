@@ -12,7 +12,9 @@
 # Env: BENCH_ROUNDS (10), BENCH_DURATION (2s), BENCH_WARMUP (0.5s), BENCH_CONNS (1,16),
 #      BENCH_MIXES ("records light"), BENCH_PORT_BASE (18180: +1 recordsd, +2 bare,
 #      +3 gateway, +4/+5 their admin endpoints, +6 the bench's own redis-server),
-#      CIVICGATE_PG_HOST/PORT (127.0.0.1:5432), BENCH_WRITE (1: update BENCHMARKS.md).
+#      CIVICGATE_PG_HOST/PORT (127.0.0.1:5432), BENCH_WRITE (1: update BENCHMARKS.md),
+#      BENCH_GATEWAY_CACHE (off: the gateway's graphql_cache is a pass-through, so every request reaches
+#      recordsd as through bare Caddy; the cached comparison is bench/cache.sh).
 # Profiling: while it runs, the gateway's pprof is on its admin endpoint, e.g.
 #   curl -o gw.prof "http://127.0.0.1:18185/debug/pprof/profile?seconds=20"
 set -euo pipefail
@@ -33,7 +35,7 @@ write=${BENCH_WRITE:-1}
 
 rand() { head -c 48 /dev/urandom | base64 | tr -d '=+/\n' | head -c "$1"; }
 
-db="civicgate_sidebyside_$(rand 8 | tr 'A-Z' 'a-z')"
+db="civicgate_sidebyside_$(rand 8 | tr '[:upper:]' '[:lower:]')"
 admin_url="postgres://postgres@${pg_host}:${pg_port}/postgres?sslmode=disable"
 export DATABASE_URL="postgres://postgres@${pg_host}:${pg_port}/${db}?sslmode=disable"
 export RECORDSD_CURSOR_SECRET CIVIC_IDENTITY_SECRET
@@ -43,7 +45,9 @@ export CIVICGATE_UPSTREAM="127.0.0.1:$((base + 1))"
 export BENCH_BARE_PORT=$((base + 2)) BENCH_GATEWAY_PORT=$((base + 3))
 export BENCH_BARE_ADMIN="127.0.0.1:$((base + 4))" BENCH_GATEWAY_ADMIN="127.0.0.1:$((base + 5))"
 export CIVICGATE_SCHEMA="$root/backend/schema/records.graphqls"
-export CIVICGATE_RL_PREFIX="civicgate:bench:$(rand 8):"
+CIVICGATE_RL_PREFIX="civicgate:bench:$(rand 8):"
+export CIVICGATE_RL_PREFIX
+export CIVICGATE_CACHE=${BENCH_GATEWAY_CACHE:-off}
 redis_port=$((base + 6))
 work=$(mktemp -d)
 export XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
@@ -150,7 +154,7 @@ section="$work/section.md"
 	echo "X-Request-Id/-Server headers, rewrite, header_up, reverse_proxy), \`gateway\` is"
 	echo "\`bench/Caddyfile.gateway\` (the /v1/graphql route of the shipped \`caddyfile/routes.caddy\`: civic_auth with a cached key → civic_rate_limit"
 	echo "on ${redis_note}, tier quota 10⁹/h and cost budget 10⁹ points/h so never hit, leases of 1000, usage counted per key into PostgreSQL, \`on_store_error local\` as shipped → graphql_guard with a warm cache, spending the cost →"
-	echo "reverse_proxy). Same binary, same global options (\`metrics\` on, no access log), same upstream"
+	echo "graphql_cache with \`CIVICGATE_CACHE=${CIVICGATE_CACHE}\` (off: a pass-through; the cached comparison is bench/cache.sh) → reverse_proxy). Same binary, same global options (\`metrics\` on, no access log), same upstream"
 	echo "transport. Plain HTTP/1.1 keep-alive on loopback for all three: TLS would cost both Caddy variants the same and is"
 	echo "not what is compared. \`bin/loadgen\` (bench/cmd/loadgen) runs closed-loop connections (one client per connection),"
 	echo "checks every answer (200, \`data\`, no \`errors\`; and before timing, that all three targets return identical bytes)."

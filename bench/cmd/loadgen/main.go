@@ -42,6 +42,14 @@ type config struct {
 	baseline string // ratios: candidate / baseline
 	compare  string
 	bearer   string
+	ratios   []ratio // extra ratio rows (--ratio)
+}
+
+// ratio is one --ratio cand/base[>=goal]: cand's throughput over base's, per
+// round, with an optional goal for the throughput ratio (0: none).
+type ratio struct {
+	cand, base string
+	goal       float64
 }
 
 type target struct {
@@ -77,12 +85,14 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (co
 	fs.Var(&targets, "target", "name=URL of a target (repeat; order = interleaving order)")
 	fs.Var(&auths, "auth", "name of a target that gets Authorization: Bearer $LOADGEN_BEARER (repeat)")
 	fs.Var(&procs, "proc", "name=PID of a process whose CPU time is measured (repeat)")
+	var ratios listFlag
+	fs.Var(&ratios, "ratio", "cand/base[>=goal]: also report cand ÷ base throughput and latency, with an optional throughput goal (repeat)")
 	redisAddr := fs.String("redis", "", "host:port of the Redis whose INFO commandstats is measured (optional)")
 	conns := fs.String("conns", "1,16", "comma-separated connection counts")
 	rounds := fs.Int("rounds", 5, "rounds (each round runs every target at every connection count)")
 	duration := fs.Duration("duration", 4*time.Second, "measured time per target, connection count and round")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each measurement")
-	mix := fs.String("mix", "records", "request mix: records (one page of each family) or light ({ __typename })")
+	mix := fs.String("mix", "records", "request mix: records (one page of each family), light ({ __typename }) or polling (50 repeated pages)")
 	baseline := fs.String("baseline", "bare", "ratio denominator target")
 	compare := fs.String("compare", "gateway", "ratio numerator target")
 	if err := fs.Parse(args); err != nil {
@@ -123,6 +133,13 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (co
 			return config{}, errors.New("--auth needs the key in LOADGEN_BEARER")
 		}
 	}
+	for _, r := range ratios {
+		rt, err := parseRatio(r, seen)
+		if err != nil {
+			return config{}, err
+		}
+		cfg.ratios = append(cfg.ratios, rt)
+	}
 	for _, p := range procs {
 		name, pidText, ok := strings.Cut(p, "=")
 		pid, err := strconv.Atoi(pidText)
@@ -150,10 +167,34 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (co
 		cfg.mix = m
 	case "light":
 		cfg.mix = lightMix()
+	case "polling":
+		m, err := pollingMix()
+		if err != nil {
+			return config{}, err
+		}
+		cfg.mix = m
 	default:
-		return config{}, fmt.Errorf("--mix %q: want records or light", *mix)
+		return config{}, fmt.Errorf("--mix %q: want records, light or polling", *mix)
 	}
 	return cfg, nil
+}
+
+// parseRatio reads cand/base[>=goal]; both names must be targets.
+func parseRatio(s string, targets map[string]bool) (ratio, error) {
+	spec, goalText, hasGoal := strings.Cut(s, ">=")
+	cand, base, ok := strings.Cut(spec, "/")
+	if !ok || !targets[cand] || !targets[base] || cand == base {
+		return ratio{}, fmt.Errorf("--ratio %q: want cand/base[>=goal] with two different targets", s)
+	}
+	r := ratio{cand: cand, base: base}
+	if hasGoal {
+		g, err := strconv.ParseFloat(goalText, 64)
+		if err != nil || g <= 0 {
+			return ratio{}, fmt.Errorf("--ratio %q: the goal must be a positive number", s)
+		}
+		r.goal = g
+	}
+	return r, nil
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {

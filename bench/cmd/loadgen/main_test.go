@@ -136,3 +136,28 @@ func TestCountersAndStatistics(t *testing.T) {
 		t.Fatalf("records mix: %d, %v", len(m), err)
 	}
 }
+
+// The polling mix is 50 distinct documents; --ratio checks its targets and goal.
+func TestPollingMixAndRatios(t *testing.T) {
+	m, err := pollingMix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range m {
+		seen[string(r.body)] = true
+	}
+	if len(m) != 50 || len(seen) != 50 {
+		t.Fatalf("polling mix: %d requests, %d distinct; want 50, 50", len(m), len(seen))
+	}
+	targets := map[string]bool{"cached": true, "bare": true}
+	r, err := parseRatio("cached/bare>=3", targets)
+	if err != nil || r != (ratio{cand: "cached", base: "bare", goal: 3}) {
+		t.Fatalf("parseRatio: %+v, %v", r, err)
+	}
+	for _, bad := range []string{"cached", "cached/nope", "cached/cached", "cached/bare>=x", "cached/bare>=0"} {
+		if _, err := parseRatio(bad, targets); err == nil {
+			t.Errorf("parseRatio(%q) accepted", bad)
+		}
+	}
+}

@@ -54,3 +54,38 @@ func recordsMix() ([]request, error) {
 func lightMix() []request {
 	return []request{{name: "typename", body: []byte(`{"query":"{ __typename }"}`)}}
 }
+
+// pollingMix is a dashboard polling the same pages over and over: 25 bills
+// pages (congress 115–119 × limit 5, 10, 20, 25, 50) and 25 members pages (one
+// state each), 50 distinct documents with variables, no cursors. Each
+// connection cycles through all 50 from its own offset, so after the first
+// pass nearly every gateway answer is a response-cache hit (bench/cache.sh).
+func pollingMix() ([]request, error) {
+	const bills = `query Bills($in: BillsInput) { bills(input: $in) { items { id congress type number officialTitle introducedDate memberName } nextCursor } }`
+	const members = `query Members($in: MembersInput) { members(input: $in) { items { member_id name state terms { congress chamber party } } nextCursor } }`
+	states := []string{"AL", "AK", "AZ", "CA", "CO", "CT", "FL", "GA", "IL", "IN", "MA", "MD", "MI", "MN", "NC",
+		"NJ", "NY", "OH", "OR", "PA", "TX", "VA", "VT", "WA", "WI"}
+	out := make([]request, 0, 50)
+	add := func(name, query string, in map[string]any) error {
+		b, err := json.Marshal(map[string]any{"query": query, "variables": map[string]any{"in": in}})
+		if err != nil {
+			return fmt.Errorf("mix %s: %w", name, err)
+		}
+		out = append(out, request{name: name, body: b})
+		return nil
+	}
+	for congress := 115; congress <= 119; congress++ {
+		for _, limit := range []int{5, 10, 20, 25, 50} {
+			if err := add(fmt.Sprintf("bills %d limit %d", congress, limit), bills,
+				map[string]any{"congress": congress, "limit": limit}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, st := range states {
+		if err := add("members "+st, members, map[string]any{"state": st, "limit": 10}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

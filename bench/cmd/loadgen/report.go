@@ -33,6 +33,42 @@ func (r results) find(target string, conns, round int) (cell, bool) {
 	return cell{}, false
 }
 
+// pairedOf is the median over rounds of f(cand cell, base cell) at conns.
+func (r results) pairedOf(rounds int, cand, base string, conns int, f func(c, b cell) float64) float64 {
+	var xs []float64
+	for round := 1; round <= rounds; round++ {
+		c, ok1 := r.find(cand, conns, round)
+		b, ok2 := r.find(base, conns, round)
+		if ok1 && ok2 {
+			xs = append(xs, f(c, b))
+		}
+	}
+	return median(xs)
+}
+
+// writeRatios prints the --ratio rows: per connection count, the median over
+// rounds of each round's cand ÷ base throughput, p50 and p99.
+func writeRatios(b *strings.Builder, cfg config, r results) {
+	if len(cfg.ratios) == 0 {
+		return
+	}
+	b.WriteString("Ratios: median over rounds of the per-round value (the cells of a round ran back to back).\n\n")
+	b.WriteString("| ratio | conns | throughput | p50 | p99 | throughput goal | verdict |\n|---|---:|---:|---:|---:|---|---|\n")
+	for _, n := range cfg.conns {
+		for _, rt := range cfg.ratios {
+			thr := r.pairedOf(cfg.rounds, rt.cand, rt.base, n, func(c, base cell) float64 { return c.rps() / base.rps() })
+			p50 := r.pairedOf(cfg.rounds, rt.cand, rt.base, n, func(c, base cell) float64 { return float64(c.p50) / float64(base.p50) })
+			p99 := r.pairedOf(cfg.rounds, rt.cand, rt.base, n, func(c, base cell) float64 { return float64(c.p99) / float64(base.p99) })
+			goal, v := "—", "—"
+			if rt.goal > 0 {
+				goal, v = fmt.Sprintf("≥ %g×", rt.goal), verdict(thr >= rt.goal)
+			}
+			fmt.Fprintf(b, "| %s ÷ %s | %d | %.2f× | %.2f× | %.2f× | %s | %s |\n", rt.cand, rt.base, n, thr, p50, p99, goal, v)
+		}
+	}
+	b.WriteString("\n")
+}
+
 // paired is the median over rounds of f(candidate cell, baseline cell):
 // each round's two cells ran back to back, so the pair shares the
 // machine's load of that moment.
@@ -138,6 +174,7 @@ func writeReport(w io.Writer, cfg config, r results) error {
 		b.WriteString("\n")
 	}
 
+	writeRatios(&b, cfg, r)
 	names := procNames(cfg)
 	b.WriteString("Medians over rounds (errors: sum over rounds):\n\n| target | conns | req/s | p50 µs | p99 µs | errors / requests |")
 	for _, n := range names {
