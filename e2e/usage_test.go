@@ -87,7 +87,7 @@ func sameUsage(t *testing.T, got map[string]usageCounts, total usageCounts, want
 // recordsd: another gateway of the same deployment (README "Scaling out").
 func shareServices(b, a *stack.Stack) {
 	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "CIVICGATE_RL_PREFIX", "CIVIC_IDENTITY_SECRET",
-		"CIVIC_WEBHOOK_SECRET_KEY", "CIVICGATE_UPSTREAM", "RECORDSD_LISTEN", "RECORDSD_CURSOR_SECRET", "CIVICGATE_USAGE_FLUSH", "CIVICGATE_CACHE"} {
+		"CIVIC_WEBHOOK_SECRET_KEY", "CIVICGATE_UPSTREAM", "RECORDSD_LISTEN", "RECORDSD_CURSOR_SECRET", "CIVICGATE_USAGE_FLUSH", "CIVICGATE_CACHE", "CIVICGATE_CACHE_PREFIX"} {
 		if v := a.Getenv(name); v != "" { // unset stays unset: a Caddyfile default applies
 			b.Setenv(name, v)
 		}

@@ -59,6 +59,7 @@ func New(t testing.TB, bins *Binaries) *Stack {
 		"DATABASE_URL="+s.DSN,
 		"REDIS_URL=redis://"+testenv.RedisAddr()+"/0",
 		"CIVICGATE_RL_PREFIX="+prefix,
+		"CIVICGATE_CACHE_PREFIX="+prefix+"cache:",
 		"RECORDSD_LISTEN=127.0.0.1:"+strconv.Itoa(upstream),
 		"RECORDSD_CURSOR_SECRET="+testenv.RandomSuffix(32),
 		"CIVIC_IDENTITY_SECRET="+testenv.RandomSuffix(32),
