@@ -27,11 +27,13 @@ up: build services
 	@scripts/up.sh
 
 ## test: every test, with the race detector, against real PostgreSQL and Redis (started if needed).
+# The two packages of whole-stack tests (minutes each) go first, so they run beside the rest instead of after it.
 test: services browser lint
-	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...
 	@$(MAKE) --no-print-directory fuzz
 
-## fuzz: every fuzz target for FUZZTIME (default 5s) each; a crasher lands in testdata/fuzz — commit it.
+## fuzz: every fuzz target for FUZZTIME (default 5s) each, FUZZJOBS (2) packages at a time; a crasher lands in
+## testdata/fuzz — commit it.
 FUZZTIME ?= 5s
 fuzz:
 	@FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
