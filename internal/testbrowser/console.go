@@ -195,4 +195,3 @@ func remoteObjectText(o *runtime.RemoteObject) string {
 	}
 	return string(o.Type)
 }
-
