@@ -79,27 +79,9 @@ else
 	export REDIS_URL="redis://127.0.0.1:6379/0"
 fi
 
-log "building bin/civicgate, bin/recordsd, bin/loadgen"
-go build -o bin/civicgate ./cmd/civicgate
-go build -o bin/recordsd ./cmd/recordsd
-go build -o bin/loadgen ./bench/cmd/loadgen
-
-log "database ${db}: migrate, seed small, key tables"
-psql "$admin_url" -qc "CREATE DATABASE \"${db}\"" >/dev/null
-bin/recordsd migrate >"$work/migrate.log" 2>&1
-bin/recordsd seed --scale small >"$work/seed.log" 2>&1
-bin/civicgate keys migrate >"$work/keys.log" 2>&1
-# The key goes from the CLI's output into the load generator's environment only.
-LOADGEN_BEARER=$(bin/civicgate keys issue --org bench --tier bench --env live 2>/dev/null | grep -oE 'cg_live_[0-9A-Za-z]+' | head -1)
-if [ -z "$LOADGEN_BEARER" ]; then log "could not issue the bench key"; exit 1; fi
-export LOADGEN_BEARER
-
-bin/recordsd serve --dev-insecure-no-identity --listen "$CIVICGATE_UPSTREAM" >"$work/recordsd.log" 2>&1 &
-recordsd_pid=$!
-pids+=("$recordsd_pid")
-bin/civicgate run --config bench/Caddyfile.bare --adapter caddyfile >"$work/bare.log" 2>&1 &
-bare_pid=$!
-pids+=("$bare_pid")
+# shellcheck source=bench/prepare-stack.sh
+. bench/prepare-stack.sh
+prepare_stack
 BENCH_GATEWAY_PORT=$cached_port BENCH_GATEWAY_ADMIN=$cached_admin CIVICGATE_CACHE=on \
 	bin/civicgate run --config bench/Caddyfile.gateway --adapter caddyfile >"$work/cached.log" 2>&1 &
 cached_pid=$!
