@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,28 @@ func TestCacheOnTheShippedRoutes(t *testing.T) {
 	}
 	if x := send(t, b, "POST", "/v1/graphql", paid, cacheMembersDoc); x.body != miss.body {
 		t.Fatalf("gateway b answers differently: %s", x.body)
+	}
+	// A real client library (go-graphql-client) gets the same members from
+	// the cache as from a fresh fetch, twice in a row.
+	for i := range 2 {
+		var q struct {
+			Members struct {
+				Items []struct {
+					BioguideID string `graphql:"bioguide_id"`
+					Name       string
+				}
+			} `graphql:"members(input: {state: \"WA\", limit: 50})"`
+		}
+		if err := gql(a, paid).Query(context.Background(), &q, nil); err != nil {
+			t.Fatalf("go-graphql-client query %d: %v", i, err)
+		}
+		found := false
+		for _, m := range q.Members.Items {
+			found = found || (m.BioguideID == "Z999001" && m.Name == "Ada Example")
+		}
+		if !found {
+			t.Fatalf("go-graphql-client query %d: %+v", i, q.Members.Items)
+		}
 	}
 
 	// A sync commits a new name: every gateway drops its members entries.
