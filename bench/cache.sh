@@ -55,14 +55,9 @@ for p in $(seq $((base + 1)) $((base + 8))); do
 	fi
 done
 
+# shellcheck source=bench/prepare-stack.sh
+. bench/prepare-stack.sh
 pids=()
-cleanup() {
-	trap - INT TERM EXIT
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	psql "$admin_url" -qc "DROP DATABASE IF EXISTS \"${db}\" WITH (FORCE)" >/dev/null 2>&1 || true
-	rm -rf "$work"
-}
 trap cleanup INT TERM EXIT
 
 # A redis-server of its own (as bench/side-by-side.sh), else the shared one.
@@ -79,8 +74,6 @@ else
 	export REDIS_URL="redis://127.0.0.1:6379/0"
 fi
 
-# shellcheck source=bench/prepare-stack.sh
-. bench/prepare-stack.sh
 prepare_stack
 BENCH_GATEWAY_PORT=$cached_port BENCH_GATEWAY_ADMIN=$cached_admin CIVICGATE_CACHE=on \
 	bin/civicgate run --config bench/Caddyfile.gateway --adapter caddyfile >"$work/cached.log" 2>&1 &

@@ -1,7 +1,8 @@
 # Sourced by bench/side-by-side.sh and bench/cache.sh: builds the binaries, creates and seeds the throwaway
 # database ${db} (through ${admin_url}), issues the bench key into LOADGEN_BEARER (the load generator's
 # environment only: never echoed, never written to a file that outlives the run), and starts recordsd and
-# the bare Caddy (recordsd_pid, bare_pid; both added to pids). Logs go to ${work}.
+# the bare Caddy (recordsd_pid, bare_pid; both added to pids). Logs go to ${work}. cleanup (the scripts'
+# EXIT trap) stops every process in pids and drops the database and ${work}.
 # shellcheck shell=bash disable=SC2154 # db, admin_url, work, pids, CIVICGATE_UPSTREAM: set by the sourcing script
 
 prepare_stack() {
@@ -25,4 +26,12 @@ prepare_stack() {
 	bin/civicgate run --config bench/Caddyfile.bare --adapter caddyfile >"$work/bare.log" 2>&1 &
 	bare_pid=$!
 	pids+=("$bare_pid")
+}
+
+cleanup() {
+	trap - INT TERM EXIT
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	psql "$admin_url" -qc "DROP DATABASE IF EXISTS \"${db}\" WITH (FORCE)" >/dev/null 2>&1 || true
+	rm -rf "$work"
 }

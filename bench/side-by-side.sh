@@ -58,14 +58,9 @@ for p in $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5)) $
 	fi
 done
 
+# shellcheck source=bench/prepare-stack.sh
+. bench/prepare-stack.sh
 pids=()
-cleanup() {
-	trap - INT TERM EXIT
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	psql "$admin_url" -qc "DROP DATABASE IF EXISTS \"${db}\" WITH (FORCE)" >/dev/null 2>&1 || true
-	rm -rf "$work"
-}
 trap cleanup INT TERM EXIT
 
 # A redis-server of its own, so INFO commandstats counts only this bench's
@@ -89,8 +84,6 @@ fi
 redis_addr=${REDIS_URL#redis://}
 redis_addr=${redis_addr%/*}
 
-# shellcheck source=bench/prepare-stack.sh
-. bench/prepare-stack.sh
 prepare_stack
 bin/civicgate run --config bench/Caddyfile.gateway --adapter caddyfile >"$work/gateway.log" 2>&1 &
 gateway_pid=$!
