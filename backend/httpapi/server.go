@@ -19,8 +19,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/validator/rules"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/civicgate/civicgate/internal/intscalar"
+	"github.com/civicgate/civicgate/internal/telemetry"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -38,6 +40,10 @@ type Config struct {
 	Logger       *slog.Logger
 	// Now is the clock for identity expiry (default time.Now).
 	Now func() time.Time
+	// TracerProvider, when it can record (internal/telemetry.Setup with tracing on), makes a server span per
+	// request (continuing the caller's W3C traceparent), a graphql.operation span and a graphql.resolve span
+	// per root field. Nil or a no-op provider: no tracing work at all.
+	TracerProvider trace.TracerProvider
 }
 
 // Server serves recordsd's HTTP API.
@@ -81,6 +87,9 @@ func New(cfg Config) (*Server, error) {
 	s.exec.Use(extension.Introspection{}) // introspection is allowed (docs/design.md D6); the gateway may restrict it
 	s.exec.SetErrorPresenter(s.presentError)
 	s.exec.SetRecoverFunc(s.recoverPanic)
+	if telemetry.Enabled(cfg.TracerProvider) {
+		s.exec.Use(tracingExtension{tracer: cfg.TracerProvider.Tracer(tracerName)})
+	}
 	return s, nil
 }
 
@@ -92,7 +101,7 @@ func (s *Server) Handler() http.Handler {
 	graphqlH := s.requireIdentity(http.HandlerFunc(s.graphql))
 	billsH := s.requireIdentity(http.HandlerFunc(s.bills))
 	runtimeH := s.requireIdentity(http.HandlerFunc(s.runtimeStats))
-	return s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.traced(s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
 			s.healthz(w, r)
@@ -105,7 +114,7 @@ func (s *Server) Handler() http.Handler {
 		default:
 			writeBody(w, http.StatusNotFound, contract.BodyNotFound)
 		}
-	}))
+	})))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/99designs/gqlgen/graphql"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/civicgate/civicgate/internal/telemetry"
+)
+
+// Span and attribute names of recordsd's request spans (the SQL ones are internal/telemetry's).
+const (
+	SpanOperation    = "graphql.operation"
+	SpanResolvePrefx = "graphql.resolve " // + "Query.bills": one span per root field
+
+	AttrOperationName = attribute.Key("graphql.operation.name")
+	AttrOperationType = attribute.Key("graphql.operation.type")
+	AttrFieldName     = attribute.Key("graphql.field.name")
+	AttrErrorCount    = attribute.Key("graphql.errors.count")
+)
+
+const tracerName = "github.com/civicgate/civicgate/backend/httpapi"
+
+// traced wraps h in an OpenTelemetry server span (otelhttp: the W3C traceparent of the request, set by the
+// gateway, is its parent) named "<METHOD> <route>". With tracing off (Config.TracerProvider nil or no-op) it
+// returns h itself: an untraced recordsd pays nothing per request. /healthz is never traced (probes would
+// drown the traces that matter).
+func (s *Server) traced(h http.Handler) http.Handler {
+	if !telemetry.Enabled(s.cfg.TracerProvider) {
+		return h
+	}
+	return otelhttp.NewHandler(h, "recordsd",
+		otelhttp.WithTracerProvider(s.cfg.TracerProvider),
+		otelhttp.WithPropagators(otel.GetTextMapPropagator()),
+		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()), // recordsd's metrics are not OTel's
+		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			return r.Method + " " + routeName(r.URL.Path)
+		}),
+	)
+}
+
+// routeName is the span name's route: one of ours, or "other" (an unknown path must not make a span name of
+// its own: names are for grouping).
+func routeName(path string) string {
+	switch path {
+	case "/graphql", "/bills", "/debug/runtime":
+		return path
+	}
+	return "other"
+}
+
+// tracingExtension is the gqlgen extension making the graphql.operation span around a response and a
+// graphql.resolve span around each root field (its resolver and the marshalling of everything below it).
+// Deeper fields get no span of their own: a page of 1 000 records would make thousands. Installed only when
+// tracing is on; inside an unsampled request it does nothing but look at the context's span.
+type tracingExtension struct {
+	tracer trace.Tracer
+}
+
+var (
+	_ graphql.HandlerExtension     = tracingExtension{}
+	_ graphql.ResponseInterceptor  = tracingExtension{}
+	_ graphql.RootFieldInterceptor = tracingExtension{}
+)
+
+func (tracingExtension) ExtensionName() string                   { return "CivicgateTracing" }
+func (tracingExtension) Validate(graphql.ExecutableSchema) error { return nil }
+
+// InterceptResponse implements graphql.ResponseInterceptor.
+func (e tracingExtension) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	if !trace.SpanFromContext(ctx).IsRecording() || !graphql.HasOperationContext(ctx) {
+		return next(ctx)
+	}
+	attrs := make([]attribute.KeyValue, 0, 2)
+	if op := graphql.GetOperationContext(ctx).Operation; op != nil {
+		attrs = append(attrs, AttrOperationType.String(string(op.Operation)))
+		if op.Name != "" {
+			attrs = append(attrs, AttrOperationName.String(op.Name))
+		}
+	}
+	ctx, span := e.tracer.Start(ctx, SpanOperation, trace.WithAttributes(attrs...))
+	defer span.End()
+	resp := next(ctx)
+	if n := len(graphql.GetErrors(ctx)); n > 0 || (resp != nil && len(resp.Errors) > 0) {
+		if resp != nil && len(resp.Errors) > n {
+			n = len(resp.Errors)
+		}
+		span.SetAttributes(AttrErrorCount.Int(n))
+		span.SetStatus(codes.Error, "graphql errors") // their messages stay out: they can quote input
+	}
+	return resp
+}
+
+// InterceptRootField implements graphql.RootFieldInterceptor.
+func (e tracingExtension) InterceptRootField(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return next(ctx)
+	}
+	rc := graphql.GetRootFieldContext(ctx)
+	if rc == nil {
+		return next(ctx)
+	}
+	ctx, span := e.tracer.Start(ctx, SpanResolvePrefx+rc.Object+"."+rc.Field.Name,
+		trace.WithAttributes(AttrFieldName.String(rc.Field.Name)))
+	defer span.End()
+	return next(ctx)
+}
