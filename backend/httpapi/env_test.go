@@ -16,9 +16,11 @@ import (
 	"github.com/civicgate/civicgate/backend/httpapi"
 	"github.com/civicgate/civicgate/backend/migrations"
 	"github.com/civicgate/civicgate/backend/store"
+	"github.com/civicgate/civicgate/internal/telemetry"
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var (
@@ -39,6 +41,8 @@ type env struct {
 type envOpts struct {
 	dsn          string // default: a fresh database
 	queryTimeout time.Duration
+	// tracer, when set, traces the API (httpapi.Config.TracerProvider) and its SQL (telemetry.NewQueryTracer).
+	tracer trace.TracerProvider
 }
 
 func newEnv(t testing.TB, opts envOpts) *env {
@@ -53,6 +57,9 @@ func newEnv(t testing.TB, opts envOpts) *env {
 		t.Fatal(err)
 	}
 	store.ConfigurePool(cfg)
+	if opts.tracer != nil {
+		cfg.ConnConfig.Tracer = telemetry.NewQueryTracer(opts.tracer)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +78,7 @@ func newEnv(t testing.TB, opts envOpts) *env {
 		IdentitySecret: identitySecret,
 		QueryTimeout:   opts.queryTimeout,
 		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+		TracerProvider: opts.tracer,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func New(cfg Config) (*Server, error) {
 	s.exec.SetErrorPresenter(s.presentError)
 	s.exec.SetRecoverFunc(s.recoverPanic)
 	if telemetry.Enabled(cfg.TracerProvider) {
-		s.exec.Use(tracingExtension{tracer: cfg.TracerProvider.Tracer(tracerName)})
+		s.exec.Use(newTracingExtension(cfg.TracerProvider.Tracer(tracerName), s.schema))
 	}
 	return s, nil
 }

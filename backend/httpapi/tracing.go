@@ -5,8 +5,9 @@ import (
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/contrib/propagators/autoprop"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -17,8 +18,8 @@ import (
 
 // Span and attribute names of recordsd's request spans (the SQL ones are internal/telemetry's).
 const (
-	SpanOperation    = "graphql.operation"
-	SpanResolvePrefx = "graphql.resolve " // + "Query.bills": one span per root field
+	SpanOperation     = "graphql.operation"
+	SpanResolvePrefix = "graphql.resolve " // + "Query.bills": one span per root field
 
 	AttrOperationName = attribute.Key("graphql.operation.name")
 	AttrOperationType = attribute.Key("graphql.operation.type")
@@ -38,7 +39,7 @@ func (s *Server) traced(h http.Handler) http.Handler {
 	}
 	return otelhttp.NewHandler(h, "recordsd",
 		otelhttp.WithTracerProvider(s.cfg.TracerProvider),
-		otelhttp.WithPropagators(otel.GetTextMapPropagator()),
+		otelhttp.WithPropagators(autoprop.NewTextMapPropagator()), // OTEL_PROPAGATORS, default W3C tracecontext+baggage
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()), // recordsd's metrics are not OTel's
 		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" }),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
@@ -63,6 +64,19 @@ func routeName(path string) string {
 // tracing is on; inside an unsampled request it does nothing but look at the context's span.
 type tracingExtension struct {
 	tracer trace.Tracer
+	// rootTypes names the schema's root object per operation type ("query" → "Query"): gqlgen's
+	// RootFieldContext.Object holds the field's name, not its type's.
+	rootTypes map[ast.Operation]string
+}
+
+func newTracingExtension(tracer trace.Tracer, schema *ast.Schema) tracingExtension {
+	e := tracingExtension{tracer: tracer, rootTypes: map[ast.Operation]string{}}
+	for op, def := range map[ast.Operation]*ast.Definition{ast.Query: schema.Query, ast.Mutation: schema.Mutation, ast.Subscription: schema.Subscription} {
+		if def != nil {
+			e.rootTypes[op] = def.Name
+		}
+	}
+	return e
 }
 
 var (
@@ -105,10 +119,14 @@ func (e tracingExtension) InterceptRootField(ctx context.Context, next graphql.R
 		return next(ctx)
 	}
 	rc := graphql.GetRootFieldContext(ctx)
-	if rc == nil {
+	if rc == nil || !graphql.HasOperationContext(ctx) {
 		return next(ctx)
 	}
-	ctx, span := e.tracer.Start(ctx, SpanResolvePrefx+rc.Object+"."+rc.Field.Name,
+	typeName := "Query"
+	if op := graphql.GetOperationContext(ctx).Operation; op != nil && e.rootTypes[op.Operation] != "" {
+		typeName = e.rootTypes[op.Operation]
+	}
+	ctx, span := e.tracer.Start(ctx, SpanResolvePrefix+typeName+"."+rc.Field.Name,
 		trace.WithAttributes(AttrFieldName.String(rc.Field.Name)))
 	defer span.End()
 	return next(ctx)
