@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -69,8 +70,9 @@ var challenge = []string{`Bearer realm="civicgate"`}
 
 // refuse writes one of the exact refusal bodies of docs/api.md "Errors"
 // (contract.Body*) without allocating.
-func (h *Handler) refuse(w http.ResponseWriter, status int, body []byte, outcome string) error {
+func (h *Handler) refuse(w http.ResponseWriter, as *authSpan, status int, body []byte, outcome string) error {
 	h.app.metrics.inc(outcome)
+	as.end(outcome)
 	if status == http.StatusUnauthorized {
 		w.Header()["Www-Authenticate"] = challenge
 	}
@@ -82,29 +84,39 @@ func (h *Handler) refuse(w http.ResponseWriter, status int, body []byte, outcome
 // suspended, of a deleted organization — logged at info with its id and
 // organization (never the key or its hash), so an operator can tell which
 // client keeps using a key it should not (issue 20).
-func (h *Handler) refuseKnown(w http.ResponseWriter, status int, body []byte, outcome string, e *entry) error {
+func (h *Handler) refuseKnown(w http.ResponseWriter, as *authSpan, status int, body []byte, outcome string, e *entry) error {
 	l := h.refusals
 	if l == nil {
 		l = h.logger
 	}
 	l.Info("API key refused", zap.String("key_id", e.rec.KeyID), zap.String("org", e.rec.OrgID), zap.String("reason", outcome))
-	return h.refuse(w, status, body, outcome)
+	return h.refuse(w, as, status, body, outcome)
 }
 
 // refuseThrottled answers 429 with Retry-After in whole seconds (≥ 1).
-func (h *Handler) refuseThrottled(w http.ResponseWriter, wait time.Duration) error {
+func (h *Handler) refuseThrottled(w http.ResponseWriter, as *authSpan, wait time.Duration) error {
 	secs := max(1, int((wait+time.Second-1)/time.Second))
 	w.Header()["Retry-After"] = []string{strconv.Itoa(secs)}
-	return h.refuse(w, http.StatusTooManyRequests, contract.BodyRateLimited, outcomeThrottled)
+	return h.refuse(w, as, http.StatusTooManyRequests, contract.BodyRateLimited, outcomeThrottled)
 }
 
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
+// ServeHTTP implements caddyhttp.MiddlewareHandler. A request whose server
+// span records (tracing on, request sampled) gets a civic_auth span
+// (tracing.go); any other costs one context lookup.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if server := trace.SpanFromContext(r.Context()); server.IsRecording() {
+		return h.serveTraced(w, r, next, server)
+	}
+	return h.serve(w, r, next, nil)
+}
+
+// serve authenticates r; as (nil when not traced) records the outcome.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, as *authSpan) error {
 	// A key in the URL is refused before the header is read and without a
 	// lookup; the log names the path (redacted), never the query.
 	if where := keyInURL(r.URL); where != "" {
 		h.logger.Info("API key sent in the URL; refused", zap.String("in", where), zap.String("path", redactedPath(r.URL)))
-		return h.refuse(w, http.StatusBadRequest, contract.BodyKeyInURL, outcomeKeyInURL)
+		return h.refuse(w, as, http.StatusBadRequest, contract.BodyKeyInURL, outcomeKeyInURL)
 	}
 	vals := r.Header["Authorization"]
 	var v string
@@ -112,61 +124,62 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		v = vals[0]
 	}
 	if len(vals) > 1 {
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
+		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
 	token, problem := ParseAuthorization(v, len(vals) == 1)
 	switch problem {
 	case headerMissing:
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyMissingBearer, outcomeMissing)
+		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMissingBearer, outcomeMissing)
 	case headerMalformed:
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
+		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
 
 	now := time.Now()
 	e, wait, err := h.app.resolveFor(r, keystore.HashKey(token), now)
 	if err != nil {
-		return h.refuse(w, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
+		return h.refuse(w, as, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
 	}
 	if wait > 0 {
-		return h.refuseThrottled(w, wait)
+		return h.refuseThrottled(w, as, wait)
 	}
 	if !e.found {
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
+		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
 	}
 	switch e.rec.Status {
 	case keystore.StatusActive:
 	case keystore.StatusRotating: // accepted until the end of its overlap
 		if !now.Before(e.rec.RotatesOut) {
-			return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated, e)
+			return h.refuseKnown(w, as, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated, e)
 		}
 	case keystore.StatusRevoked:
-		return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked, e)
+		return h.refuseKnown(w, as, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked, e)
 	case keystore.StatusRotated:
-		return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated, e)
+		return h.refuseKnown(w, as, http.StatusUnauthorized, contract.BodyKeyRotated, outcomeRotated, e)
 	default:
 		h.logger.Error("key has an unknown status", zap.String("key_id", e.rec.KeyID), zap.String("status", e.rec.Status))
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
+		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
 	}
+	as.setOrg(e.rec.OrgID)
 	if e.rec.Env != h.app.Environment {
-		return h.refuse(w, http.StatusUnauthorized, contract.BodyWrongEnvironment, outcomeWrongEnv)
+		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyWrongEnvironment, outcomeWrongEnv)
 	}
 	if e.rec.OrgStatus == keystore.OrgDeleted { // its keys are revoked with it; a hand-edited file may say otherwise
-		return h.refuseKnown(w, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked, e)
+		return h.refuseKnown(w, as, http.StatusUnauthorized, contract.BodyKeyRevoked, outcomeRevoked, e)
 	}
 	if e.rec.OrgStatus != keystore.OrgActive {
-		return h.refuseKnown(w, http.StatusForbidden, contract.BodyOrgSuspended, outcomeSuspended, e)
+		return h.refuseKnown(w, as, http.StatusForbidden, contract.BodyOrgSuspended, outcomeSuspended, e)
 	}
 	if e.tier == nil {
 		h.logger.Error("key has a tier this config does not define; refusing", zap.String("key_id", e.rec.KeyID), zap.String("tier", e.rec.Tier))
-		return h.refuse(w, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
+		return h.refuse(w, as, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
 	}
 	if h.RequireFamily != "" && !e.tier.entitled(h.RequireFamily) {
-		return h.refuse(w, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
+		return h.refuse(w, as, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
 	}
 	assertion, err := h.app.identityFor(e, now)
 	if err != nil {
 		h.logger.Error("signing the identity assertion failed", zap.String("key_id", e.rec.KeyID), zap.Error(err))
-		return h.refuse(w, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
+		return h.refuse(w, as, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
 	}
 
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && e.placeholders != nil {

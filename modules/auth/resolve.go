@@ -50,7 +50,9 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*ent
 		return old, false, nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, a.timeout)
+	lctx, endSpan := startStoreLookup(lctx, a.Keys.Source)
 	rec, err := a.store.lookup(lctx, h)
+	endSpan(err)
 	cancel()
 	switch {
 	case err == nil:

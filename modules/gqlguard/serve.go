@@ -31,7 +31,9 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		gr = &graphqlResponseWriter{w: w}
 		out = gr
 	}
+	span := startGuardSpan(r.Context())
 	adm, outcome := g.check(out, r)
+	endGuardSpan(span, &adm, outcome)
 	if outcome != outcomeAllowed {
 		if gr != nil {
 			gr.finish()
