@@ -8,6 +8,7 @@ import (
 
 	"github.com/civicgate/civicgate/backend/records"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var billsKeyset = keyset{family: "bills", cols: "(sort_date, id)", casts: []string{"date", "text"}, op: "<"}
@@ -34,11 +35,7 @@ func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.Bills
 	if err != nil {
 		return records.BillsPage{}, err
 	}
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return records.BillsPage{}, fmt.Errorf("store: bills query: %w", err)
-	}
-	return collect(s, rows, limit, binding, func(r pgx.Rows) (records.Bill, []string, error) {
+	return queryPage(ctx, s, "bills", sql, args, limit, binding, func(r pgx.Rows) (records.Bill, []string, error) {
 		var b records.Bill
 		var sortDate string
 		if err := scanBill(r, &b, &sortDate); err != nil {
@@ -88,13 +85,18 @@ func (s *Store) Bill(ctx context.Context, id string) (*records.Bill, error) {
 	}{id}) != nil {
 		return nil, nil // no bill has such an id
 	}
-	var b records.Bill
-	err := scanBill(s.pool.QueryRow(ctx, "SELECT "+billColumns+" FROM bills WHERE id = $1 AND deleted_at IS NULL", id), &b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
+	var b *records.Bill
+	err := s.read(ctx, func(db *pgxpool.Pool) error {
+		b = &records.Bill{}
+		err := scanBill(db.QueryRow(ctx, "SELECT "+billColumns+" FROM bills WHERE id = $1 AND deleted_at IS NULL", id), b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			b = nil
+			return nil
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: bill: %w", err)
 	}
-	return &b, nil
+	return b, nil
 }

@@ -65,11 +65,7 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 	}
 	sql := "SELECT " + budgetColumns + " FROM federal_budget_lines" + q.whereSQL() +
 		" ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT " + q.arg(limit+1)
-	rows, err := s.pool.Query(ctx, sql, q.args...)
-	if err != nil {
-		return records.FederalBudgetsPage{}, fmt.Errorf("store: budgets query: %w", err)
-	}
-	return collect(s, rows, limit, binding, func(r pgx.Rows) (records.FederalBudgetLine, []string, error) {
+	return queryPage(ctx, s, "budgets", sql, q.args, limit, binding, func(r pgx.Rows) (records.FederalBudgetLine, []string, error) {
 		var l records.FederalBudgetLine
 		var sortMonth string
 		err := r.Scan(&l.ID, &l.Dataset, &l.FiscalYear, &l.Congress, &l.Month, &l.RecordDate, &l.AgencyCode,

@@ -68,11 +68,7 @@ func (s *Store) LobbyingDisclosures(ctx context.Context, in records.LobbyingDisc
 	}
 	sql := "SELECT " + lobbyingColumns + " FROM lobbying_disclosures" + q.whereSQL() +
 		" ORDER BY lobbying_disclosures.sort_posted_at DESC, lobbying_disclosures.id DESC LIMIT " + q.arg(limit+1)
-	rows, err := s.pool.Query(ctx, sql, q.args...)
-	if err != nil {
-		return records.LobbyingDisclosuresPage{}, fmt.Errorf("store: lobbying query: %w", err)
-	}
-	return collect(s, rows, limit, binding, func(r pgx.Rows) (records.LobbyingDisclosure, []string, error) {
+	return queryPage(ctx, s, "lobbying", sql, q.args, limit, binding, func(r pgx.Rows) (records.LobbyingDisclosure, []string, error) {
 		var d records.LobbyingDisclosure
 		var sortKey string
 		err := r.Scan(&d.ID, &d.FilingType, &d.FilingTypeDisplay, &d.FilingYear, &d.FilingPeriod, &d.RegistrantID,

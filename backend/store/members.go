@@ -7,6 +7,7 @@ import (
 
 	"github.com/civicgate/civicgate/backend/records"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var membersKeyset = keyset{family: "members", cols: "(m.name, m.member_id)", casts: []string{"text", "text"}, op: ">"}
@@ -55,33 +56,37 @@ func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.M
 	}
 	sql := "SELECT m.member_id, m.bioguide_id, m.name, m.state FROM members m" + q.whereSQL() +
 		" ORDER BY m.name, m.member_id LIMIT " + q.arg(limit+1)
-	rows, err := s.pool.Query(ctx, sql, q.args...)
-	if err != nil {
-		return records.MembersPage{}, fmt.Errorf("store: members query: %w", err)
-	}
-	page, err := collect(s, rows, limit, binding, func(r pgx.Rows) (records.Member, []string, error) {
-		var m records.Member
-		if err := r.Scan(&m.MemberID, &m.BioguideID, &m.Name, &m.State); err != nil {
-			return m, nil, fmt.Errorf("store: scan member: %w", err)
+	var page records.MembersPage
+	err = s.read(ctx, func(db *pgxpool.Pool) error { // the page and its terms from one server
+		rows, err := db.Query(ctx, sql, q.args...)
+		if err != nil {
+			return fmt.Errorf("store: members query: %w", err)
 		}
-		m.Terms = []records.MemberTerm{}
-		return m, []string{m.Name, m.MemberID}, nil
+		page, err = collect(s, rows, limit, binding, func(r pgx.Rows) (records.Member, []string, error) {
+			var m records.Member
+			if err := r.Scan(&m.MemberID, &m.BioguideID, &m.Name, &m.State); err != nil {
+				return m, nil, fmt.Errorf("store: scan member: %w", err)
+			}
+			m.Terms = []records.MemberTerm{}
+			return m, []string{m.Name, m.MemberID}, nil
+		})
+		if err != nil || len(page.Items) == 0 {
+			return err
+		}
+		return loadTerms(ctx, db, page.Items)
 	})
-	if err != nil || len(page.Items) == 0 {
-		return page, err
-	}
-	return page, s.loadTerms(ctx, page.Items)
+	return page, err
 }
 
-// loadTerms fills the terms of members with one query.
-func (s *Store) loadTerms(ctx context.Context, members []records.Member) error {
+// loadTerms fills the terms of members with one query on db.
+func loadTerms(ctx context.Context, db *pgxpool.Pool, members []records.Member) error {
 	ids := make([]string, len(members))
 	index := make(map[string]int, len(members))
 	for i, m := range members {
 		ids[i] = m.MemberID
 		index[m.MemberID] = i
 	}
-	rows, err := s.pool.Query(ctx, `SELECT member_id, congress, chamber, party FROM member_terms
+	rows, err := db.Query(ctx, `SELECT member_id, congress, chamber, party FROM member_terms
 		WHERE member_id = ANY($1) ORDER BY member_id, congress, chamber, seq`, ids)
 	if err != nil {
 		return fmt.Errorf("store: member terms query: %w", err)

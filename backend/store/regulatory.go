@@ -58,11 +58,7 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 	}
 	sql := "SELECT " + regulatoryColumns + " FROM regulatory_filings" + q.whereSQL() +
 		" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
-	rows, err := s.pool.Query(ctx, sql, q.args...)
-	if err != nil {
-		return records.RegulatoryFilingsPage{}, fmt.Errorf("store: regulatory query: %w", err)
-	}
-	return collect(s, rows, limit, binding, func(r pgx.Rows) (records.RegulatoryFiling, []string, error) {
+	return queryPage(ctx, s, "regulatory", sql, q.args, limit, binding, func(r pgx.Rows) (records.RegulatoryFiling, []string, error) {
 		var f records.RegulatoryFiling
 		err := r.Scan(&f.ID, &f.DocumentNumber, &f.Type, &f.Subtype, &f.Title, &f.Abstract, &f.Action, &f.AgencyID,
 			&f.AgencyName, &f.Agencies, &f.PublicationDate, &f.FilingYear, &f.FilingPeriod, &f.CorrectionOf,

@@ -17,19 +17,67 @@ import (
 
 // Store answers the five families' queries.
 type Store struct {
-	pool    *pgxpool.Pool
-	cursors *cursor.Codec
+	pool     *pgxpool.Pool // the primary
+	replicas *Replicas     // nil: every read on the primary
+	cursors  *cursor.Codec
 }
 
-// New returns a Store reading through pool and signing cursors with cursors.
-func New(pool *pgxpool.Pool, cursors *cursor.Codec) *Store {
-	return &Store{pool: pool, cursors: cursors}
+// Option configures a Store.
+type Option func(*Store)
+
+// WithReplicas routes reads through r (docs/read-replicas.md); r's primary should be the Store's pool.
+func WithReplicas(r *Replicas) Option { return func(s *Store) { s.replicas = r } }
+
+// New returns a Store reading through pool (the primary) and signing cursors with cursors.
+func New(pool *pgxpool.Pool, cursors *cursor.Codec, opts ...Option) *Store {
+	s := &Store{pool: pool, cursors: cursors}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
-// Ping reports whether the database answers.
-// PoolTotalConns is the number of connections the pool holds (idle and in use).
-func (s *Store) PoolTotalConns() int32 { return s.pool.Stat().TotalConns() }
+// PoolTotalConns is the number of connections the pools hold (idle and in use), replicas' included.
+func (s *Store) PoolTotalConns() int32 {
+	n := s.pool.Stat().TotalConns()
+	if s.replicas != nil {
+		n += s.replicas.totalConns()
+	}
+	return n
+}
 
+// ReadStats is the read routing's state and counters; ok is false when no replica is configured.
+func (s *Store) ReadStats() (stats ReadStats, ok bool) {
+	if s.replicas == nil {
+		return ReadStats{}, false
+	}
+	return s.replicas.Stats(), true
+}
+
+// read runs fn — every query of one answer, so that they read one server — on a usable replica or the primary
+// (replicas.go). fn may run twice (replica, then primary): it must start its result afresh each time.
+func (s *Store) read(ctx context.Context, fn func(db *pgxpool.Pool) error) error {
+	if s.replicas == nil {
+		return fn(s.pool)
+	}
+	return s.replicas.read(ctx, fn)
+}
+
+// queryPage runs a page query (see read) and collects its rows.
+func queryPage[T any](ctx context.Context, s *Store, what, sql string, args []any, limit int, binding string, scan func(pgx.Rows) (T, []string, error)) (records.Page[T], error) {
+	var page records.Page[T]
+	err := s.read(ctx, func(db *pgxpool.Pool) error {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return fmt.Errorf("store: %s query: %w", what, err)
+		}
+		page, err = collect(s, rows, limit, binding, scan)
+		return err
+	})
+	return page, err
+}
+
+// Ping reports whether the primary answers (health follows the primary, with or without replicas).
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.pool.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {

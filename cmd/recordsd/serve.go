@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/civicgate/civicgate/backend/cursor"
@@ -25,6 +26,7 @@ func envOr(name, def string) string {
 	return def
 }
 
+// openPool opens the primary's pool (DATABASE_URL): migrations, seed, sync and, without replicas, every read.
 func openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	dsn := os.Getenv("DATABASE_URL")
 	if dsn == "" {
@@ -40,6 +42,55 @@ func openPool(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("open database pool: %w", err)
 	}
 	return pool, nil
+}
+
+// replicaConnectTimeout bounds connecting to a replica unless its DSN sets connect_timeout, so a read sent to a
+// replica that vanished falls back to the primary well within the request's time budget.
+const replicaConnectTimeout = 2 * time.Second
+
+// openReplicas opens one pool per DATABASE_READ_URL DSN (docs/read-replicas.md) and the router that sends reads
+// to them; nil when the variable is unset or blank (every read on the primary, as before). The pools connect
+// lazily: a replica that is down at start is skipped by the checker, not fatal. Neither a DSN nor a part of one is
+// ever echoed.
+func openReplicas(ctx context.Context, primary *pgxpool.Pool) (*store.Replicas, func(), error) {
+	dsns := store.SplitReadURLs(os.Getenv("DATABASE_READ_URL"))
+	if len(dsns) == 0 {
+		return nil, func() {}, nil
+	}
+	maxLag := store.DefaultMaxLag
+	if v := os.Getenv("DATABASE_READ_MAX_LAG"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, nil, errors.New("DATABASE_READ_MAX_LAG must be a positive duration such as 5s or 500ms")
+		}
+		maxLag = d
+	}
+	var reps []store.Replica
+	closeAll := func() {
+		for _, r := range reps {
+			r.Pool.Close()
+		}
+	}
+	for i, dsn := range dsns {
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("DATABASE_READ_URL entry %d of %d is not a valid PostgreSQL DSN", i+1, len(dsns))
+		}
+		store.ConfigurePool(cfg)
+		if cfg.ConnConfig.ConnectTimeout == 0 {
+			cfg.ConnConfig.ConnectTimeout = replicaConnectTimeout
+		}
+		name := fmt.Sprintf("%d (%s)", i+1, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("open read replica pool %d: %w", i+1, err)
+		}
+		reps = append(reps, store.Replica{Name: name, Pool: pool})
+	}
+	slog.Info("read replicas configured", "replicas", len(reps), "max_lag", maxLag.String())
+	return store.NewReplicas(primary, reps, store.ReplicaOptions{MaxLag: maxLag, Logger: slog.Default()}), closeAll, nil
 }
 
 func runMigrate(ctx context.Context, args []string) error {
@@ -89,8 +140,19 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	replicas, closeReplicas, err := openReplicas(ctx, pool)
+	if err != nil {
+		return err
+	}
+	defer closeReplicas()
+	var storeOpts []store.Option
+	if replicas != nil {
+		stopChecks := replicas.Start(ctx)
+		defer stopChecks() // before the pools close (defers run last-in first-out)
+		storeOpts = append(storeOpts, store.WithReplicas(replicas))
+	}
 	api, err := httpapi.New(httpapi.Config{
-		Store:                 store.New(pool, codec),
+		Store:                 store.New(pool, codec, storeOpts...),
 		IdentitySecret:        idSecret,
 		DevInsecureNoIdentity: *dev,
 		QueryTimeout:          *timeout,
