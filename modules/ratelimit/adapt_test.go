@@ -54,7 +54,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		"global failures":      {global("breaker_failures three"), `civic_rate_limit: breaker_failures: want a positive integer, got "three"`},
 		"global store error":   {global("on_store_error fail"), `civic_rate_limit: on_store_error: want local, open or closed, got "fail"`},
 		"global addrs no args": {global("addrs"), "wrong argument count or unexpected line ending after 'addrs'"},
-		"global option block":  {global("redis x {\ny\n}"), "civic_rate_limit: redis takes no block"},
+		"global redis block":   {global("redis x {\ny\n}"), `civic_rate_limit redis: unknown option "y"`},
+		"global redis tls":     {global("redis {\ntls {\nca\n}\n}"), "wrong argument count or unexpected line ending after 'ca'"},
+		"global redis mode":    {global("redis {\nmode ring\n}"), `civic_rate_limit redis: mode: want standalone, cluster or sentinel, got "ring"`},
 		// a second civic_rate_limit global block is refused instead of silently replacing the first
 		"global given twice": {"{\ncivic_rate_limit {\nkey_prefix a:\n}\ncivic_rate_limit {\nkey_prefix b:\n}\n}\n:8080 {\nrespond ok\n}",
 			"civic_rate_limit: global option given twice"},

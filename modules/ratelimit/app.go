@@ -9,6 +9,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/civicgate/civicgate/internal/redisconn"
 )
 
 func init() {
@@ -25,13 +27,10 @@ var limiters = caddy.NewUsagePool()
 // civic_rate_limit handler (Redis client, circuit breaker, local state).
 // With no redis/addrs configured it is an in-memory store.
 type App struct {
-	// Redis URL (redis://, rediss://, unix://), usually {env.REDIS_URL}.
-	Redis string `json:"redis,omitempty"`
-	// Addresses for Sentinel (with master_name) or Cluster (several addrs).
-	Addrs      []string `json:"addrs,omitempty"`
-	MasterName string   `json:"master_name,omitempty"`
-	Username   string   `json:"username,omitempty"`
-	Password   string   `json:"password,omitempty"`
+	// The Redis connection: "redis" (the URL, usually {env.REDIS_URL}),
+	// "addrs", "mode", "master_name", "username", "password", "tls" …
+	// (internal/redisconn, docs/redis.md). None: an in-memory store.
+	redisconn.Config
 	// Prefix of every Redis key (default "civicgate:rl:").
 	KeyPrefix string `json:"key_prefix,omitempty"`
 	// Per-call Redis timeout (default and maximum 50ms).
@@ -61,13 +60,12 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision validates the configuration and loads (or shares) the limiter.
 func (a *App) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
-	url := repl.ReplaceKnown(a.Redis, "")
-	password := repl.ReplaceKnown(a.Password, "")
-	if a.Redis != "" && url == "" {
-		return fmt.Errorf("civic_rate_limit: redis %q resolved to an empty URL", a.Redis)
-	}
-	if url != "" && len(a.Addrs) > 0 {
-		return fmt.Errorf("civic_rate_limit: use either redis or addrs, not both")
+	var target *redisconn.Target
+	if !a.Config.IsZero() {
+		var err error
+		if target, err = a.Config.Resolve(repl); err != nil {
+			return fmt.Errorf("civic_rate_limit: %w", err)
+		}
 	}
 	if a.KeyPrefix == "" {
 		a.KeyPrefix = "civicgate:rl:"
@@ -119,33 +117,16 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if maxKeys < 0 {
 		return fmt.Errorf("civic_rate_limit: max_keys must be positive")
 	}
-	var opts *redis.UniversalOptions
-	switch {
-	case url != "":
-		o, err := redis.ParseURL(url)
-		if err != nil {
-			// the URL may hold a password: do not echo it
-			return fmt.Errorf("civic_rate_limit: redis URL does not parse")
-		}
-		opts = &redis.UniversalOptions{Addrs: []string{o.Addr}, DB: o.DB, Username: o.Username,
-			Password: o.Password, TLSConfig: o.TLSConfig, Protocol: o.Protocol}
-	case len(a.Addrs) > 0:
-		opts = &redis.UniversalOptions{Addrs: a.Addrs, MasterName: a.MasterName}
+	redisKey := "memory"
+	if target != nil {
+		redisKey = target.Key()
 	}
-	if opts != nil {
-		if a.Username != "" {
-			opts.Username = a.Username
-		}
-		if password != "" {
-			opts.Password = password
-		}
-		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
-		opts.MaxRetries = -1 // one try per decision; the breaker handles outages
-		opts.ContextTimeoutEnabled = true
+	a.poolKey = fmt.Sprintf("%s|%s|%s|%v|%d|%s|%d", redisKey, a.KeyPrefix, timeout, share, failures, cooldown, maxKeys) +
+		"|" + a.OnStoreError + fmt.Sprintf("|%q|%s|%d", usageDSN, usageInterval, usageCells)
+	reporter, err := redisconn.NewReporter("ratelimit", ctx.GetMetricsRegistry(), ctx.Logger())
+	if err != nil {
+		return fmt.Errorf("civic_rate_limit: metrics: %w", err)
 	}
-	a.poolKey = fmt.Sprintf("%q|%q|%q|%q|%q|%s|%s|%v|%d|%s|%d", url, a.Addrs, a.MasterName, a.Username,
-		password, a.KeyPrefix, timeout, share, failures, cooldown, maxKeys) + "|" + a.OnStoreError +
-		fmt.Sprintf("|%q|%s|%d", usageDSN, usageInterval, usageCells)
 	val, _, err := limiters.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
 		var sink *usageSink
 		if usageDSN != "" {
@@ -155,8 +136,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 			}
 		}
 		var client redis.UniversalClient
-		if opts != nil {
-			client = redis.NewUniversalClient(opts)
+		if target != nil {
+			// one try per decision (the breaker handles outages), each step
+			// bounded by the timeout
+			client = target.Open(redisconn.Tuning{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+				MaxRetries: -1, ContextTimeoutEnabled: true})
+			// connected, topology loaded and the script cached before the
+			// first request; a failure is logged (warn, with its cause)
+			_ = reporter.Warm(ctx, client, target, windowScript)
 		}
 		l := newLimiter(limiterConfig{redis: client, prefix: a.KeyPrefix, timeout: timeout, mode: a.OnStoreError,
 			share: share, failures: failures, cooldown: cooldown, maxKeys: maxKeys})
@@ -173,11 +160,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.limiter.metrics.Store(m)
 	a.limiter.logger.Store(ctx.Logger())
+	a.limiter.reporter.Store(reporter)
 	return nil
 }
 
 // Start starts usage flushing (once per limiter; it outlives reloads). The
-// Redis client connects lazily.
+// Redis client was connected and warmed when the limiter was made.
 func (a *App) Start() error {
 	if a.limiter != nil && a.limiter.usage != nil {
 		a.limiter.usage.start()
@@ -262,5 +250,7 @@ func newLimiter(c limiterConfig) *limiter {
 	l.leaseIDs.Store(binary.LittleEndian.Uint64(seed[:]) >> 1)
 	m, _ := newMetrics(nil) // unregistered until a config registers its own
 	l.metrics.Store(m)
+	r, _ := redisconn.NewReporter("ratelimit", nil, nil)
+	l.reporter.Store(r)
 	return l
 }

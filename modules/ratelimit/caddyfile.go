@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
+	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -64,9 +65,11 @@ func rateList(dst *string) caddyopt.Option {
 // UnmarshalCaddyfile parses the global option block:
 //
 //	civic_rate_limit {
-//	    redis            <url>              # or: addrs <addr...> [master_name <name>]
-//	    username         <name>
-//	    password         <secret>           # {env.X}
+//	    redis            [<url>] [{ … }]    # internal/redisconn.Option: addrs, mode, tls … (docs/redis.md)
+//	    addrs            <addr...>          # also: redis { addrs … }
+//	    master_name      <name>             # also in the redis block
+//	    username         <name>             # also in the redis block
+//	    password         <secret>           # {env.X}; also in the redis block
 //	    key_prefix       <prefix>
 //	    timeout          <duration>         # 0 … 50ms (0: the default, 50ms)
 //	    on_store_error   local|open|closed
@@ -83,12 +86,13 @@ func rateList(dst *string) caddyopt.Option {
 //
 // Each option may be given once.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	redisFields := redisconn.Fields(&a.Config)
 	return caddyopt.Read(d, "civic_rate_limit", caddyopt.Block{
-		"redis":            caddyopt.String(&a.Redis),
-		"addrs":            caddyopt.Strings(&a.Addrs),
-		"master_name":      caddyopt.String(&a.MasterName),
-		"username":         caddyopt.String(&a.Username),
-		"password":         caddyopt.String(&a.Password),
+		"redis":            redisconn.Option(&a.Config),
+		"addrs":            redisFields["addrs"],
+		"master_name":      redisFields["master_name"],
+		"username":         redisFields["username"],
+		"password":         redisFields["password"],
 		"key_prefix":       caddyopt.String(&a.KeyPrefix),
 		"timeout":          caddyopt.DurationIn(&a.Timeout, 0, 50*time.Millisecond),
 		"on_store_error":   caddyopt.OneOf(&a.OnStoreError, modeLocal, modeOpen, modeClosed),

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/internal/redisconn"
 )
 
 // Store error modes (on_store_error).
@@ -35,6 +37,7 @@ type limiter struct {
 	breaker  breaker
 	metrics  atomic.Pointer[metrics]
 	logger   atomic.Pointer[zap.Logger]
+	reporter atomic.Pointer[redisconn.Reporter] // counts and logs every store error
 	clock    func() time.Time
 	maxLease int64
 	// leaseIDs numbers this instance's leases from a random start, so that
@@ -86,6 +89,7 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 	cancel()
 	if err != nil {
 		l.metrics.Load().storeErrors.Inc()
+		l.reporter.Load().Report(err, "rate limit store error; this decision used on_store_error mode", zap.String("mode", l.mode))
 		if l.breaker.failure(l.clock()) {
 			l.log().Error("rate limit store unavailable; using on_store_error mode until it recovers",
 				zap.String("mode", l.mode), zap.Error(err))
