@@ -11,6 +11,17 @@ import (
 // writeChunk writes one prepared chunk in one transaction: rows, snapshots, events and the cursor commit
 // together, under the event lock (docs/design.md D14).
 func (e *Engine) writeChunk(ctx context.Context, src Source, pc preparedChunk, opt Options, st *Stats) error {
+	ctx, span := startSpan(ctx, opt, SpanSyncChunk, AttrSyncRecords.Int(len(pc.recs)))
+	events := 0
+	err := e.writeChunkTx(ctx, src, pc, opt, st, &events)
+	if span.IsRecording() {
+		span.SetAttributes(AttrSyncEvents.Int(events))
+	}
+	endSpan(span, err)
+	return err
+}
+
+func (e *Engine) writeChunkTx(ctx context.Context, src Source, pc preparedChunk, opt Options, st *Stats, nEvents *int) error {
 	fam := src.Family()
 	cursor := pc.chunk.Cursor
 	st.Duplicate += pc.duplicates
@@ -115,8 +126,16 @@ func (e *Engine) writeChunk(ctx context.Context, src Source, pc preparedChunk, o
 		return fmt.Errorf("sync %s: write snapshots: %w", fam, err)
 	}
 	if len(events) > 0 {
+		*nEvents = len(events)
+		cols := eventColumns
+		if tp := traceparent(ctx); tp != nil {
+			cols = eventColumnsTraced
+			for i := range events {
+				events[i] = append(events[i], tp)
+			}
+		}
 		// COPY assigns identity ids in row order, still under the event lock.
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"change_events"}, eventColumns, pgx.CopyFromRows(events)); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"change_events"}, cols, pgx.CopyFromRows(events)); err != nil {
 			return fmt.Errorf("sync %s: write events: %w", fam, err)
 		}
 	}

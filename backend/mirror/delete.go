@@ -11,6 +11,17 @@ import (
 // markDeleted marks every live record of this family+source (and of the source's Scope, if it has one) not
 // listed since runStart as deleted, in chunks of 500, one deleted event each.
 func (e *Engine) markDeleted(ctx context.Context, src Source, runStart time.Time, opt Options, st *Stats) error {
+	ctx, span := startSpan(ctx, opt, SpanSyncMarkDeleted)
+	before := st.Deleted
+	err := e.markDeletedChunks(ctx, src, runStart, opt, st)
+	if span.IsRecording() {
+		span.SetAttributes(AttrSyncDeleted.Int(st.Deleted - before))
+	}
+	endSpan(span, err)
+	return err
+}
+
+func (e *Engine) markDeletedChunks(ctx context.Context, src Source, runStart time.Time, opt Options, st *Stats) error {
 	fam := src.Family()
 	w, err := writerFor(fam)
 	if err != nil {
@@ -73,11 +84,17 @@ func (e *Engine) deleteSome(ctx context.Context, src Source, w writer, runStart 
 		now = opt.Now().UTC()
 	}
 	b := &pgx.Batch{}
+	tp := traceparent(ctx) // nil (NULL) when untraced
 	for _, g := range list {
 		b.Queue(w.deleteSQL(), g.id, now)
 		b.Queue(`UPDATE sync_snapshots SET deleted_at = $3 WHERE family = $1 AND record_id = $2`, string(fam), g.id, now)
-		b.Queue(`INSERT INTO change_events (family, record_id, type, changed_fields, record, source, occurred_at)
+		if tp == nil {
+			b.Queue(`INSERT INTO change_events (family, record_id, type, changed_fields, record, source, occurred_at)
 			VALUES ($1, $2, 'deleted', '{}', $3, $4, $5)`, string(fam), g.id, withSyncedAt(fam, g.content, now), src.Name(), now)
+			continue
+		}
+		b.Queue(`INSERT INTO change_events (family, record_id, type, changed_fields, record, source, occurred_at, traceparent)
+			VALUES ($1, $2, 'deleted', '{}', $3, $4, $5, $6)`, string(fam), g.id, withSyncedAt(fam, g.content, now), src.Name(), now, tp)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, fmt.Errorf("sync %s: mark deleted: %w", fam, err)

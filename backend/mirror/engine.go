@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Item is one record read from a source, or the reason it could not be read, or only a note.
@@ -62,6 +63,10 @@ type Options struct {
 	// Notice is called for every item's note (see Item.Note); may be nil.
 	Notice func(pos, kind, note string)
 	Now    func() time.Time
+	// TracerProvider, when it records (internal/telemetry.Setup with tracing on), traces the run: a sync.run
+	// span, a sync.chunk span per chunk and the chunk span's traceparent on every change event it writes
+	// (change_events.traceparent, migration 0104). Nil: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Stats counts what a run did. Every record read has exactly one outcome:
@@ -103,6 +108,17 @@ func New(pool *pgxpool.Pool) *Engine { return &Engine{pool: pool} }
 // current chunk is rolled back and the error returned; earlier chunks stay committed and (for resumable
 // sources) the cursor points after the last committed chunk.
 func (e *Engine) Run(ctx context.Context, src Source, opt Options) (Stats, error) {
+	ctx, span := startSpan(ctx, opt, SpanSyncRun, AttrSyncFamily.String(string(src.Family())),
+		AttrSyncSource.String(src.Name()), AttrSyncFullSnapshot.Bool(opt.FullSnapshot), AttrSyncResumed.Bool(opt.Resumed))
+	st, err := e.run(ctx, src, opt)
+	if span.IsRecording() {
+		span.SetAttributes(runAttrs(st)...)
+	}
+	endSpan(span, err)
+	return st, err
+}
+
+func (e *Engine) run(ctx context.Context, src Source, opt Options) (Stats, error) {
 	var st Stats
 	if opt.OnError == "" {
 		opt.OnError = OnErrorStop

@@ -17,6 +17,10 @@ const EventChannel = "civicgate_change_events"
 
 var eventColumns = []string{"family", "record_id", "type", "changed_fields", "record", "source", "occurred_at"}
 
+// eventColumnsTraced adds the writer's traceparent (migration 0104): written only by a traced, sampled run,
+// so an untraced sync works on a database without the column too.
+var eventColumnsTraced = append(append([]string(nil), eventColumns...), "traceparent")
+
 func withSyncedAt(fam Family, content map[string]any, now time.Time) map[string]any {
 	out := make(map[string]any, len(content)+1)
 	for k, v := range content {

@@ -23,6 +23,7 @@ import (
 	"github.com/civicgate/civicgate/backend/mirror/omb"
 	"github.com/civicgate/civicgate/backend/mirror/pager"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Usage is the one-line synopsis.
@@ -47,6 +48,8 @@ type Config struct {
 	Edition int
 	// Client overrides the HTTP client settings (tests); nil = defaults for the source.
 	Client *fetch.Client
+	// TracerProvider traces each run (mirror.Options.TracerProvider); nil = untraced.
+	TracerProvider trace.TracerProvider
 }
 
 // Parse reads `<family> flags…`.
@@ -148,7 +151,8 @@ func runOnce(ctx context.Context, pool *pgxpool.Pool, c Config, stderr io.Writer
 	}
 	st, err := eng.Run(ctx, src, mirror.Options{
 		OnError: c.OnError, FullSnapshot: c.FullSnapshot, Resumed: resumed, BaseURL: c.URL,
-		Progress: p.update,
+		TracerProvider: c.TracerProvider,
+		Progress:       p.update,
 		Report: func(pos string, e error) {
 			p.clear()
 			fmt.Fprintf(stderr, "sync %s: %s: %v\n", c.Family, pos, e)
