@@ -21,8 +21,9 @@ const clusterSlots = 16384
 // one of its replicas within a few seconds. Nothing is persisted; every
 // process is killed when the test ends.
 type RedisCluster struct {
-	t     testing.TB
-	nodes []*redisProcess // masters first (in slot order at start), then replicas
+	t       testing.TB
+	masters int             // masters at start: the number of slot ranges
+	nodes   []*redisProcess // masters first (in slot order at start), then replicas
 }
 
 // StartRedisCluster starts masters × (1 + replicasPerMaster) nodes, assigns
@@ -32,7 +33,7 @@ func StartRedisCluster(t testing.TB, masters, replicasPerMaster int) *RedisClust
 	if masters < 1 || replicasPerMaster < 0 {
 		t.Fatalf("testenv: StartRedisCluster(%d, %d): need at least one master", masters, replicasPerMaster)
 	}
-	c := &RedisCluster{t: t}
+	c := &RedisCluster{t: t, masters: masters}
 	buses := map[int]int{}
 	for range masters * (1 + replicasPerMaster) {
 		port, bus, dir := FreePort(t), FreePort(t), t.TempDir()
@@ -165,6 +166,36 @@ func (c *RedisCluster) KillMaster(t testing.TB, i int) string {
 	}
 	t.Fatalf("testenv: master %s is not one of this cluster's nodes", masters[i])
 	return ""
+}
+
+// RangeOf is the slot range (the i of KillMaster) that holds key's hash slot
+// (its {hash tag}'s, when it has one).
+func (c *RedisCluster) RangeOf(t testing.TB, key string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var live *redisProcess
+	for _, n := range c.nodes {
+		if n.running() {
+			live = n
+			break
+		}
+	}
+	if live == nil {
+		t.Fatal("testenv: no live cluster node")
+	}
+	cl := c.nodeClient(live)
+	defer cl.Close()
+	slot, err := cl.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("testenv: CLUSTER KEYSLOT: %v", err)
+	}
+	for i := c.masters - 1; i >= 0; i-- {
+		if slot >= int64(i*clusterSlots/c.masters) {
+			return i
+		}
+	}
+	return 0
 }
 
 // WaitHealthy waits (up to 60 s) until every live node reports
