@@ -151,7 +151,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	hdr["Ratelimit-Policy"] = vals[0:1:1]
 
 	storeKey := hp.req.prefix + key
-	d, err := h.limiter.take(r.Context(), hp.req, storeKey, key, 1)
+	ctx, span := startSpan(r.Context(), "civic_rate_limit")
+	d, err := h.limiter.take(ctx, hp.req, storeKey, key, 1)
+	if span != nil {
+		endDecisionSpan(span, name, &d, err, h.limiter.mode)
+	}
 	m := h.limiter.metrics.Load()
 	if err != nil {
 		if errors.Is(err, errStoreDown) && h.limiter.mode == modeOpen {

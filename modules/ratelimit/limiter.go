@@ -85,7 +85,11 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 	}
 	l.metrics.Load().redisCalls.Inc()
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	cctx, span := startSpan(cctx, "civic_rate_limit.redis")
 	d, _, err := redisTake(cctx, l.redis, call)
+	if span != nil {
+		endRedisSpan(span, err)
+	}
 	cancel()
 	if err != nil {
 		l.metrics.Load().storeErrors.Inc()
@@ -117,7 +121,9 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 
 func (l *limiter) fallback(storeKey string, nowUS int64, set *policySet, need int64) (decision, error) {
 	if l.mode == modeLocal {
-		return l.memory.take(storeKey, nowUS, set.rates, need, need), nil
+		d := l.memory.take(storeKey, nowUS, set.rates, need, need)
+		d.fallback = true
+		return d, nil
 	}
 	return decision{}, errStoreDown
 }

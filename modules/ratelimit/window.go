@@ -105,6 +105,8 @@ type decision struct {
 	// at is when the limiter decided (µs, its clock): usage counts the
 	// request in that minute without reading the clock again.
 	at int64
+	// fallback: decided by the on_store_error local mode, Redis unusable.
+	fallback bool
 }
 
 // decideLogs decides need units (granting up to want when all fit) for the
