@@ -65,6 +65,7 @@ func servePurge(w http.ResponseWriter, r *http.Request) error {
 		if in.shared != nil {
 			if err := in.shared.purge(); err != nil {
 				in.store.metrics.Load().shared(sharedError)
+				in.shared.reportError("purge", err)
 				sharedErr = errors.New("purged in memory, but the shared Redis purge epoch could not be bumped: " + err.Error())
 			}
 		}

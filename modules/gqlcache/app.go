@@ -13,6 +13,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/internal/redisconn"
 )
 
 func init() {
@@ -65,10 +67,14 @@ type InvalidateConfig struct {
 	Feed string `json:"feed,omitempty"`
 }
 
-// SharedConfig is `shared redis <url> { key_prefix …; timeout … }`.
+// SharedConfig is `shared redis [<url>] { key_prefix …; timeout …; the
+// redis block's options }`.
 type SharedConfig struct {
-	// Redis URL (redis://, rediss://, unix://), usually {env.REDIS_URL}.
-	Redis string `json:"redis,omitempty"`
+	// The connection: "redis" is the URL (redis://, rediss://, unix://;
+	// standalone, Sentinel or Cluster, docs/redis.md), usually
+	// {env.REDIS_URL}; addrs, mode, master_name, username, password, tls …
+	// sit beside it.
+	redisconn.Config
 	// Prefix of every key (default civicgate:cache:).
 	KeyPrefix string `json:"key_prefix,omitempty"`
 	// Bound on each Redis call (default 50ms); beyond it, a miss.
@@ -119,12 +125,18 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.poolKey += fmt.Sprintf("|%q|%q|%q", lc.dsn, lc.channel, lc.feed)
 	}
 	if sc != nil {
-		a.poolKey += fmt.Sprintf("|%q|%q|%s", sc.url, sc.prefix, sc.timeout)
+		a.poolKey += fmt.Sprintf("|%q|%q|%s", sc.target.Key(), sc.prefix, sc.timeout)
+	}
+	var rep *redisconn.Reporter
+	if sc != nil {
+		if rep, err = redisconn.NewReporter(reporterComponent, ctx.GetMetricsRegistry(), ctx.Logger()); err != nil {
+			return fmt.Errorf("graphql_cache: metrics: %w", err)
+		}
 	}
 	v, _, err := instances.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
 		in := newInstance(a.MaxBytes, a.MaxEntryBytes, lc)
 		if sc != nil {
-			in.shared = newShared(newRedisClient(sc), sc.prefix, sc.timeout)
+			in.shared = openShared(sc, rep)
 		}
 		return in, nil
 	})
@@ -138,6 +150,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.inst.store.metrics.Store(m)
 	a.inst.logger.Store(ctx.Logger())
+	if a.inst.shared != nil {
+		a.inst.shared.reporter.Store(rep)
+	}
 	if lc == nil {
 		m.listenerUp.Set(1)
 	} else if a.inst.up.Load() {

@@ -124,12 +124,7 @@ func BenchmarkSharedHit(b *testing.B) {
 	_, prefix := testenv.Redis(b)
 	in := newInstance(64<<20, 1<<20, &listenConfig{feed: "change_events"}) // not started: up by hand
 	in.up.Store(true)
-	a := &App{Shared: &SharedConfig{Redis: "redis://" + testenv.RedisAddr() + "/0", KeyPrefix: prefix}}
-	sc, err := a.sharedOptions(in.listen)
-	if err != nil {
-		b.Fatal(err)
-	}
-	in.shared = newShared(newRedisClient(sc), sc.prefix, time.Second)
+	in.shared, _ = openTestShared(b, "redis://"+testenv.RedisAddr()+"/0", prefix, time.Second)
 	b.Cleanup(func() { _ = in.Destruct() })
 	f.h.inst = in
 	f.serve(b) // the miss that stores it

@@ -1,11 +1,11 @@
 package gqlcache
 
 import (
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
+	"github.com/civicgate/civicgate/internal/redisconn"
 )
 
 func init() {
@@ -65,9 +65,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //	        channel <name>        # default civicgate_change_events
 //	        feed    <table>       # e.g. change_events; without it the payload names the tags
 //	    }
-//	    shared redis <url> {      # needs invalidate … { feed … }
+//	    shared redis [<url>] {    # needs invalidate … { feed … }
 //	        key_prefix <prefix>   # default civicgate:cache:
 //	        timeout    <duration> # default 50ms
+//	        addrs, mode, master_name, username, password, sentinel_username,
+//	        sentinel_password, db, tls { ca; cert; key; server_name }
+//	                              # as in every redis block (docs/redis.md)
 //	    }
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -127,44 +130,31 @@ func (a *App) readInvalidate(args *caddyopt.Args) error {
 	return nil
 }
 
-// readShared reads `shared redis <url> { key_prefix …; timeout … }`.
+// readShared reads `shared redis [<url>] { key_prefix …; timeout …; the
+// redis block's options (addrs, mode, master_name, username, password,
+// sentinel_username, sentinel_password, db, tls { … }) }`.
 func (a *App) readShared(args *caddyopt.Args) error {
 	d := args.Dispenser()
-	nesting := d.Nesting()
-	kind, url, err := args.Two()
-	if err != nil {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	if kind := d.Val(); kind != "redis" {
+		return args.Errf("want redis [<url>], got %q", kind)
+	}
+	sh := &SharedConfig{}
+	if d.NextArg() {
+		sh.URL = d.Val()
+	}
+	block := redisconn.Fields(&sh.Config)
+	block["key_prefix"] = caddyopt.String(&sh.KeyPrefix)
+	block["timeout"] = caddyopt.PositiveDuration(&sh.Timeout)
+	// the rest of the segment (more arguments, the block) is read from its
+	// own dispenser, the URL or `redis` standing for the block's name
+	if err := caddyopt.Read(d.NewFromNextSegment(), "graphql_cache shared", block); err != nil {
 		return err
 	}
-	if kind != "redis" {
-		return args.Errf("want redis <url>, got %q", kind)
-	}
-	sh := &SharedConfig{Redis: url}
-	seen := map[string]bool{}
-	for d.NextBlock(nesting) {
-		opt := d.Val()
-		if opt != "key_prefix" && opt != "timeout" {
-			return d.Errf("graphql_cache shared: unknown option %q", opt)
-		}
-		if seen[opt] {
-			return d.Errf("graphql_cache shared: %s given twice", opt)
-		}
-		seen[opt] = true
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
-		v := d.Val()
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		if opt == "key_prefix" {
-			sh.KeyPrefix = v
-			continue
-		}
-		dur, err := caddy.ParseDuration(v)
-		if err != nil || dur <= 0 {
-			return d.Errf("graphql_cache shared: timeout: want a positive duration, got %q", v)
-		}
-		sh.Timeout = caddy.Duration(dur)
+	if sh.Config.IsZero() {
+		return args.Errf("want redis <url> or a block with addrs")
 	}
 	a.Shared = sh
 	return nil

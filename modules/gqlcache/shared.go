@@ -12,17 +12,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/internal/redisconn"
 )
 
 // Defaults of `shared redis`.
 const (
 	DefaultSharedPrefix  = "civicgate:cache:"
 	defaultSharedTimeout = 50 * time.Millisecond
-	sharedLogEvery       = 10 * time.Second
 	envelopeVersion      = 1
+	// minPurgeTimeout bounds a purge (4096 INCRs in one pipeline) at least.
+	minPurgeTimeout = 2 * time.Second
 )
 
 // shared is the optional second tier: entries kept in Redis under a key
@@ -31,10 +33,10 @@ const (
 // changed, as far as this instance's listener knows, after seen (README.md
 // "Shared in Redis").
 type shared struct {
-	client  *redis.Client
-	prefix  string
-	timeout time.Duration
-	lastLog atomic.Int64 // unix ns of the last error logged
+	client   redis.UniversalClient // standalone, Sentinel or Cluster
+	prefix   string
+	timeout  time.Duration
+	reporter atomic.Pointer[redisconn.Reporter] // the current configuration's (counts and logs errors)
 
 	mu         sync.RWMutex
 	cursor     int64            // the highest feed id the listener processed
@@ -42,7 +44,7 @@ type shared struct {
 	lastChange map[string]int64 // tag → the highest feed id that changed it (above floor)
 }
 
-func newShared(client *redis.Client, prefix string, timeout time.Duration) *shared {
+func newShared(client redis.UniversalClient, prefix string, timeout time.Duration) *shared {
 	return &shared{client: client, prefix: prefix, timeout: timeout, lastChange: map[string]int64{}}
 }
 
@@ -91,14 +93,36 @@ func (s *shared) valid(se *sharedEntry) bool {
 	return true
 }
 
+// epochGroupDigits is how many hex digits of an entry's hash name its
+// group: 16^3 = 4096 groups. An entry and its group's purge epoch share a
+// Redis Cluster hash tag, so the lookup reads both with one MGET on one
+// slot, and the groups spread entries and epoch reads over every shard (one
+// epoch key for all would be a hot key on one shard).
+const epochGroupDigits = 3
+
 // key is the Redis key of the material b (the local key's material without
-// generations).
+// generations): <prefix>{<group>}<hex SHA-256>, the group being the hash's
+// first epochGroupDigits hex digits.
 func (s *shared) key(b []byte) string {
 	sum := sha256.Sum256(b)
-	return s.prefix + hex.EncodeToString(sum[:])
+	h := hex.EncodeToString(sum[:])
+	return s.prefix + "{" + h[:epochGroupDigits] + "}" + h
 }
 
-func (s *shared) epochKey() string { return s.prefix + "purge-epoch" }
+// epochKey is the purge epoch of the group of key (an entry key made by
+// key): <prefix>{<group>}purge-epoch, in the entry's slot.
+func (s *shared) epochKey(key string) string {
+	return key[:len(s.prefix)+epochGroupDigits+2] + "purge-epoch"
+}
+
+// epochKeys are the purge epochs of every group.
+func (s *shared) epochKeys() []string {
+	keys := make([]string, 0, 1<<(4*epochGroupDigits))
+	for g := range 1 << (4 * epochGroupDigits) {
+		keys = append(keys, fmt.Sprintf("%s{%0*x}purge-epoch", s.prefix, epochGroupDigits, g))
+	}
+	return keys
+}
 
 // errUndecodable is a value that is not an envelope this version reads;
 // errBadEpoch a purge epoch that is not a number.
@@ -107,12 +131,13 @@ var (
 	errBadEpoch    = errors.New("undecodable shared purge epoch")
 )
 
-// lookup reads the entry under key and the purge epoch in one round trip.
+// lookup reads the entry under key and its group's purge epoch in one
+// round trip (one MGET: both keys are in one cluster slot).
 // se is nil when there is none (or it was stored before the last purge).
 func (s *shared) lookup(ctx context.Context, key string) (se *sharedEntry, epoch int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	vals, err := s.client.MGet(ctx, s.epochKey(), key).Result()
+	vals, err := s.client.MGet(ctx, s.epochKey(key), key).Result()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -142,22 +167,28 @@ func (s *shared) put(key string, se *sharedEntry, ttl time.Duration) error {
 	return s.client.Set(ctx, key, encodeEnvelope(se), ttl).Err()
 }
 
-// purge bumps the purge epoch: every entry stored before is ignored.
+// purge bumps every group's purge epoch: every entry stored before is
+// ignored. One pipeline (go-redis splits it by node on a cluster); a
+// failure leaves some groups bumped and is reported for the purge to be
+// retried.
 func (s *shared) purge() error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), max(s.timeout, minPurgeTimeout))
 	defer cancel()
-	return s.client.Incr(ctx, s.epochKey()).Err()
+	pipe := s.client.Pipeline()
+	for _, k := range s.epochKeys() {
+		pipe.Incr(ctx, k)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
-// logError logs a Redis failure at most once per sharedLogEvery.
-func (s *shared) logError(log *zap.Logger, what string, err error) {
-	now := time.Now().UnixNano()
-	last := s.lastLog.Load()
-	if now-last < int64(sharedLogEvery) || !s.lastLog.CompareAndSwap(last, now) {
-		return
+// reportError counts and logs a Redis failure through the reporter
+// (civicgate_redis_errors_total{component="gqlcache",cause}; at most one
+// line per cause per second).
+func (s *shared) reportError(what string, err error) {
+	if rep := s.reporter.Load(); rep != nil {
+		rep.Report(err, "graphql_cache shared Redis unavailable: answering from memory and upstream", zap.String("op", what))
 	}
-	log.Warn("graphql_cache shared Redis unavailable: answering from memory and upstream",
-		zap.String("op", what), zap.String("error", err.Error()))
 }
 
 // sharedEntry is an entry as kept in Redis.
@@ -248,49 +279,3 @@ func (d *decoder) field() []byte {
 	d.b = d.b[n:]
 	return f
 }
-
-// sharedConfig is a validated `shared redis` block.
-type sharedConfig struct {
-	url     string // never logged
-	opts    *redis.Options
-	prefix  string
-	timeout time.Duration
-}
-
-// sharedOptions validates `shared redis`: it needs the feed (a global order
-// of changes to check shared entries against).
-func (a *App) sharedOptions(lc *listenConfig) (*sharedConfig, error) {
-	sh := a.Shared
-	if sh == nil {
-		return nil, nil
-	}
-	if lc == nil || lc.feed == "" {
-		return nil, errors.New("graphql_cache: shared redis needs `invalidate postgres <dsn> { feed <table> }`: " +
-			"without a change feed there is no global order to check shared entries against")
-	}
-	url := caddy.NewReplacer().ReplaceKnown(sh.Redis, "")
-	if url == "" {
-		return nil, fmt.Errorf("graphql_cache: shared redis %q resolved to an empty URL", sh.Redis)
-	}
-	o, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, errors.New("graphql_cache: shared redis URL does not parse") // it may hold a password: not echoed
-	}
-	timeout := time.Duration(sh.Timeout)
-	if timeout == 0 {
-		timeout = defaultSharedTimeout
-	}
-	if timeout < 0 {
-		return nil, fmt.Errorf("graphql_cache: shared timeout %s must be positive", timeout)
-	}
-	prefix := sh.KeyPrefix
-	if prefix == "" {
-		prefix = DefaultSharedPrefix
-	}
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
-	o.MaxRetries = -1 // one try: a failure is a miss
-	o.ContextTimeoutEnabled = true
-	return &sharedConfig{url: url, opts: o, prefix: prefix, timeout: timeout}, nil
-}
-
-func newRedisClient(sc *sharedConfig) *redis.Client { return redis.NewClient(sc.opts) }

@@ -34,7 +34,7 @@ func (h *Handler) sharedLookup(w http.ResponseWriter, r *http.Request, repl *cad
 		m.shared(sharedUndecodable) // overwritten by the fresh answer
 	case err != nil:
 		m.shared(sharedError)
-		sh.logError(h.inst.logger.Load(), "get", err)
+		sh.reportError("get", err)
 		return nil, false
 	}
 	sr = &sharedReq{key: skey, seen: seen, epoch: epoch}
@@ -80,7 +80,7 @@ func (h *Handler) sharePut(sr *sharedReq, e *entry, tags tagList) {
 	m := h.inst.store.metrics.Load()
 	if err := h.inst.shared.put(sr.key, se, se.ttl); err != nil {
 		m.shared(sharedError)
-		h.inst.shared.logError(h.inst.logger.Load(), "set", err)
+		h.inst.shared.reportError("set", err)
 		return
 	}
 	m.shared(sharedStored)

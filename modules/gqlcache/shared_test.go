@@ -14,8 +14,10 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/civicgate/civicgate/internal/adapttest"
+	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -27,7 +29,8 @@ type node struct {
 	in    *instance
 	h     *Handler
 	calls atomic.Int64
-	data  *atomic.Int64 // the records' version, shared by every node's upstream
+	data  *atomic.Int64        // the records' version, shared by every node's upstream
+	reg   *prometheus.Registry // where its Redis errors are counted
 }
 
 // newNode starts an instance listening on channel to the feed of dsn,
@@ -35,19 +38,55 @@ type node struct {
 func newNode(t *testing.T, name, dsn, channel, redisURL, prefix string, data *atomic.Int64) *node {
 	t.Helper()
 	lc := &listenConfig{dsn: dsn, channel: channel, feed: "change_events"}
-	a := &App{Shared: &SharedConfig{Redis: redisURL, KeyPrefix: prefix, Timeout: caddy.Duration(2 * time.Second)}}
-	sc, err := a.sharedOptions(lc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := newInstance(1<<20, 1<<16, lc)
-	in.shared = newShared(newRedisClient(sc), sc.prefix, sc.timeout)
+	var reg *prometheus.Registry
+	in.shared, reg = openTestShared(t, redisURL, prefix, 2*time.Second)
 	in.start()
 	t.Cleanup(func() { _ = in.Destruct() })
 	await(t, in, name+" listens", in.up.Load)
 	h := &Handler{inst: in, ttl: time.Minute, maxEntry: 1 << 16, now: time.Now,
 		scope: []placeholder{parsePlaceholder("{" + contract.CivicFamilies + "}")}}
-	return &node{name: name, in: in, h: h, data: data}
+	return &node{name: name, in: in, h: h, data: data, reg: reg}
+}
+
+// openTestShared opens a shared tier on redisURL (any form redisconn
+// reads) as Provision does, its errors reported in a registry of its own.
+func openTestShared(t testing.TB, redisURL, prefix string, timeout time.Duration) (*shared, *prometheus.Registry) {
+	t.Helper()
+	a := &App{Shared: &SharedConfig{Config: redisconn.Config{URL: redisURL}, KeyPrefix: prefix, Timeout: caddy.Duration(timeout)}}
+	sc, err := a.sharedOptions(&listenConfig{feed: "change_events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	rep, err := redisconn.NewReporter(reporterComponent, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openShared(sc, rep), reg
+}
+
+// redisErrors is the node's civicgate_redis_errors_total{component="gqlcache"}, all causes.
+func (n *node) redisErrors(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != redisconn.ErrorsMetric {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "component" && l.GetValue() == reporterComponent {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // serve sends a query for doc, touching families, through the node.
@@ -186,8 +225,8 @@ func TestSharedRedisDown(t *testing.T) {
 			t.Fatalf("B with Redis down, %s: %d %s %q %s", doc, w.Code, outcome, w.Header().Get("Cache-Status"), w.Body)
 		}
 	}
-	if n := b.sharedCount(t, sharedError); n != 2 {
-		t.Fatalf("%v shared errors counted, want 2 (the gets; nothing is set after a failed get)", n)
+	if n, reported := b.sharedCount(t, sharedError), b.redisErrors(t); n != 2 || reported != 2 {
+		t.Fatalf("%v shared errors counted, %v reported, want 2 (the gets; nothing is set after a failed get)", n, reported)
 	}
 	if w, _ := b.serve(t, "doc2", "bills"); w.Header().Get("Cache-Status") != "civicgate; hit; ttl=60" {
 		t.Fatalf("B's memory with Redis down: %q", w.Header().Get("Cache-Status"))
@@ -246,7 +285,7 @@ func TestSharedPurgeAndUndecodable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if k != a.in.shared.epochKey() {
+		if !strings.HasSuffix(k, "purge-epoch") {
 			client.Set(context.Background(), k, "\x01garbage", time.Minute)
 		}
 	}
@@ -277,22 +316,33 @@ func TestSharedEnvelopeRoundTrip(t *testing.T) {
 
 func TestSharedConfigRefused(t *testing.T) {
 	redis := "shared redis {env.REDIS_URL}"
+	feed := "invalidate postgres {env.DATABASE_URL} {\nfeed change_events\n}\n"
 	adapttest.Refused(t, map[string]adapttest.Refusal{
 		"no invalidate":  {globalCfg(redis), "graphql_cache: shared redis needs invalidate postgres <dsn> { feed <table> }"},
 		"no feed":        {globalCfg("invalidate postgres {env.DATABASE_URL}\n" + redis), "without a change feed there is no global order"},
-		"kind":           {globalCfg("shared memcached x"), `graphql_cache: shared: want redis <url>, got "memcached"`},
+		"kind":           {globalCfg("shared memcached x"), `graphql_cache: shared: want redis [<url>], got "memcached"`},
+		"no kind":        {globalCfg("shared"), "wrong argument count"},
+		"no url":         {globalCfg(feed + "shared redis"), "graphql_cache: shared: want redis <url> or a block with addrs"},
 		"unknown option": {globalCfg(redis + " {\nttl 1s\n}"), `graphql_cache shared: unknown option "ttl"`},
-		"timeout":        {globalCfg(redis + " {\ntimeout 0s\n}"), `graphql_cache shared: timeout: want a positive duration, got "0s"`},
+		"timeout":        {globalCfg(redis + " {\ntimeout 0s\n}"), `graphql_cache shared: timeout: want a duration above zero, got "0s"`},
+		"two urls":       {globalCfg(redis + " redis://b"), "wrong argument count"},
+		"mode":           {globalCfg(redis + " {\nmode ring\n}"), `graphql_cache shared: mode: want standalone, cluster or sentinel, got "ring"`},
+		"prefix twice":   {globalCfg(redis + " {\nkey_prefix a\nkey_prefix b\n}"), "graphql_cache shared: key_prefix given twice"},
 	})
-	adapttest.Adapts(t, globalCfg("invalidate postgres {env.DATABASE_URL} {\nfeed change_events\n}\n"+redis+" {\nkey_prefix gw:\ntimeout 20ms\n}"))
+	adapttest.Adapts(t, globalCfg(feed+redis+" {\nkey_prefix gw:\ntimeout 20ms\n}"))
+	adapttest.Adapts(t, globalCfg(feed+"shared redis {\naddrs 10.0.0.1:6379 10.0.0.2:6379\nmode cluster\nusername gw\n"+
+		"password {env.REDIS_PASSWORD}\ntls {\nca /etc/redis/ca.pem\n}\nkey_prefix gw:\n}"))
 	for name, lc := range map[string]*listenConfig{"none": nil, "no feed": {dsn: "x", channel: "c"}} {
-		a := &App{Shared: &SharedConfig{Redis: "redis://127.0.0.1:6379"}}
+		a := &App{Shared: &SharedConfig{Config: redisconn.Config{URL: "redis://127.0.0.1:6379"}}}
 		if _, err := a.sharedOptions(lc); err == nil || !strings.Contains(err.Error(), "needs `invalidate postgres") {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	a := &App{Shared: &SharedConfig{Redis: "redis://:hunter2@[bad"}}
-	if _, err := a.sharedOptions(&listenConfig{feed: "f"}); err == nil || strings.Contains(err.Error(), "hunter2") {
-		t.Fatalf("a bad URL: %v", err)
+	for _, bad := range []string{"redis://:hunter2@[bad", "redis://u:hunter2@h:6379/0?nope=1", "http://u:hunter2@h/"} {
+		a := &App{Shared: &SharedConfig{Config: redisconn.Config{URL: bad}}}
+		if _, err := a.sharedOptions(&listenConfig{feed: "f"}); err == nil || strings.Contains(err.Error(), "hunter2") ||
+			!strings.HasPrefix(err.Error(), "graphql_cache: shared redis") {
+			t.Fatalf("a bad URL: %v", err)
+		}
 	}
 }
