@@ -1,22 +1,28 @@
 package persisted
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/internal/redisconn"
 )
 
+// ReporterComponent is the component label of the store's Redis errors
+// (civicgate_redis_errors_total{component="persisted"}): the Reporter given
+// to WithReporter is made with it.
+const ReporterComponent = "persisted"
+
 // redisClients holds the live Redis clients by configuration, so a
-// `caddy reload` with the same URL and options reuses the connection pool; the
-// last release closes the client.
+// `caddy reload` with the same connection and options reuses the connection
+// pool; the last release closes the client.
 var redisClients = caddy.NewUsagePool()
 
 // RedisOption adjusts a client made by RedisClient.
@@ -25,6 +31,7 @@ type RedisOption func(*redisClientConfig)
 type redisClientConfig struct {
 	username, password string
 	timeout            time.Duration
+	reporter           *redisconn.Reporter
 }
 
 // WithPassword sets the password, overriding one in the URL.
@@ -43,19 +50,42 @@ func WithTimeout(d time.Duration) RedisOption {
 	return func(c *redisClientConfig) { c.timeout = d }
 }
 
-// pooledRedis is a client in the usage pool; the pool closes it when its last
-// user releases it.
-type pooledRedis struct{ *redis.Client }
+// WithReporter counts and logs every failed Redis call of the client
+// through r (a redisconn.Reporter for ReporterComponent, made in the
+// caller's Provision with its metrics registry and logger), and the outcome
+// of the warm-up when the client is first opened. The client reports
+// through the latest Reporter given for its configuration (a reload's).
+func WithReporter(r *redisconn.Reporter) RedisOption {
+	return func(c *redisClientConfig) { c.reporter = r }
+}
+
+// pooledRedis is a client in the usage pool; the pool closes it when its
+// last user releases it.
+type pooledRedis struct {
+	client   redis.UniversalClient
+	reporter atomic.Pointer[redisconn.Reporter]
+}
 
 // Destruct closes the client.
-func (p pooledRedis) Destruct() error { return p.Close() }
+func (p *pooledRedis) Destruct() error { return p.client.Close() }
 
-// RedisClient returns a client for a redis:// or rediss:// (TLS) URL (or
-// unix://), shared with every other caller holding the same URL and options,
-// and a release function to call once when done (e.g. in Cleanup). The
-// password may be in the URL or given by WithPassword. Errors never repeat the
-// URL's password.
+// RedisClient returns a client for a Redis URL — redis://, rediss:// (TLS),
+// unix://, a Cluster (several addr= or mode=cluster) or Sentinel
+// (master_name=) as docs/redis.md describes — shared with every other caller
+// holding the same connection and options, warmed (connected, its topology
+// loaded) when first opened, and a release function to call once when done
+// (e.g. in Cleanup). Errors never repeat the URL's password.
 func RedisClient(rawURL string, opts ...RedisOption) (redis.UniversalClient, func(), error) {
+	if rawURL == "" {
+		return nil, nil, errors.New("persisted: redis URL is empty")
+	}
+	return RedisClientFor(redisconn.Config{URL: rawURL}, opts...)
+}
+
+// RedisClientFor is RedisClient for a connection in the redis block form
+// (redisconn.Config: a URL and/or addrs, mode, master_name, credentials,
+// tls). Its placeholders ({env.*}) are replaced here.
+func RedisClientFor(conn redisconn.Config, opts ...RedisOption) (redis.UniversalClient, func(), error) {
 	var cfg redisClientConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -63,64 +93,76 @@ func RedisClient(rawURL string, opts ...RedisOption) (redis.UniversalClient, fun
 	if cfg.timeout < 0 {
 		return nil, nil, fmt.Errorf("persisted: redis timeout %s is negative", cfg.timeout)
 	}
-	options, err := parseRedisURL(rawURL)
-	if err != nil {
-		return nil, nil, err
-	}
 	if cfg.username != "" {
-		options.Username = cfg.username
+		conn.Username = cfg.username
 	}
 	if cfg.password != "" {
-		options.Password = cfg.password
+		conn.Password = cfg.password
 	}
-	if cfg.timeout > 0 {
-		options.DialTimeout, options.ReadTimeout, options.WriteTimeout = cfg.timeout, cfg.timeout, cfg.timeout
+	target, err := conn.Resolve(nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("persisted: %w", err) // redisconn never echoes a password
 	}
-	options.ContextTimeoutEnabled = true
-	key := redisPoolKey(rawURL, cfg)
+	key := "persisted-redis:" + target.Key() + "|" + cfg.timeout.String()
 	val, _, err := redisClients.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return pooledRedis{redis.NewClient(options)}, nil
+		p := &pooledRedis{client: target.Open(redisconn.Tuning{DialTimeout: cfg.timeout, ReadTimeout: cfg.timeout,
+			WriteTimeout: cfg.timeout, ContextTimeoutEnabled: true})}
+		p.client.AddHook(reportingHook{p})
+		if cfg.reporter != nil {
+			_ = cfg.reporter.Warm(context.Background(), p.client, target)
+		} else {
+			_ = redisconn.Warm(context.Background(), p.client)
+		}
+		return p, nil
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("persisted: redis client: %w", err)
+	}
+	p := val.(*pooledRedis)
+	if cfg.reporter != nil {
+		p.reporter.Store(cfg.reporter)
 	}
 	var once sync.Once
 	release := func() {
 		once.Do(func() { _, _ = redisClients.Delete(key) })
 	}
-	return val.(pooledRedis).Client, release, nil
+	return p.client, release, nil
 }
 
-// parseRedisURL parses the URL without ever echoing it: net/url's errors
-// quote the whole URL, password included.
-func parseRedisURL(rawURL string) (*redis.Options, error) {
-	if rawURL == "" {
-		return nil, errors.New("persisted: redis URL is empty")
+// reportingHook reports every failed command (and pipeline) of the client
+// through its current Reporter: a missing key (redis.Nil) is no failure.
+type reportingHook struct{ p *pooledRedis }
+
+func (h reportingHook) report(err error, op string) {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, errors.New("persisted: redis URL does not parse")
+	if r := h.p.reporter.Load(); r != nil {
+		r.Report(err, "persisted query store: Redis call failed", zapOp(op))
 	}
-	switch u.Scheme {
-	case "redis", "rediss", "unix":
-	default:
-		return nil, fmt.Errorf("persisted: redis URL %s: scheme %q is not redis, rediss or unix", u.Redacted(), clip(u.Scheme))
-	}
-	options, err := redis.ParseURL(rawURL)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			return nil, fmt.Errorf("persisted: redis URL %s does not parse", u.Redacted())
-		}
-		// go-redis's own messages name the part at fault, not the password.
-		return nil, fmt.Errorf("persisted: redis URL %s: %w", u.Redacted(), err)
-	}
-	return options, nil
 }
 
-// redisPoolKey identifies a configuration without holding its secrets in
-// clear text.
-func redisPoolKey(rawURL string, cfg redisClientConfig) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{rawURL, cfg.username, cfg.password, cfg.timeout.String()}, "\x00")))
-	return "persisted-redis:" + hex.EncodeToString(sum[:])
+// DialHook leaves dialing as it is: a dial error fails the command, which
+// is reported.
+func (reportingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook reports a failed command.
+func (h reportingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.report(err, cmd.Name())
+		return err
+	}
 }
+
+// ProcessPipelineHook reports a failed pipeline once.
+func (h reportingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.report(err, "pipeline")
+		return err
+	}
+}
+
+// zapOp is the log field naming the Redis command that failed.
+func zapOp(op string) zap.Field { return zap.String("op", op) }
