@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,12 +35,11 @@ const replicaCheckSQL = `SELECT pg_is_in_recovery(),
 
 // checkResult is what one replica's check found.
 type checkResult struct {
-	err       error
-	standby   bool
-	replayed  int64
-	localLag  time.Duration // the replica-side formula
-	answered  time.Time
-	readFails uint64
+	err      error
+	standby  bool
+	replayed int64
+	localLag time.Duration // the replica-side formula
+	answered time.Time
 }
 
 // CheckNow runs one check round: the primary's position, then every replica at once, each bounded by
@@ -63,6 +63,7 @@ func (r *Replicas) CheckNow(ctx context.Context) {
 	}
 	now := time.Now()
 	usable := 0
+	summary := make([]string, 0, len(r.reps))
 	for i, rep := range r.reps {
 		res := results[i]
 		state, lag := StateOK, time.Duration(0)
@@ -92,8 +93,20 @@ func (r *Replicas) CheckNow(ctx context.Context) {
 			usable++
 		}
 		r.logReplica(rep, state, lag, res, now)
+		summary = append(summary, rep.Name+": "+describe(state, lag, res.err))
 	}
-	r.logAll(usable, now)
+	r.logAll(usable, strings.Join(summary, "; "), now)
+}
+
+// describe is one replica's state for the "no usable replica" line.
+func describe(state string, lag time.Duration, err error) string {
+	switch state {
+	case StateLagging:
+		return state + " " + lag.Round(time.Millisecond).String()
+	case StateDown:
+		return state + " (" + causeOf(err) + ")"
+	}
+	return state
 }
 
 // samplePrimary records the primary's flushed WAL position; false when the primary did not answer.
@@ -168,7 +181,7 @@ func (r *Replicas) logReplica(rep *replica, state string, lag time.Duration, res
 }
 
 // logAll logs when reads move to the primary because no replica is usable, and back (rate-limited).
-func (r *Replicas) logAll(usable int, now time.Time) {
+func (r *Replicas) logAll(usable int, states string, now time.Time) {
 	state := "replicas"
 	if usable == 0 {
 		state = "primary"
@@ -178,7 +191,7 @@ func (r *Replicas) logAll(usable int, now time.Time) {
 		return
 	}
 	if state == "primary" {
-		r.log.Warn("no read replica is usable: reads go to the primary", "replicas", len(r.reps), "changes", changes)
+		r.log.Warn("no read replica is usable: reads go to the primary", "replicas", len(r.reps), "states", states, "changes", changes)
 	} else {
 		r.log.Info("reads go to read replicas again", "usable", usable, "replicas", len(r.reps), "changes", changes)
 	}

@@ -200,7 +200,7 @@ func TestReadsSurviveAKilledReplica(t *testing.T) {
 		t.Fatalf("dead replica state %+v", st)
 	}
 	logs := e.logs.String()
-	if !strings.Contains(logs, "check failed") || !strings.Contains(logs, "connection refused") {
+	if !strings.Contains(logs, "check failed") || !strings.Contains(logs, `states="replica1: down (connection refused)"`) {
 		t.Errorf("no down transition with its cause in the log:\n%s", logs)
 	}
 	if strings.Contains(logs, "postgres://") || strings.Contains(logs, "records") {
