@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/internal/telemetry"
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 	"github.com/civicgate/civicgate/modules/webhooks/egress"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
@@ -93,6 +94,8 @@ type App struct {
 	dispatcher *delivery.Dispatcher
 	metrics    *metrics
 	logger     *zap.Logger
+	// stopTracing flushes and stops this instance's tracer provider (nil when not delivering).
+	stopTracing func(context.Context) error
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -186,6 +189,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if !a.delivers() {
 		return nil // an API-only node: no dispatcher (and no tiers needed)
 	}
+	// Tracing (off unless CIVICGATE_TRACING=on or CIVICGATE_WEBHOOKS_TRACING=on; then the OTEL_* environment):
+	// a provider per app instance, flushed in Cleanup, so a reload neither loses nor duplicates it.
+	tp, stopTracing, err := telemetry.Setup(ctx, telemetryService)
+	if err != nil {
+		return fmt.Errorf("civic_webhooks: tracing: %w", err)
+	}
+	a.stopTracing = stopTracing
+	if telemetry.Enabled(tp) {
+		dcfg.TracerProvider = tp
+		a.store.ReadTraceparents()
+	}
 	if a.dispatcher, err = delivery.New(dcfg); err != nil {
 		return fmt.Errorf("civic_webhooks: %w", err)
 	}
@@ -271,13 +285,24 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// Cleanup closes the pool.
+// Cleanup flushes the spans of this instance (5 s at most) and closes the pool.
 func (a *App) Cleanup() error {
+	if a.stopTracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.stopTracing(ctx); err != nil {
+			a.logger.Warn("civic_webhooks: flushing spans failed", zap.Error(err))
+		}
+		cancel()
+		a.stopTracing = nil
+	}
 	if a.pool != nil {
 		a.pool.Close()
 	}
 	return nil
 }
+
+// telemetryService is the service.name of the webhook sidecar's spans (OTEL_SERVICE_NAME overrides it).
+const telemetryService = "civicgate-webhooks"
 
 // Interface guards
 var (

@@ -41,11 +41,17 @@ const (
 // ctx carries the request; stop ends the retries of a failed recording (the
 // Run context: a shutdown does not wait for a database that is away).
 func (d *Dispatcher) attempt(ctx, stop context.Context, j store.Job) {
+	ctx, span := d.startDeliverSpan(ctx, j)
+	var (
+		o               store.Outcome
+		result, outcome string
+	)
+	defer func() { endDeliverSpan(span, o, result, outcome) }() // after the lease renewer stops
 	defer d.keepLease(ctx, j)()
 	start := time.Now()
 	o, result, detail := d.send(ctx, j)
 	d.cfg.Metrics.Attempt(result, time.Since(start))
-	outcome := o.Status
+	outcome = o.Status
 	switch {
 	case o.Disable:
 		outcome = "disabled"
@@ -53,6 +59,7 @@ func (d *Dispatcher) attempt(ctx, stop context.Context, j store.Job) {
 		outcome = "retry"
 	}
 	if err := d.finish(ctx, stop, start, j, o); err != nil {
+		outcome = "unrecorded"
 		d.cfg.Logger.Warn("recording a webhook attempt failed; it will be retried when its lease ends", zap.String("endpoint_id", j.EndpointID),
 			zap.Int64("delivery_id", j.DeliveryID), zap.Error(err))
 		return
@@ -136,6 +143,7 @@ func (d *Dispatcher) send(ctx context.Context, j store.Job) (store.Outcome, stri
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "civicgate-webhooks/1")
 	signature.SetHeaders(req.Header, j.Keys, j.EventID, now, j.Body)
+	injectTraceparent(ctx, req.Header)
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {
 		cause, result, detail := classify(err)

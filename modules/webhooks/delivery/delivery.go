@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/webhooks/egress"
@@ -106,6 +107,10 @@ type Config struct {
 	Metrics   Metrics
 	// Render turns an event into a body (default store.RenderEnvelope).
 	Render func(store.Event) ([]byte, error)
+	// TracerProvider, when it records (internal/telemetry.Setup with tracing on), makes a webhook.deliver
+	// span per attempt linked to the event's writer span, and sends its traceparent to the receiver; the
+	// store must then read traceparents (store.ReadTraceparents). Nil: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Dispatcher runs fan-out and deliveries.

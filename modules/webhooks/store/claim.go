@@ -23,6 +23,9 @@ type Job struct {
 	Body       []byte
 	Seq        int64  // change_events.id (0 for a ping)
 	Family     string // "" for a ping
+	// Traceparent is the change event's writer span (W3C traceparent; "" if none or not read: see
+	// Store.ReadTraceparents), which the delivery span links to.
+	Traceparent string
 }
 
 // ClaimParams bounds one Claim.
@@ -211,11 +214,7 @@ func (s *Store) render(ctx context.Context, jobs []Job, render func(Event) ([]by
 	if len(seqs) == 0 {
 		return jobs, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+eventColumns+` FROM change_events WHERE id = ANY($1)`, seqs)
-	if err != nil {
-		return nil, fmt.Errorf("store: render: %w", err)
-	}
-	evs, err := scanEvents(rows)
+	evs, err := s.queryEventsForRender(ctx, seqs)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +235,7 @@ func (s *Store) render(ctx context.Context, jobs []Job, render func(Event) ([]by
 		if err != nil {
 			return nil, err
 		}
-		j.Body, j.Family = b, e.Family
+		j.Body, j.Family, j.Traceparent = b, e.Family, e.Traceparent
 	}
 	return jobs, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +21,10 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	box  *secretbox.Box
+	// traceparents: Claim reads change_events.traceparent (ReadTraceparents); noTraceparentUntil (unix ns)
+	// is when to look for the column again after it was found missing.
+	traceparents       bool
+	noTraceparentUntil atomic.Int64
 }
 
 // New returns a store over pool that seals endpoint secrets with box.

@@ -39,6 +39,9 @@ type Event struct {
 	ChangedFields []string
 	Record        json.RawMessage
 	OccurredAt    time.Time
+	// Traceparent is the W3C traceparent of the span that wrote the event, read only for deliveries
+	// (see ReadTraceparents); "" if none. Never part of the envelope.
+	Traceparent string
 }
 
 // Envelope is the JSON shape of an event (docs/design.md D14), in the change feed
@@ -112,21 +115,7 @@ func DecodeCursor(c string) (int64, error) {
 
 const eventColumns = `id, event_id::text, family, record_id, type, changed_fields, record, occurred_at`
 
-func scanEvents(rows pgx.Rows) ([]Event, error) {
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		var e Event
-		if err := rows.Scan(&e.Seq, &e.ID, &e.Family, &e.RecordID, &e.Type, &e.ChangedFields, &e.Record, &e.OccurredAt); err != nil {
-			return nil, fmt.Errorf("store: scan event: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: read events: %w", err)
-	}
-	return out, nil
-}
+func scanEvents(rows pgx.Rows) ([]Event, error) { return scanEventRows(rows, false) }
 
 // Changes returns up to limit events after seq in the given families, oldest
 // first, and whether more follow.

@@ -164,3 +164,35 @@ func InsertTx(ctx context.Context, tx pgx.Tx, family string, n int) ([]int64, er
 	}
 	return ids, nil
 }
+
+// TraceparentDDL is recordsd's migration 0104 (copied likewise): the writer's W3C traceparent on each event.
+const TraceparentDDL = `ALTER TABLE change_events ADD COLUMN IF NOT EXISTS traceparent text`
+
+// AddTraceparentColumn gives change_events the traceparent column (feeds of older backends have none).
+func (db *DB) AddTraceparentColumn(t testing.TB) {
+	t.Helper()
+	ctx, cancel := ctx30()
+	defer cancel()
+	if _, err := db.Pool.Exec(ctx, TraceparentDDL); err != nil {
+		t.Fatalf("traceparent column: %v", err)
+	}
+}
+
+// InsertTraced writes one event of family carrying traceparent (as a traced sync does) and returns its id.
+func (db *DB) InsertTraced(t testing.TB, family, traceparent string) int64 {
+	t.Helper()
+	ctx, cancel := ctx30()
+	defer cancel()
+	var id int64
+	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, store.FeedLockKey, store.FeedChannel); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO change_events (family, record_id, type, changed_fields, record, traceparent)
+			VALUES ($1, $1 || '-traced', 'updated', ARRAY['title'], '{"title":"T"}', $2) RETURNING id`, family, traceparent).Scan(&id)
+	})
+	if err != nil {
+		t.Fatalf("insert traced event: %v", err)
+	}
+	return id
+}
