@@ -20,19 +20,32 @@ const warmRetry = 50 * time.Millisecond
 // and replicas), the scripts loaded on every master; Sentinel, the master
 // resolved through the sentinels and a PING; standalone, a PING; then the
 // scripts loaded (so the first EVALSHA does not miss). It retries until it
-// succeeds or WarmTimeout (or ctx) ends, and returns the last error.
+// succeeds or WarmTimeout (or ctx) ends — except after an auth or tls error,
+// which retrying does not mend — and returns the most telling error seen
+// (a timeout only if nothing else was).
 func Warm(ctx context.Context, c redis.UniversalClient, scripts ...*redis.Script) error {
 	ctx, cancel := context.WithTimeout(ctx, WarmTimeout)
 	defer cancel()
+	var telling error
 	for {
 		err := warmOnce(ctx, c, scripts)
 		if err == nil {
 			return nil
 		}
+		switch Cause(err) {
+		case CauseAuth, CauseTLS:
+			return err
+		case CauseTimeout:
+		default:
+			telling = err
+		}
 		t := time.NewTimer(warmRetry)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if telling != nil {
+				return telling
+			}
 			return err
 		case <-t.C:
 		}
