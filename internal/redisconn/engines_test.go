@@ -58,7 +58,9 @@ func TestTLSWithACLUser(t *testing.T) {
 	if err := r.Warm(context.Background(), c, tg, probe); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "EVALSHA", func(ctx context.Context) error { return probe.EvalSha(ctx, c, []string{"tls:" + testenv.RandomSuffix(6)}).Err() })
+	within(t, "EVALSHA", func(ctx context.Context) error {
+		return probe.EvalSha(ctx, c, []string{"tls:" + testenv.RandomSuffix(6)}).Err()
+	})
 
 	wrong := strings.Replace(srv.URL(), srv.Password, "not-"+srv.Password, 1)
 	cw, tw := open(t, Config{URL: wrong})
