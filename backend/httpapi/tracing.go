@@ -2,15 +2,15 @@ package httpapi
 
 import (
 	"context"
+	"net"
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/civicgate/civicgate/internal/telemetry"
@@ -29,23 +29,80 @@ const (
 
 const tracerName = "github.com/civicgate/civicgate/backend/httpapi"
 
-// traced wraps h in an OpenTelemetry server span (otelhttp: the W3C traceparent of the request, set by the
-// gateway, is its parent) named "<METHOD> <route>". With tracing off (Config.TracerProvider nil or no-op) it
+// traced wraps h in an OpenTelemetry server span named "<METHOD> <route>" whose parent is the request's W3C
+// traceparent (set by the gateway's upstream span). With tracing off (Config.TracerProvider nil or no-op) it
 // returns h itself: an untraced recordsd pays nothing per request. /healthz is never traced (probes would
 // drown the traces that matter).
+//
+// It is hand-made rather than otelhttp: otelhttp computes its attributes and wraps the request body and
+// response writer for every request, sampled or not (~40 allocations); here a request that is not sampled
+// costs the traceparent's parsing and a non-recording span, and attributes are set on recording spans only.
 func (s *Server) traced(h http.Handler) http.Handler {
 	if !telemetry.Enabled(s.cfg.TracerProvider) {
 		return h
 	}
-	return otelhttp.NewHandler(h, "recordsd",
-		otelhttp.WithTracerProvider(s.cfg.TracerProvider),
-		otelhttp.WithPropagators(autoprop.NewTextMapPropagator()), // OTEL_PROPAGATORS, default W3C tracecontext+baggage
-		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()), // recordsd's metrics are not OTel's
-		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" }),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-			return r.Method + " " + routeName(r.URL.Path)
-		}),
-	)
+	tracer := s.cfg.TracerProvider.Tracer(tracerName)
+	prop := autoprop.NewTextMapPropagator() // OTEL_PROPAGATORS, default W3C tracecontext + baggage
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		route := routeName(r.URL.Path)
+		ctx, span := tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+		if !span.IsRecording() {
+			h.ServeHTTP(w, r.WithContext(ctx))
+			return
+		}
+		span.SetAttributes(
+			attribute.String("http.request.method", r.Method),
+			attribute.String("http.route", route),
+			attribute.String("url.path", r.URL.Path),
+			attribute.String("network.peer.address", peerHost(r.RemoteAddr)),
+		)
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r.WithContext(ctx))
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(status))
+		}
+	})
+}
+
+// statusWriter remembers the status a handler wrote (for the server span).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func peerHost(remoteAddr string) string {
+	if host, _, err := net.SplitHostPort(remoteAddr); err == nil {
+		return host
+	}
+	return remoteAddr
 }
 
 // routeName is the span name's route: one of ours, or "other" (an unknown path must not make a span name of

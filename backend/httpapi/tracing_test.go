@@ -43,12 +43,7 @@ func setTracingEnv(t testing.TB, endpoint, sampler, arg string) {
 		"OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": sampler, "OTEL_TRACES_SAMPLER_ARG": arg,
 		"OTEL_PROPAGATORS": "",
 	} {
-		if tt, ok := t.(*testing.T); ok {
-			tt.Setenv(k, v)
-		} else {
-			tb := t.(*testing.B)
-			tb.Setenv(k, v)
-		}
+		t.Setenv(k, v)
 	}
 }
 
@@ -162,4 +157,3 @@ func TestTracingHonoursUnsampledParent(t *testing.T) {
 		t.Fatalf("want exactly the sampled request's trace, got traces %v:\n%s", traces, testotlp.Describe(r.Spans()))
 	}
 }
-
