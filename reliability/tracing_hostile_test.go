@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
@@ -57,7 +56,7 @@ func traceQuery(t *testing.T, c *http.Client, base, path, key string, headers []
 func fromSource(s *stack.Stack, src string) *http.Client {
 	tr := s.Client.Transport.(*http.Transport).Clone()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 10 * time.Second}
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }
+	tr.DialContext = d.DialContext
 	return &http.Client{Timeout: s.Client.Timeout, Transport: tr}
 }
 
