@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civicgate/civicgate/backend/httpapi"
 	"github.com/civicgate/civicgate/internal/telemetry"
 	"github.com/civicgate/civicgate/internal/testotlp"
 )
@@ -81,6 +82,32 @@ func BenchmarkTracingOverheadGraphQL(b *testing.B) {
 				if w.Code != http.StatusOK {
 					b.Fatalf("status %d %s", w.Code, w.Body)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkTracingMiddleware is the server span's cost alone, around a handler that does nothing. The request
+// has no traceparent, so every one starts a trace of its own and traceidratio 0.1 records one in ten (a fixed
+// incoming trace id would be sampled always or never).
+func BenchmarkTracingMiddleware(b *testing.B) {
+	nothing := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, m := range tracingModes {
+		b.Run(m.name, func(b *testing.B) {
+			r := testotlp.StartDiscarding(b)
+			setTracingEnv(b, r.Endpoint(), m.sampler, m.arg)
+			b.Setenv("RECORDSD_TRACING", m.on)
+			tp, shutdown, err := telemetry.Setup(context.Background(), "recordsd")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = shutdown(context.Background()) }()
+			h := httpapi.Traced(httpapi.Config{TracerProvider: tp}, nothing)
+			req := httptest.NewRequest(http.MethodPost, "/graphql", nil)
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(w, req)
 			}
 		})
 	}
