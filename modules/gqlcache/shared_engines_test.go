@@ -1,0 +1,250 @@
+package gqlcache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/civicgate/civicgate/internal/redisconn"
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// TestSharedOnEngines runs the shared tier on each deployed form of Redis —
+// a standalone node, a 3-master Cluster, a Sentinel-watched master, TLS with
+// an ACL user — as two gateways see it: what one stores the other serves
+// byte for byte, a purge is seen by both, and the change feed still makes a
+// changed family's entry unusable everywhere.
+//
+// The engines start in parallel subtests (each its own processes, database
+// and ports), beside TestSharedSentinelFailover's.
+func TestSharedOnEngines(t *testing.T) {
+	t.Run("sentinel failover", testSharedSentinelFailover)
+	for _, e := range []struct {
+		name  string
+		start func(t *testing.T) (string, *testenv.RedisCluster)
+	}{
+		{"standalone", func(t *testing.T) (string, *testenv.RedisCluster) { return testenv.StartRedisServer(t).URL(), nil }},
+		{"cluster", func(t *testing.T) (string, *testenv.RedisCluster) {
+			c := testenv.StartRedisCluster(t, 3, 0)
+			return c.URL(), c
+		}},
+		{"sentinel", func(t *testing.T) (string, *testenv.RedisCluster) { return testenv.StartRedisSentinel(t).URL(), nil }},
+		{"tls+acl", func(t *testing.T) (string, *testenv.RedisCluster) { return testenv.StartRedisTLS(t).URL(), nil }},
+	} {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			redisURL, cluster := e.start(t)
+			dsn, conn := changeFeed(t)
+			var data atomic.Int64
+			data.Store(1)
+			a := newNode(t, "A", dsn, DefaultChannel, redisURL, "cache:", &data)
+			b := newNode(t, "B", dsn, DefaultChannel, redisURL, "cache:", &data)
+			docs := make([]string, 8)
+			for i := range docs {
+				docs[i] = fmt.Sprintf("doc%d", i)
+				miss, _ := a.serve(t, docs[i], "bills")
+				wantStatus(t, "A's miss of "+docs[i], miss, storedStatus)
+				hit, _ := b.serve(t, docs[i], "bills")
+				wantStatus(t, "B's shared hit of "+docs[i], hit, sharedHitStatus)
+				if !bytes.Equal(hit.Body.Bytes(), miss.Body.Bytes()) {
+					t.Fatalf("B served %s, A stored %s", hit.Body, miss.Body)
+				}
+			}
+			if cluster != nil {
+				if n := mastersHolding(t, cluster, "cache:{*"); n < 2 {
+					t.Fatalf("8 entries landed on %d of 3 masters", n)
+				}
+			}
+
+			// A purge through A: B (its memory emptied) ignores every entry stored before.
+			if err := a.in.shared.purge(); err != nil {
+				t.Fatal(err)
+			}
+			b.in.store.flush()
+			for _, doc := range docs[:4] {
+				w, _ := b.serve(t, doc, "bills")
+				wantStatus(t, "B after A's purge, "+doc, w, storedStatus)
+			}
+			a.in.store.flush()
+			if w, _ := a.serve(t, docs[0], "bills"); w.Header().Get("Cache-Status") != sharedHitStatus ||
+				!strings.Contains(w.Body.String(), `"from":"B"`) {
+				t.Fatalf("A after the purge, B's fresh entry: %q %s", w.Header().Get("Cache-Status"), w.Body)
+			}
+
+			// A bills change: neither serves a bills entry from before it.
+			data.Store(2)
+			change(t, conn, "bills")
+			awaitCursor(t, a, 1)
+			awaitCursor(t, b, 1)
+			for _, n := range []*node{a, b} {
+				for _, doc := range docs {
+					w, _ := n.serve(t, doc, "bills")
+					if !strings.Contains(w.Body.String(), `"version":2`) {
+						t.Fatalf("%s after the change, %s: %q %s", n.name, doc, w.Header().Get("Cache-Status"), w.Body)
+					}
+				}
+			}
+			if n := a.sharedCount(t, sharedError) + b.sharedCount(t, sharedError); n != 0 {
+				t.Fatalf("%v shared Redis errors", n)
+			}
+		})
+	}
+}
+
+// testSharedSentinelFailover: two gateways serve without pause while the
+// Sentinel master is killed and its replica promoted. No request fails;
+// the tier serves shared hits again through the new master; and after a
+// change, no entry from before it is served by either gateway.
+func testSharedSentinelFailover(t *testing.T) {
+	t.Parallel()
+	s := testenv.StartRedisSentinel(t)
+	dsn, conn := changeFeed(t)
+	var data atomic.Int64
+	data.Store(1)
+	a := newNodeTimeout(t, "A", dsn, DefaultChannel, s.URL(), "cache:", &data, 250*time.Millisecond)
+	b := newNodeTimeout(t, "B", dsn, DefaultChannel, s.URL(), "cache:", &data, 250*time.Millisecond)
+	docs := []string{"doc0", "doc1", "doc2", "doc3"}
+	for _, doc := range docs {
+		wantStatus(t, "A's miss of "+doc, first(a.serve(t, doc, "bills")), storedStatus)
+	}
+
+	stop, done := make(chan struct{}), make(chan error)
+	var served atomic.Int64
+	go func() { // both gateways, every document, memory emptied now and then: Redis is asked all along
+		var err error
+		for i := 0; err == nil; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			n := []*node{a, b}[i%2]
+			if i%7 == 0 {
+				n.in.store.flush()
+			}
+			doc := fmt.Sprintf("doc%d", i%8)
+			w, _, serr := n.serveOnce(doc, "bills")
+			switch {
+			case serr != nil:
+				err = fmt.Errorf("%s, %s: handler error %w", n.name, doc, serr)
+			case w.Code != 200 || !strings.Contains(w.Body.String(), `"version":1`):
+				err = fmt.Errorf("%s, %s: %d %s", n.name, doc, w.Code, w.Body)
+			}
+			served.Add(1)
+		}
+		<-stop
+		done <- err
+	}()
+	old := s.MasterAddr(t)
+	if now := s.Failover(t); now == old {
+		t.Fatalf("the master is still %s", old)
+	}
+	// The tier works again: an entry A stores is a shared hit for B.
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		doc := fmt.Sprintf("after%d", i)
+		a.serve(t, doc, "bills")
+		if w, _ := b.serve(t, doc, "bills"); w.Header().Get("Cache-Status") == sharedHitStatus {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no shared hit through the new master within 20s")
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("while failing over: %v", err)
+	}
+	if served.Load() == 0 {
+		t.Fatal("nothing served during the failover")
+	}
+
+	data.Store(2)
+	change(t, conn, "bills")
+	awaitCursor(t, a, 1)
+	awaitCursor(t, b, 1)
+	for _, n := range []*node{a, b} {
+		for i := range 8 {
+			doc := fmt.Sprintf("doc%d", i)
+			if w, _ := n.serve(t, doc, "bills"); !strings.Contains(w.Body.String(), `"version":2`) {
+				t.Fatalf("%s after the change, %s: %q %s", n.name, doc, w.Header().Get("Cache-Status"), w.Body)
+			}
+		}
+	}
+	if a.sharedCount(t, sharedError)+b.sharedCount(t, sharedError) == 0 {
+		t.Fatal("no Redis error while the master was down: did the failover happen under load?")
+	}
+	t.Logf("%d requests served during the failover, %v shared errors (misses)", served.Load(), a.sharedCount(t, sharedError)+b.sharedCount(t, sharedError))
+}
+
+func first[T, U any](x T, _ U) T { return x }
+
+// mastersHolding counts the cluster's masters that hold keys matching pattern.
+func mastersHolding(t *testing.T, c *testenv.RedisCluster, pattern string) int {
+	t.Helper()
+	var n atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.Client().ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, pattern).Result()
+		if len(keys) > 0 {
+			n.Add(1)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n.Load())
+}
+
+// openTestShared opens a shared tier on redisURL (any form redisconn
+// reads) as Provision does, its errors reported in a registry of its own.
+func openTestShared(t testing.TB, redisURL, prefix string, timeout time.Duration) (*shared, *prometheus.Registry) {
+	t.Helper()
+	a := &App{Shared: &SharedConfig{Config: redisconn.Config{URL: redisURL}, KeyPrefix: prefix, Timeout: caddy.Duration(timeout)}}
+	sc, err := a.sharedOptions(&listenConfig{feed: "change_events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	rep, err := redisconn.NewReporter(reporterComponent, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openShared(sc, rep), reg
+}
+
+// redisErrors is civicgate_redis_errors_total{component="gqlcache"}, all
+// causes: one counter for the process (internal/collectors), so a test
+// reads a difference while no other test runs.
+func (n *node) redisErrors(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != redisconn.ErrorsMetric {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "component" && l.GetValue() == reporterComponent {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
