@@ -47,6 +47,15 @@ func TestSharedOnEngines(t *testing.T) {
 			data.Store(1)
 			a := newNode(t, "A", dsn, DefaultChannel, redisURL, "cache:", &data)
 			b := newNode(t, "B", dsn, DefaultChannel, redisURL, "cache:", &data)
+			// warmed when opened, before any request: connected to every
+			// master of a cluster (its slot map loaded), to the master of a Sentinel
+			want := uint32(1)
+			if cluster != nil {
+				want = 3
+			}
+			if st := a.in.shared.client.PoolStats(); st.TotalConns < want {
+				t.Fatalf("%d connections before the first request, want at least %d (warmed at open)", st.TotalConns, want)
+			}
 			docs := make([]string, 8)
 			for i := range docs {
 				docs[i] = fmt.Sprintf("doc%d", i)
