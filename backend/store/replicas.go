@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Read routing (docs/read-replicas.md): every read of a Store goes to a usable replica, round-robin; a replica
@@ -23,6 +25,10 @@ const (
 	DefaultCheckInterval = time.Second
 	DefaultLogEvery      = 10 * time.Second
 )
+
+// ReadTargetAttribute is the span attribute naming the server a traced read ran on: "primary" or
+// "replica <name>".
+const ReadTargetAttribute = "civicgate.db.read_target"
 
 // ReplicaOptions configures read routing. Zero fields take the defaults.
 type ReplicaOptions struct {
@@ -148,11 +154,18 @@ func (r *Replicas) pick() *replica {
 // read runs fn on a usable replica, or on the primary when there is none or fn failed on the replica.
 func (r *Replicas) read(ctx context.Context, fn func(db *pgxpool.Pool) error) error {
 	rep := r.pick()
+	span := trace.SpanFromContext(ctx) // the resolver's span when traced: it names the server that answered
 	if rep == nil {
 		r.onPrimary.Add(1)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String(ReadTargetAttribute, "primary"))
+		}
 		return fn(r.primary)
 	}
 	rep.reads.Add(1)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String(ReadTargetAttribute, "replica "+rep.Name))
+	}
 	err := fn(rep.Pool)
 	if err == nil || ctx.Err() != nil {
 		return err // the request's own deadline or cancellation: no time left for a second try
@@ -165,6 +178,10 @@ func (r *Replicas) read(ctx context.Context, fn func(db *pgxpool.Pool) error) er
 		rep.usable.Store(false) // until the next check finds it healthy
 	}
 	r.retriedOnPrimary.Add(1)
+	if span.IsRecording() {
+		span.AddEvent("read failed on the replica: run again on the primary")
+		span.SetAttributes(attribute.String(ReadTargetAttribute, "primary"))
+	}
 	return fn(r.primary)
 }
 

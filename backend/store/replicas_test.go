@@ -15,6 +15,9 @@ import (
 	"github.com/civicgate/civicgate/backend/records"
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // replicaEnv is a migrated database "records" on a private primary with streaming replicas, and pools on each.
@@ -186,7 +189,18 @@ func TestReadsSurviveAKilledReplica(t *testing.T) {
 		t.Fatalf("first read not on the replica: %+v", r.Stats())
 	}
 	e.c.Replicas[0].Stop()
-	for i := range 5 {
+	// The first read after the death is traced: its span says it went to the replica, failed and ran on the primary.
+	rec := tracetest.NewSpanRecorder()
+	tctx, span := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test").Start(ctx, "resolve")
+	if b, err := s.Bill(tctx, "hr2-118"); err != nil || b == nil {
+		t.Fatalf("the read after the replica died: %v, %v", b, err)
+	}
+	span.End()
+	ended := rec.Ended()
+	if len(ended) != 1 || len(ended[0].Events()) != 1 || !hasAttr(ended[0].Attributes(), ReadTargetAttribute, "primary") {
+		t.Fatalf("span of the retried read: %+v", ended)
+	}
+	for i := range 4 {
 		if !billExists(t, s, "hr2-118") {
 			t.Fatalf("read %d after the replica died lost the row", i)
 		}
@@ -302,6 +316,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 		}
 		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
 	}
+}
+
+func hasAttr(attrs []attribute.KeyValue, key, value string) bool {
+	for _, a := range attrs {
+		if string(a.Key) == key && a.Value.AsString() == value {
+			return true
+		}
+	}
+	return false
 }
 
 type lockedBuffer struct {

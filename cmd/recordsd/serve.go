@@ -16,6 +16,8 @@ import (
 	"github.com/civicgate/civicgate/backend/httpapi"
 	"github.com/civicgate/civicgate/backend/migrations"
 	"github.com/civicgate/civicgate/backend/store"
+	"github.com/civicgate/civicgate/internal/telemetry"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -27,7 +29,10 @@ func envOr(name, def string) string {
 }
 
 // openPool opens the primary's pool (DATABASE_URL): migrations, seed, sync and, without replicas, every read.
-func openPool(ctx context.Context) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context) (*pgxpool.Pool, error) { return openPrimary(ctx, nil) }
+
+// openPrimary is openPool with tracer (nil: none) on every connection.
+func openPrimary(ctx context.Context, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	dsn := os.Getenv("DATABASE_URL")
 	if dsn == "" {
 		return nil, errors.New("DATABASE_URL is not set")
@@ -37,6 +42,7 @@ func openPool(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL DSN") // never echo the DSN
 	}
 	store.ConfigurePool(cfg)
+	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
@@ -52,7 +58,7 @@ const replicaConnectTimeout = 2 * time.Second
 // to them; nil when the variable is unset or blank (every read on the primary, as before). The pools connect
 // lazily: a replica that is down at start is skipped by the checker, not fatal. Neither a DSN nor a part of one is
 // ever echoed.
-func openReplicas(ctx context.Context, primary *pgxpool.Pool) (*store.Replicas, func(), error) {
+func openReplicas(ctx context.Context, primary *pgxpool.Pool, tracer pgx.QueryTracer) (*store.Replicas, func(), error) {
 	dsns := store.SplitReadURLs(os.Getenv("DATABASE_READ_URL"))
 	if len(dsns) == 0 {
 		return nil, func() {}, nil
@@ -81,6 +87,7 @@ func openReplicas(ctx context.Context, primary *pgxpool.Pool) (*store.Replicas, 
 		if cfg.ConnConfig.ConnectTimeout == 0 {
 			cfg.ConnConfig.ConnectTimeout = replicaConnectTimeout
 		}
+		cfg.ConnConfig.Tracer = tracer
 		name := fmt.Sprintf("%d (%s)", i+1, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
@@ -130,7 +137,15 @@ func runServe(ctx context.Context, args []string) error {
 	} else if len(idSecret) < 32 {
 		return errors.New("CIVIC_IDENTITY_SECRET must be set (≥ 32 bytes), or pass --dev-insecure-no-identity")
 	}
-	pool, err := openPool(ctx)
+	// Tracing (internal/telemetry; off unless RECORDSD_TRACING or CIVICGATE_TRACING is on): the server, GraphQL
+	// and SQL spans of every pool, primary and replicas.
+	tp, shutdownTracing, err := telemetry.Setup(ctx, "recordsd")
+	if err != nil {
+		return err
+	}
+	defer flushTraces(shutdownTracing) // after the server and the pools (defers run last-in first-out)
+	tracer := telemetry.NewQueryTracer(tp)
+	pool, err := openPrimary(ctx, tracer)
 	if err != nil {
 		return err
 	}
@@ -140,7 +155,7 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	replicas, closeReplicas, err := openReplicas(ctx, pool)
+	replicas, closeReplicas, err := openReplicas(ctx, pool, tracer)
 	if err != nil {
 		return err
 	}
@@ -157,6 +172,7 @@ func runServe(ctx context.Context, args []string) error {
 		DevInsecureNoIdentity: *dev,
 		QueryTimeout:          *timeout,
 		Logger:                slog.Default(),
+		TracerProvider:        tp,
 	})
 	if err != nil {
 		return err
