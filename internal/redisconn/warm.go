@@ -17,7 +17,8 @@ const warmRetry = 50 * time.Millisecond
 
 // Warm connects c and loads its topology, so that the first request does
 // not pay for it: Cluster, the slot map and a PING on every shard (masters
-// and replicas), the scripts loaded on every master; Sentinel, the master
+// and replicas), the command table go-redis routes by, the scripts loaded
+// on every master; Sentinel, the master
 // resolved through the sentinels and a PING; standalone, a PING; then the
 // scripts loaded (so the first EVALSHA does not miss). It retries until it
 // succeeds or WarmTimeout (or ctx) ends — except after an auth or tls error,
@@ -61,6 +62,11 @@ func warmOnce(ctx context.Context, c redis.UniversalClient, scripts []*redis.Scr
 			return nil
 		}); err != nil {
 			return err
+		}
+		// a command through the cluster's routing loads its command table
+		// (COMMAND), which the first routed command would otherwise fetch
+		if err := cl.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis warm-up: ping: %w", err)
 		}
 		return cl.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 			return loadScripts(ctx, n, scripts)
