@@ -31,7 +31,8 @@ const primaryPositionSQL = `SELECT pg_wal_lsn_diff(pg_current_wal_flush_lsn(), '
 const replicaCheckSQL = `SELECT pg_is_in_recovery(),
 	coalesce(pg_wal_lsn_diff(pg_last_wal_replay_lsn(), '0/0')::bigint, -1),
 	CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
-	     ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END::float8`
+	     ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END::float8,
+	(SELECT coalesce(max(id), 0) FROM change_events)`
 
 // checkResult is what one replica's check found.
 type checkResult struct {
@@ -48,6 +49,9 @@ func (r *Replicas) CheckNow(ctx context.Context) {
 	r.checkMu.Lock()
 	defer r.checkMu.Unlock()
 	havePrimary := r.samplePrimary(ctx)
+	if ctx.Err() == nil {
+		r.primaryUp.Store(havePrimary)
+	}
 	results := make([]checkResult, len(r.reps))
 	var wg sync.WaitGroup
 	for i, rep := range r.reps {
@@ -151,8 +155,12 @@ func (r *Replicas) checkReplica(ctx context.Context, rep *replica) checkResult {
 	defer cancel()
 	var res checkResult
 	var localLag float64
-	res.err = rep.Pool.QueryRow(ctx, replicaCheckSQL).Scan(&res.standby, &res.replayed, &localLag)
+	var feed int64
+	res.err = rep.Pool.QueryRow(ctx, replicaCheckSQL).Scan(&res.standby, &res.replayed, &localLag, &feed)
 	res.answered = time.Now()
+	if res.err == nil {
+		rep.noteFeed(feed)
+	}
 	res.localLag = time.Duration(localLag * float64(time.Second))
 	return res
 }

@@ -32,6 +32,9 @@ const ReadTargetAttribute = "civicgate.db.read_target"
 
 // ReplicaOptions configures read routing. Zero fields take the defaults.
 type ReplicaOptions struct {
+	// LagOnly turns off the change-feed floor (docs/read-replicas.md "Consistency"): by default a read goes to a
+	// replica only if it has replayed the newest change event the primary had when the read started.
+	LagOnly bool
 	// MaxLag is the replay lag beyond which a replica is skipped (default 5 s).
 	MaxLag time.Duration
 	// CheckInterval is how often the background checker measures every replica (default 1 s).
@@ -61,6 +64,8 @@ type Replicas struct {
 
 	onPrimary        atomic.Uint64 // reads that found no usable replica
 	retriedOnPrimary atomic.Uint64 // replica reads that failed and were run again on the primary
+	behindFeed       atomic.Uint64 // reads sent to the primary: the replica had not replayed the newest change event
+	primaryUp        atomic.Bool   // the primary answered the last check round
 
 	checkMu sync.Mutex // one check round at a time; guards samples and the log state below
 	samples []lsnSample
@@ -71,6 +76,7 @@ type Replicas struct {
 type replica struct {
 	Replica
 	usable     atomic.Bool
+	feed       atomic.Int64 // the highest change event id it is known to have replayed (only grows)
 	reads      atomic.Uint64
 	readErrors atomic.Uint64
 
@@ -109,6 +115,7 @@ func NewReplicas(primary *pgxpool.Pool, reps []Replica, opts ReplicaOptions) *Re
 		opts.Logger = slog.Default()
 	}
 	r := &Replicas{primary: primary, opts: opts, log: opts.Logger}
+	r.primaryUp.Store(true)
 	r.all.logged, r.all.current = "replicas", "replicas"
 	for _, rep := range reps {
 		x := &replica{Replica: rep, state: StateUnchecked}
@@ -162,6 +169,16 @@ func (r *Replicas) read(ctx context.Context, fn func(db *pgxpool.Pool) error) er
 		}
 		return fn(r.primary)
 	}
+	if !r.opts.LagOnly && !r.replayedFeed(ctx, rep) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.behindFeed.Add(1)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String(ReadTargetAttribute, "primary (replica behind the change feed)"))
+		}
+		return fn(r.primary)
+	}
 	rep.reads.Add(1)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(ReadTargetAttribute, "replica "+rep.Name))
@@ -185,6 +202,43 @@ func (r *Replicas) read(ctx context.Context, fn func(db *pgxpool.Pool) error) er
 	return fn(r.primary)
 }
 
+// feedPositionSQL is the newest committed change event (0 for none): the primary key's index, one page read.
+const feedPositionSQL = `SELECT coalesce(max(id), 0) FROM change_events`
+
+// replayedFeed reports whether rep has replayed the newest change event the primary has now, so that a read on
+// rep reflects every sync committed before the read started (the response cache relies on it). The primary's
+// position is one index lookup per read; the replica's comes from the last check and, only when that is behind
+// (just after a sync), from one query on the replica. When the primary did not answer the last check round, or
+// does not answer now, the floor is skipped: reads keep going to replicas within the lag bound.
+func (r *Replicas) replayedFeed(ctx context.Context, rep *replica) bool {
+	if !r.primaryUp.Load() {
+		return true
+	}
+	var floor int64
+	if err := r.primary.QueryRow(ctx, feedPositionSQL).Scan(&floor); err != nil {
+		return ctx.Err() == nil
+	}
+	if rep.feed.Load() >= floor {
+		return true
+	}
+	var replayed int64
+	if err := rep.Pool.QueryRow(ctx, feedPositionSQL).Scan(&replayed); err != nil {
+		return false
+	}
+	rep.noteFeed(replayed)
+	return replayed >= floor
+}
+
+// noteFeed raises the replica's known change-feed position to id.
+func (rep *replica) noteFeed(id int64) {
+	for {
+		cur := rep.feed.Load()
+		if id <= cur || rep.feed.CompareAndSwap(cur, id) {
+			return
+		}
+	}
+}
+
 // connectionLost reports whether err means the server is unreachable or going away (rather than a query
 // refused by a live server, such as a recovery conflict).
 func connectionLost(err error) bool {
@@ -206,6 +260,9 @@ type ReadStats struct {
 	OnPrimary uint64
 	// RetriedOnPrimary counts reads that failed on a replica and were run again on the primary.
 	RetriedOnPrimary uint64
+	// BehindFeed counts reads sent to the primary because the replica chosen had not replayed the newest change
+	// event yet.
+	BehindFeed uint64
 }
 
 // ReplicaStats is one replica's routing state and counters.
@@ -221,7 +278,7 @@ type ReplicaStats struct {
 
 // Stats returns the current routing state and counters.
 func (r *Replicas) Stats() ReadStats {
-	st := ReadStats{OnPrimary: r.onPrimary.Load(), RetriedOnPrimary: r.retriedOnPrimary.Load()}
+	st := ReadStats{OnPrimary: r.onPrimary.Load(), RetriedOnPrimary: r.retriedOnPrimary.Load(), BehindFeed: r.behindFeed.Load()}
 	for _, rep := range r.reps {
 		rep.mu.Lock()
 		state, lag := rep.state, rep.lag

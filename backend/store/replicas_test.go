@@ -177,6 +177,44 @@ func TestReadsGoToTheReplicaUntilItLags(t *testing.T) {
 	}
 }
 
+// TestReadsFollowTheChangeFeed: a sync's change event committed on the primary sends reads to the primary until
+// the replica has replayed it, even within the lag bound (LagOnly reads the paused replica and misses the row);
+// once replayed, the replica serves again without waiting for a check.
+func TestReadsFollowTheChangeFeed(t *testing.T) {
+	t.Parallel()
+	e := newReplicaEnv(t, 1)
+	s, r := e.store(manual)
+	lagOnly := manual
+	lagOnly.LagOnly = true
+	sLag, rLag := e.store(lagOnly)
+	ctx := context.Background()
+	r.CheckNow(ctx)
+	rLag.CheckNow(ctx)
+	e.c.PauseReplay(e.c.Replicas[0])
+	if _, err := e.primary.Exec(ctx, `INSERT INTO bills (id, congress, type, number, official_title, committee_names)
+		VALUES ('hr77-118', 118, 'hr', 77, 'A synced bill', '');
+		INSERT INTO change_events (family, record_id, type, record) VALUES ('bills', 'hr77-118', 'created', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	if billExists(t, sLag, "hr77-118") || stateOf(rLag, 0).Reads != 1 {
+		t.Fatalf("LagOnly: the read must go to the paused replica: %+v", rLag.Stats())
+	}
+	if !billExists(t, s, "hr77-118") {
+		t.Fatal("a read after the change event missed its row")
+	}
+	if st := r.Stats(); st.BehindFeed != 1 || st.Replicas[0].Reads != 0 || !st.Replicas[0].Usable {
+		t.Fatalf("want the read on the primary for the feed, the replica still usable: %+v", st)
+	}
+	e.c.ResumeReplay(e.c.Replicas[0])
+	e.c.WaitCaughtUp(e.c.Replicas[0])
+	if !billExists(t, s, "hr77-118") {
+		t.Fatal("row missing after replay")
+	}
+	if st := r.Stats(); st.BehindFeed != 1 || st.Replicas[0].Reads != 1 {
+		t.Fatalf("want the replica, caught up, to serve without a new check: %+v", st)
+	}
+}
+
 // TestReadsSurviveAKilledReplica: a read sent to a replica that died is answered by the primary, the replica is
 // taken out at once, and the next check reports it down without any DSN in the log.
 func TestReadsSurviveAKilledReplica(t *testing.T) {

@@ -71,6 +71,14 @@ func openReplicas(ctx context.Context, primary *pgxpool.Pool, tracer pgx.QueryTr
 		}
 		maxLag = d
 	}
+	lagOnly := false
+	switch v := os.Getenv("DATABASE_READ_CONSISTENCY"); v {
+	case "", "feed":
+	case "lag":
+		lagOnly = true
+	default:
+		return nil, nil, errors.New("DATABASE_READ_CONSISTENCY must be feed (the default) or lag")
+	}
 	var reps []store.Replica
 	closeAll := func() {
 		for _, r := range reps {
@@ -96,8 +104,13 @@ func openReplicas(ctx context.Context, primary *pgxpool.Pool, tracer pgx.QueryTr
 		}
 		reps = append(reps, store.Replica{Name: name, Pool: pool})
 	}
-	slog.Info("read replicas configured", "replicas", len(reps), "max_lag", maxLag.String())
-	return store.NewReplicas(primary, reps, store.ReplicaOptions{MaxLag: maxLag, Logger: slog.Default()}), closeAll, nil
+	consistency := "feed"
+	if lagOnly {
+		consistency = "lag"
+	}
+	slog.Info("read replicas configured", "replicas", len(reps), "max_lag", maxLag.String(), "consistency", consistency)
+	opts := store.ReplicaOptions{MaxLag: maxLag, LagOnly: lagOnly, Logger: slog.Default()}
+	return store.NewReplicas(primary, reps, opts), closeAll, nil
 }
 
 func runMigrate(ctx context.Context, args []string) error {
