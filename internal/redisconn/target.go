@@ -97,6 +97,9 @@ type Tuning struct {
 	DialTimeout, ReadTimeout, WriteTimeout time.Duration
 	// MaxRetries: -1 for one try per command (a module with a breaker).
 	MaxRetries int
+	// DialerRetries is the dial attempts per new connection (go-redis: 5,
+	// 100 ms apart); 1 for a module whose calls have a short deadline.
+	DialerRetries int
 	// ContextTimeoutEnabled makes go-redis honour the context's deadline.
 	ContextTimeoutEnabled bool
 	// PoolSize is the connections per node.
@@ -124,6 +127,7 @@ func (t *Target) Open(tune Tuning) redis.UniversalClient {
 		set(&o.ReadTimeout, tune.ReadTimeout)
 		set(&o.WriteTimeout, tune.WriteTimeout)
 		seti(&o.MaxRetries, tune.MaxRetries)
+		seti(&o.DialerRetries, tune.DialerRetries)
 		seti(&o.PoolSize, tune.PoolSize)
 		o.ContextTimeoutEnabled = o.ContextTimeoutEnabled || tune.ContextTimeoutEnabled
 		return redis.NewClusterClient(&o)
@@ -133,6 +137,7 @@ func (t *Target) Open(tune Tuning) redis.UniversalClient {
 		set(&o.ReadTimeout, tune.ReadTimeout)
 		set(&o.WriteTimeout, tune.WriteTimeout)
 		seti(&o.MaxRetries, tune.MaxRetries)
+		seti(&o.DialerRetries, tune.DialerRetries)
 		seti(&o.PoolSize, tune.PoolSize)
 		o.ContextTimeoutEnabled = o.ContextTimeoutEnabled || tune.ContextTimeoutEnabled
 		return redis.NewFailoverClient(&o)
@@ -142,6 +147,7 @@ func (t *Target) Open(tune Tuning) redis.UniversalClient {
 		set(&o.ReadTimeout, tune.ReadTimeout)
 		set(&o.WriteTimeout, tune.WriteTimeout)
 		seti(&o.MaxRetries, tune.MaxRetries)
+		seti(&o.DialerRetries, tune.DialerRetries)
 		seti(&o.PoolSize, tune.PoolSize)
 		o.ContextTimeoutEnabled = o.ContextTimeoutEnabled || tune.ContextTimeoutEnabled
 		return redis.NewClient(&o)

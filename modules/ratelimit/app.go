@@ -140,7 +140,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			// one try per decision (the breaker handles outages), each step
 			// bounded by the timeout
 			client = target.Open(redisconn.Tuning{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
-				MaxRetries: -1, ContextTimeoutEnabled: true})
+				MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
 			// connected, topology loaded and the script cached before the
 			// first request; a failure is logged (warn, with its cause)
 			_ = reporter.Warm(ctx, client, target, windowScript)
