@@ -174,5 +174,10 @@ func TestTraceAcrossGatewayAndRecordsd(t *testing.T) {
 	if resolvers == 0 || queries == 0 {
 		t.Errorf("%d resolver and %d db.query spans in the trace", resolvers, queries)
 	}
+	// The shipped dashboard against this gateway's metrics, after a few more kinds of request.
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer cg_live_0000000000000000000000000000"}} {
+		tracedQuery(t, s, key, h)
+	}
+	t.Run("dashboard", func(t *testing.T) { checkDashboard(t, s) })
 	s.CheckLogs(t, key)
 }
