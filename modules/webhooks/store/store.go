@@ -9,6 +9,9 @@
 //	change_events(id bigint identity, event_id uuid, family text, record_id text,
 //	              type text, changed_fields text[], record jsonb, occurred_at timestamptz)
 //
+// and, if present, traceparent text (recordsd's migration 0104: the W3C traceparent of the span that wrote the
+// event, which a traced delivery links to; see ReadTraceparents),
+//
 // and every writer holds pg_advisory_xact_lock(FeedLockKey) from before it
 // draws ids until it commits, so ids become visible in id order. A writer
 // that also runs NOTIFY FeedChannel in that transaction has its events fanned
