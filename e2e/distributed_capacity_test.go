@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,9 +34,12 @@ import (
 //
 // Reported per run: gw-cpu-µs/req (user + system CPU of the gateway
 // processes from /proc, over all requests), recordsd-cpu-µs/req (same for
-// recordsd), redis-cmds/1000-admitted (INFO commandstats calls summed over
-// the masters, INFO itself left out; replicas' replayed writes are not
-// counted), rl-calls/1000-admitted (the gateways' own
+// recordsd), gw-idle-cpu-ms/s (a gateway's CPU per second with no request,
+// measured before), redis-cmds/1000-admitted (INFO commandstats calls
+// summed over the masters, INFO itself and replication left out; the
+// commands a Lua script runs count, replicas' replayed writes do not),
+// redis-scripts/1000-admitted (EVALSHA calls: the rate limiter's round
+// trips), rl-calls/1000-admitted (the gateways' own
 // civicgate_ratelimit_redis_calls_total), admitted-% and req/s. All
 // processes share this machine's cores with the load generator, PostgreSQL
 // and Redis: CPU per request is the model's input, req/s only this box's.
@@ -46,13 +50,22 @@ func BenchmarkThreeGatewaysCapacity(b *testing.B) {
 	three := startFleet(b, 3, cluster.URL(), "CIVICGATE_CACHE=off")
 	standalone := testenv.StartRedisServer(b)
 	one := startFleet(b, 1, standalone.URL(), "CIVICGATE_CACHE=off")
-	b.Run("cluster-3-gateways", func(b *testing.B) { measureCapacity(b, three, cluster.Addrs()) })
-	b.Run("standalone-1-gateway", func(b *testing.B) { measureCapacity(b, one, []string{standalone.Addr()}) })
+	idle3, idle1 := idleCPU(b, three), idleCPU(b, one)
+	b.Run("cluster-3-gateways", func(b *testing.B) { measureCapacity(b, three, cluster.Addrs(), idle3) })
+	b.Run("standalone-1-gateway", func(b *testing.B) { measureCapacity(b, one, []string{standalone.Addr()}, idle1) })
+}
+
+// idleCPU is the CPU a fleet's gateways use per second with no request (the
+// webhooks poll, usage flushes, the runtime), per gateway, measured over 3 s.
+func idleCPU(b *testing.B, f fleet) time.Duration {
+	before, start := cpuOf(b, f.procs...), time.Now()
+	time.Sleep(3 * time.Second) // a measurement interval, not a wait for a condition
+	return time.Duration(float64(cpuOf(b, f.procs...)-before) / time.Since(start).Seconds() / float64(len(f.procs)))
 }
 
 // measureCapacity sends b.N requests through f's gateways and reports the
 // metrics BenchmarkThreeGatewaysCapacity describes.
-func measureCapacity(b *testing.B, f fleet, redisAddrs []string) {
+func measureCapacity(b *testing.B, f fleet, redisAddrs []string, idle time.Duration) {
 	keys := newKeyPool(b, f.gateways[0])
 	clients := make([]*http.Client, len(f.gateways))
 	for i, s := range f.gateways {
@@ -101,7 +114,11 @@ func measureCapacity(b *testing.B, f fleet, redisAddrs []string) {
 	}
 	b.ReportMetric(float64((cpuOf(b, f.procs...)-gwBefore).Microseconds())/n, "gw-cpu-µs/req")
 	b.ReportMetric(float64((cpuOf(b, f.recordsd)-rdBefore).Microseconds())/adm, "recordsd-cpu-µs/req")
-	b.ReportMetric(float64(redisCommands(b, redisAddrs)-cmdsBefore)*1000/adm, "redis-cmds/1000-admitted")
+	cmds, scripts, byCommand := commandsSince(cmdsBefore, redisCommands(b, redisAddrs))
+	b.Logf("%d requests, %d admitted in %s; Redis commands: %s", int64(n), int64(adm), elapsed.Round(time.Millisecond), byCommand)
+	b.ReportMetric(float64(cmds)*1000/adm, "redis-cmds/1000-admitted")
+	b.ReportMetric(float64(scripts)*1000/adm, "redis-scripts/1000-admitted")
+	b.ReportMetric(float64(idle.Microseconds())/1000, "gw-idle-cpu-ms/s")
 	b.ReportMetric((metricSum(b, f.gateways, "civicgate_ratelimit_redis_calls_total")-callsBefore)*1000/adm, "rl-calls/1000-admitted")
 	b.ReportMetric(100*adm/n, "admitted-%")
 	b.ReportMetric(n/elapsed.Seconds(), "req/s")
@@ -186,13 +203,13 @@ func cpuOf(b testing.TB, procs ...*stack.Proc) time.Duration {
 	return total
 }
 
-// redisCommands sums the calls of every command but INFO in INFO
-// commandstats over the given nodes that are masters.
-func redisCommands(b testing.TB, addrs []string) int64 {
+// redisCommands counts the calls of every command but INFO in INFO
+// commandstats, summed over the given nodes that are masters, by command.
+func redisCommands(b testing.TB, addrs []string) map[string]int64 {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var total int64
+	total := map[string]int64{}
 	for _, addr := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		info, err := c.Info(ctx, "replication", "commandstats").Result()
@@ -208,14 +225,37 @@ func redisCommands(b testing.TB, addrs []string) int64 {
 			if !ok || strings.HasPrefix(rest, "info:") {
 				continue
 			}
-			_, stats, _ := strings.Cut(rest, ":")
+			cmd, stats, _ := strings.Cut(rest, ":")
 			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
 			n, err := strconv.ParseInt(calls, 10, 64)
 			if err != nil {
 				b.Fatalf("INFO commandstats line %q: %v", line, err)
 			}
-			total += n
+			total[cmd] += n
 		}
 	}
 	return total
+}
+
+// commandsSince is the calls in now minus those in before: in all (the
+// replicas' REPLCONF ACKs left out), the script calls (EVALSHA, EVAL: one
+// per rate-limit round trip; the commands a script runs count in all), and,
+// as text, by command (most first).
+func commandsSince(before, now map[string]int64) (all, scripts int64, text string) {
+	var by []string
+	for cmd, n := range now {
+		if d := n - before[cmd]; d > 0 && cmd != "replconf" {
+			all += d
+			if cmd == "evalsha" || cmd == "eval" {
+				scripts += d
+			}
+			by = append(by, fmt.Sprintf("%d %s", d, cmd))
+		}
+	}
+	slices.SortFunc(by, func(a, b string) int {
+		x, _ := strconv.Atoi(strings.Fields(a)[0])
+		y, _ := strconv.Atoi(strings.Fields(b)[0])
+		return y - x
+	})
+	return all, scripts, strings.Join(by, ", ")
 }
