@@ -85,9 +85,11 @@ func storeErrors(l *limiter) float64 {
 func TestSharedQuotaOnEngines(t *testing.T) {
 	cluster := testenv.StartRedisCluster(t, 3, 0)
 	sentinel := testenv.StartRedisSentinel(t)
-	for _, engine := range []struct{ name, url string }{{"cluster", cluster.URL()}, {"sentinel", sentinel.URL()}} {
+	setMinimalACL(t, cluster.Client(), "gateway", "acl-pw") // on every node: docs/redis.md's ACL suffices on a Cluster
+	for _, engine := range []struct{ name, url string }{{"cluster", aclURL(t, cluster.URL(), "gateway", "acl-pw")},
+		{"sentinel", sentinel.URL()}} {
 		t.Run(engine.name, func(t *testing.T) {
-			prefix := "rl" + testenv.RandomSuffix(6) + ":"
+			prefix := "civicgate:rl" + testenv.RandomSuffix(6) + ":"
 			a := engineLimiter(t, engine.url, prefix, 0.02, nil)
 			b := engineLimiter(t, engine.url, prefix, 0.02, nil)
 			rates := []contract.Rate{{Quota: 600, Window: time.Minute}, {Quota: 20000, Window: time.Hour}} // lease 12
