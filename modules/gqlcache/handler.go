@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -143,25 +144,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	m := h.inst.store.metrics.Load()
 	op := replString(repl, contract.GraphQLOperationType)
 	graphql := op != ""
-	switch {
-	case op == "subscription":
+	if op == "subscription" {
 		return next.ServeHTTP(w, r)
+	}
+	span := startCacheSpan(r.Context())
+	switch {
 	case graphql && op != "query":
-		return h.bypass(w, r, next, repl, m, op)
+		return h.bypass(w, r, next, repl, m, op, span)
 	case !graphql && r.Method != http.MethodGet && r.Method != http.MethodHead:
-		return h.bypass(w, r, next, repl, m, "method")
+		return h.bypass(w, r, next, repl, m, "method", span)
 	}
 	noCache := false
 	if cc := r.Header["Cache-Control"]; len(cc) > 0 {
 		rcc := parseCacheControl(cc)
 		if rcc.noStore {
-			return h.bypass(w, r, next, repl, m, "no-store")
+			return h.bypass(w, r, next, repl, m, "no-store", span)
 		}
 		noCache = rcc.noCache || rcc.maxAge == 0
 	}
 	if !h.inst.listening() {
 		m.staleRefused.Inc()
 		repl.Set(PlaceholderCache, "stale-refused")
+		endCacheSpan(span, "stale-refused", "")
 		w.Header()["Cache-Status"] = []string{"civicgate; fwd=miss; detail=invalidation-down"}
 		return next.ServeHTTP(w, r)
 	}
@@ -173,7 +177,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	defer putBuffer(buf)
 	key, startSeq, baseLen, ok := h.key(buf, r, repl, graphql, tags)
 	if !ok {
-		return h.bypass(w, r, next, repl, m, "variables")
+		return h.bypass(w, r, next, repl, m, "variables", span)
 	}
 	now := h.now()
 	if !noCache {
@@ -181,6 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			m.hits.Inc()
 			repl.Set(PlaceholderCache, "hit")
 			h.serveEntry(w, r, e, now, "")
+			endCacheSpan(span, "hit", "memory")
 			return nil
 		}
 	}
@@ -188,11 +193,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.inst.shared != nil {
 		var served bool
 		if sr, served = h.sharedLookup(w, r, repl, m, key, (*buf)[:baseLen], tags, startSeq, noCache); served {
+			endCacheSpan(span, "hit", "shared")
 			return nil
 		}
 	}
 	m.misses.Inc()
 	repl.Set(PlaceholderCache, "miss")
+	endCacheSpan(span, "miss", "")
 	c := &capture{w: w, h: h, prefix: "civicgate; fwd=miss", maxEntry: h.maxEntry, graphql: graphql}
 	if noCache {
 		c.prefix = "civicgate; fwd=request"
@@ -242,9 +249,11 @@ func (h *Handler) forwardEntry(c *capture, r *http.Request, next caddyhttp.Handl
 }
 
 // bypass forwards a request the cache does not handle.
-func (h *Handler) bypass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, m *metrics, detail string) error {
+func (h *Handler) bypass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, m *metrics, detail string,
+	span trace.Span) error {
 	m.bypasses.Inc()
 	repl.Set(PlaceholderCache, "bypass")
+	endCacheSpan(span, "bypass", "")
 	w.Header()["Cache-Status"] = []string{"civicgate; fwd=bypass; detail=" + detail}
 	return next.ServeHTTP(w, r)
 }
