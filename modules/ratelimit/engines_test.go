@@ -86,6 +86,7 @@ func TestSharedQuotaOnEngines(t *testing.T) {
 	cluster := testenv.StartRedisCluster(t, 3, 0)
 	sentinel := testenv.StartRedisSentinel(t)
 	setMinimalACL(t, cluster.Client(), "gateway", "acl-pw") // on every node: docs/redis.md's ACL suffices on a Cluster
+	t.Run("gateway_first_request", func(t *testing.T) { firstRequestOnCluster(t, aclURL(t, cluster.URL(), "gateway", "acl-pw")) })
 	for _, engine := range []struct{ name, url string }{{"cluster", aclURL(t, cluster.URL(), "gateway", "acl-pw")},
 		{"sentinel", sentinel.URL()}} {
 		t.Run(engine.name, func(t *testing.T) {
@@ -124,6 +125,23 @@ func TestSharedQuotaOnEngines(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// firstRequestOnCluster (issue 23): a gateway on the Cluster in
+// on_store_error closed answers its very first request from Redis — the
+// client was warmed at provision, within the 50 ms call deadline — and
+// counts no store error.
+func firstRequestOnCluster(t *testing.T, url string) {
+	prefix := "civicgate:rl" + testenv.RandomSuffix(6) + ":"
+	g := startGateway(t, redisGlobal(url, prefix, "on_store_error closed"), limitRoute("100/m"))
+	for i := range 3 {
+		if r := g.get(t, "/a", "first", "t"); r.status != 200 || r.limit != fmt.Sprintf(`"t";r=%d;t=60`, 99-i) {
+			t.Fatalf("request %d right after start: %+v", i+1, r)
+		}
+	}
+	if n := g.scrape(t, "civicgate_ratelimit_store_errors_total"); n != 0 {
+		t.Fatalf("%v store errors", n)
 	}
 }
 
