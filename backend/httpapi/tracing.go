@@ -186,5 +186,21 @@ func (e tracingExtension) InterceptRootField(ctx context.Context, next graphql.R
 	ctx, span := e.tracer.Start(ctx, SpanResolvePrefix+typeName+"."+rc.Field.Name,
 		trace.WithAttributes(AttrFieldName.String(rc.Field.Name)))
 	defer span.End()
-	return next(ctx)
+	m := next(ctx)
+	if n := fieldErrors(ctx, rc.Field.Alias); n > 0 {
+		span.SetAttributes(AttrErrorCount.Int(n))
+		span.SetStatus(codes.Error, "graphql errors")
+	}
+	return m
+}
+
+// fieldErrors counts the errors of the response so far under the root field answered as alias.
+func fieldErrors(ctx context.Context, alias string) int {
+	n := 0
+	for _, e := range graphql.GetErrors(ctx) {
+		if len(e.Path) > 0 && e.Path[0] == ast.PathName(alias) {
+			n++
+		}
+	}
+	return n
 }

@@ -157,3 +157,26 @@ func TestTracingHonoursUnsampledParent(t *testing.T) {
 		t.Fatalf("want exactly the sampled request's trace, got traces %v:\n%s", traces, testotlp.Describe(r.Spans()))
 	}
 }
+
+// TestTracingMarksFailedRootField: a root field answering an error (a cursor that is not one of ours) has an
+// error status on its graphql.resolve span and on the operation span, with no error text; the other root
+// field's span stays unset.
+func TestTracingMarksFailedRootField(t *testing.T) {
+	e, r, flush := tracedEnv(t, "parentbased_always_on", "")
+	res := e.gql(`{ bills(input: {cursor: "not-a-cursor"}) { items { id } } members(input: {limit: 1}) { items { member_id } } }`, nil)
+	if len(res.Errors) == 0 {
+		t.Fatal("a bad cursor answered no error")
+	}
+	flush()
+	status := map[string]testotlp.Span{}
+	for _, s := range r.Spans() {
+		status[s.Name] = s
+	}
+	bills, members, op := status["graphql.resolve Query.bills"], status["graphql.resolve Query.members"], status["graphql.operation"]
+	if bills.Status != "error" || bills.StatusMessage != "graphql errors" || bills.Attrs["graphql.errors.count"] != "1" {
+		t.Errorf("failed field span: %+v", bills)
+	}
+	if members.Status != "unset" || op.Status != "error" {
+		t.Errorf("members span %q, operation span %q: want unset and error\n%s", members.Status, op.Status, testotlp.Describe(r.Spans()))
+	}
+}
