@@ -158,7 +158,8 @@ func (r *Replicas) pick() *replica {
 	return nil
 }
 
-// read runs fn on a usable replica, or on the primary when there is none or fn failed on the replica.
+// read runs fn on a usable replica, or on the primary when there is none, when fn failed on the replica, or when
+// the replica's answer may predate a sync (replicafeed.go).
 func (r *Replicas) read(ctx context.Context, fn func(db *pgxpool.Pool) error) error {
 	rep := r.pick()
 	span := trace.SpanFromContext(ctx) // the resolver's span when traced: it names the server that answered
@@ -169,22 +170,25 @@ func (r *Replicas) read(ctx context.Context, fn func(db *pgxpool.Pool) error) er
 		}
 		return fn(r.primary)
 	}
-	if !r.opts.LagOnly && !r.replayedFeed(ctx, rep) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r.behindFeed.Add(1)
-		if span.IsRecording() {
-			span.SetAttributes(attribute.String(ReadTargetAttribute, "primary (replica behind the change feed)"))
-		}
-		return fn(r.primary)
+	// The change-feed floor is looked up on the primary while fn runs on the replica: known, read before fn
+	// starts, is a position the replica's snapshot is sure to include.
+	known := rep.feed.Load()
+	var floor <-chan int64
+	if !r.opts.LagOnly && r.primaryUp.Load() {
+		floor = r.lookupFloor(ctx)
 	}
 	rep.reads.Add(1)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(ReadTargetAttribute, "replica "+rep.Name))
 	}
 	err := fn(rep.Pool)
-	if err == nil || ctx.Err() != nil {
+	if err == nil {
+		if floor == nil {
+			return nil
+		}
+		return r.checkFloor(ctx, rep, known, <-floor, fn, span)
+	}
+	if ctx.Err() != nil {
 		return err // the request's own deadline or cancellation: no time left for a second try
 	}
 	if _, ok := IsInputError(err); ok {
@@ -200,43 +204,6 @@ func (r *Replicas) read(ctx context.Context, fn func(db *pgxpool.Pool) error) er
 		span.SetAttributes(attribute.String(ReadTargetAttribute, "primary"))
 	}
 	return fn(r.primary)
-}
-
-// feedPositionSQL is the newest committed change event (0 for none): the primary key's index, one page read.
-const feedPositionSQL = `SELECT coalesce(max(id), 0) FROM change_events`
-
-// replayedFeed reports whether rep has replayed the newest change event the primary has now, so that a read on
-// rep reflects every sync committed before the read started (the response cache relies on it). The primary's
-// position is one index lookup per read; the replica's comes from the last check and, only when that is behind
-// (just after a sync), from one query on the replica. When the primary did not answer the last check round, or
-// does not answer now, the floor is skipped: reads keep going to replicas within the lag bound.
-func (r *Replicas) replayedFeed(ctx context.Context, rep *replica) bool {
-	if !r.primaryUp.Load() {
-		return true
-	}
-	var floor int64
-	if err := r.primary.QueryRow(ctx, feedPositionSQL).Scan(&floor); err != nil {
-		return ctx.Err() == nil
-	}
-	if rep.feed.Load() >= floor {
-		return true
-	}
-	var replayed int64
-	if err := rep.Pool.QueryRow(ctx, feedPositionSQL).Scan(&replayed); err != nil {
-		return false
-	}
-	rep.noteFeed(replayed)
-	return replayed >= floor
-}
-
-// noteFeed raises the replica's known change-feed position to id.
-func (rep *replica) noteFeed(id int64) {
-	for {
-		cur := rep.feed.Load()
-		if id <= cur || rep.feed.CompareAndSwap(cur, id) {
-			return
-		}
-	}
 }
 
 // connectionLost reports whether err means the server is unreachable or going away (rather than a query
