@@ -225,7 +225,8 @@ func (l *load) end(t testing.TB) {
 // store errors did not.
 func awaitSharedCounting(t testing.TB, gateways []*stack.Stack, l *load) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	start := time.Now()
+	deadline := start.Add(90 * time.Second)
 	for {
 		calls, errs := metricSum(t, gateways, "civicgate_ratelimit_redis_calls_total"),
 			metricSum(t, gateways, "civicgate_ratelimit_store_errors_total")
@@ -233,7 +234,8 @@ func awaitSharedCounting(t testing.TB, gateways []*stack.Stack, l *load) {
 		dCalls := metricSum(t, gateways, "civicgate_ratelimit_redis_calls_total") - calls
 		dErrs := metricSum(t, gateways, "civicgate_ratelimit_store_errors_total") - errs
 		if dErrs == 0 && dCalls > 0 {
-			t.Logf("shared counting resumed: %v Redis calls, no store error over 60 answers", dCalls)
+			t.Logf("shared counting after %s: %v Redis calls, no store error over 60 answers",
+				time.Since(start).Round(time.Millisecond), dCalls)
 			return
 		}
 		if time.Now().After(deadline) {
