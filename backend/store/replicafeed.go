@@ -17,10 +17,13 @@ import (
 const feedPositionSQL = `SELECT coalesce(max(id), 0) FROM change_events`
 
 // lookupFloor starts the lookup of the primary's newest change event; the channel yields it, or -1 when the
-// primary did not answer (then the floor is skipped: the lag bound alone applies, as when the primary is down).
+// primary did not answer within CheckTimeout (then the floor is skipped: the lag bound alone applies, as when the
+// primary is down).
 func (r *Replicas) lookupFloor(ctx context.Context) <-chan int64 {
 	ch := make(chan int64, 1)
 	go func() {
+		ctx, cancel := context.WithTimeout(ctx, r.opts.CheckTimeout) // a hung primary does not hold reads
+		defer cancel()
 		var id int64
 		if err := r.primary.QueryRow(ctx, feedPositionSQL).Scan(&id); err != nil {
 			id = -1
