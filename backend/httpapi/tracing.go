@@ -48,7 +48,7 @@ func (s *Server) traced(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx := prop.Extract(r.Context(), headerCarrier(r.Header))
 		route := routeName(r.URL.Path)
 		ctx, span := tracer.Start(ctx, spanName(r.Method, route), trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
@@ -74,6 +74,32 @@ func (s *Server) traced(h http.Handler) http.Handler {
 		}
 	})
 }
+
+// headerCarrier is propagation.HeaderCarrier without canonicalizing the propagators' lower-case keys on
+// every request (an allocation each): the W3C and baggage headers are looked up by their canonical form.
+type headerCarrier http.Header
+
+func (c headerCarrier) Get(key string) string {
+	var canon string
+	switch key {
+	case "traceparent":
+		canon = "Traceparent"
+	case "tracestate":
+		canon = "Tracestate"
+	case "baggage":
+		canon = "Baggage"
+	default:
+		return http.Header(c).Get(key)
+	}
+	if v := c[canon]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (c headerCarrier) Set(key, value string) { http.Header(c).Set(key, value) }
+
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
 
 // statusWriter remembers the status a handler wrote (for the server span).
 type statusWriter struct {
