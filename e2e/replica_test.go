@@ -102,6 +102,23 @@ func TestReadsServedByTheReplica(t *testing.T) {
 	})
 	c.ResumeReplay(replica)
 	s.CheckLogs(t, key, c.Primary.DSN("civicgate"), replica.DSN("civicgate"))
+
+	// A bad replica setting stops recordsd at start, and an unparsable DSN is never echoed.
+	const secret = "pw-Zq8vX2kLr"
+	for env, want := range map[string]string{
+		"DATABASE_READ_URL=" + replica.DSN("civicgate") + ",postgres://u:" + secret + "@h:notaport/db": "DATABASE_READ_URL entry 2 of 2 is not a valid PostgreSQL DSN",
+		"DATABASE_READ_MAX_LAG=-1s":       "DATABASE_READ_MAX_LAG must be a positive duration",
+		"DATABASE_READ_CONSISTENCY=fresh": "DATABASE_READ_CONSISTENCY must be feed (the default) or lag",
+	} {
+		name, value, _ := strings.Cut(env, "=")
+		old := s.Getenv(name)
+		s.Setenv(name, value)
+		out, err := s.RunErr(bins.Recordsd, "serve")
+		s.Setenv(name, old)
+		if err == nil || !strings.Contains(out, want) || strings.Contains(out, secret) {
+			t.Errorf("%s: recordsd serve = %v, %q; want a failure saying %q without the DSN", name, err, out, want)
+		}
+	}
 }
 
 func logHas(path, text string) error {
