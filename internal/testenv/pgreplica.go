@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,7 +189,28 @@ func (s *PGServer) Start() {
 	}
 	s.c.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.DataDir, "-l", s.LogFile, "-o", "-p "+strconv.Itoa(s.Port))
 	s.running = true
+	s.watchdog()
 	s.waitReady()
+}
+
+// watchdog starts a detached shell that stops the server once this test process is gone, so a test binary killed
+// before its cleanups ran (a -timeout panic, SIGKILL) leaves no server behind. After a normal Stop its final
+// pg_ctl stop finds nothing to stop. It holds none of the test's output pipes, which go test would wait for.
+func (s *PGServer) watchdog() {
+	script := fmt.Sprintf("while [ -d /proc/%d ]; do sleep 1; done; exec %s stop -m immediate -D %s",
+		os.Getpid(), filepath.Join(s.c.bin, "pg_ctl"), s.DataDir)
+	var cmd *exec.Cmd
+	if s.c.asUser {
+		cmd = exec.Command("runuser", "-u", "postgres", "--", "sh", "-c", script)
+	} else {
+		cmd = exec.Command("sh", "-c", script)
+	}
+	cmd.Dir = s.c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not in the test's process group: a ^C reaches pg_ctl stop
+	if err := cmd.Start(); err != nil {
+		s.c.t.Fatalf("testenv: start the watchdog of %s: %v", s.Name, err)
+	}
+	go func() { _ = cmd.Wait() }() // reaped if it ends while the test runs
 }
 
 // Stop stops the server abruptly (pg_ctl stop -m immediate: no checkpoint, clients
