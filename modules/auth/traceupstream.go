@@ -7,8 +7,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -51,16 +49,7 @@ func (TraceUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(r.Header))
 	rec := &statusRecorder{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	err := next.ServeHTTP(rec, r.WithContext(ctx))
-	status := rec.status
-	if he, ok := err.(caddyhttp.HandlerError); ok && status == 0 {
-		status = he.StatusCode
-	}
-	if status != 0 {
-		span.SetAttributes(attribute.Int("http.response.status_code", status))
-	}
-	if err != nil || status >= 500 {
-		span.SetStatus(codes.Error, http.StatusText(max(status, http.StatusBadGateway)))
-	}
+	endWithStatus(span, rec.status, err)
 	return err
 }
 

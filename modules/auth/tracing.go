@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,8 +37,6 @@ type authSpan struct {
 // civic_auth are its siblings).
 func (h *Handler) serveTraced(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, server trace.Span) error {
 	ctx := r.Context()
-	linkClientTrace(ctx, server)
-	scrubServerSpan(server, r)
 	ctx, span := server.TracerProvider().Tracer(tracerName).Start(ctx, "civic_auth")
 	as := &authSpan{span: span}
 	as.span.SetAttributes(attribute.String(attrCache, h.cacheStatus(r)))
@@ -122,37 +119,4 @@ func startStoreLookup(ctx context.Context, store string) (context.Context, func(
 		}
 		span.End()
 	}
-}
-
-// maxClientText bounds each text of the client's on the server span.
-const maxClientText = 256
-
-// scrubServerSpan overwrites what Caddy's tracing handler (otelhttp) copied
-// from the request onto the server span where it could carry a key or run to
-// the header size limit: the path (a key in it redacted), the user agent, and
-// client.address, which otelhttp takes from any X-Forwarded-For and which is
-// replaced by Caddy's own client IP (trusted_proxies applied).
-func scrubServerSpan(server trace.Span, r *http.Request) {
-	if keyInURL(r.URL) == "path" || len(r.URL.Path) > maxClientText {
-		server.SetAttributes(attribute.String("url.path", clientText(redactedPath(r.URL))))
-	}
-	if ua := r.Header.Get("User-Agent"); len(ua) > maxClientText || keystore.ContainsKeyShape(ua) {
-		server.SetAttributes(attribute.String("user_agent.original", clientText(string(keystore.RedactKeys([]byte(ua))))))
-	}
-	if _, ok := r.Header["X-Forwarded-For"]; ok {
-		ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
-		server.SetAttributes(attribute.String("client.address", ip))
-	}
-}
-
-// clientText cuts s to maxClientText bytes, on a rune boundary.
-func clientText(s string) string {
-	if len(s) <= maxClientText {
-		return s
-	}
-	cut := maxClientText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }
