@@ -24,9 +24,10 @@ import (
 // changed family's entry unusable everywhere.
 //
 // The engines start in parallel subtests (each its own processes, database
-// and ports), beside TestSharedSentinelFailover's.
+// and ports), beside the failover tests' (shared_failover_test.go).
 func TestSharedOnEngines(t *testing.T) {
 	t.Run("sentinel failover", testSharedSentinelFailover)
+	t.Run("cluster failover", testSharedClusterFailover)
 	for _, e := range []struct {
 		name  string
 		start func(t *testing.T) (string, *testenv.RedisCluster)
@@ -107,95 +108,6 @@ func TestSharedOnEngines(t *testing.T) {
 		})
 	}
 }
-
-// testSharedSentinelFailover: two gateways serve without pause while the
-// Sentinel master is killed and its replica promoted. No request fails;
-// the tier serves shared hits again through the new master; and after a
-// change, no entry from before it is served by either gateway.
-func testSharedSentinelFailover(t *testing.T) {
-	t.Parallel()
-	s := testenv.StartRedisSentinel(t)
-	dsn, conn := changeFeed(t)
-	var data atomic.Int64
-	data.Store(1)
-	a := newNodeTimeout(t, "A", dsn, DefaultChannel, s.URL(), "cache:", &data, 250*time.Millisecond)
-	b := newNodeTimeout(t, "B", dsn, DefaultChannel, s.URL(), "cache:", &data, 250*time.Millisecond)
-	docs := []string{"doc0", "doc1", "doc2", "doc3"}
-	for _, doc := range docs {
-		wantStatus(t, "A's miss of "+doc, first(a.serve(t, doc, "bills")), storedStatus)
-	}
-
-	stop, done := make(chan struct{}), make(chan error)
-	var served atomic.Int64
-	go func() { // both gateways, every document, memory emptied now and then: Redis is asked all along
-		var err error
-		for i := 0; err == nil; i++ {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			n := []*node{a, b}[i%2]
-			if i%7 == 0 {
-				n.in.store.flush()
-			}
-			doc := fmt.Sprintf("doc%d", i%8)
-			w, _, serr := n.serveOnce(doc, "bills")
-			switch {
-			case serr != nil:
-				err = fmt.Errorf("%s, %s: handler error %w", n.name, doc, serr)
-			case w.Code != 200 || !strings.Contains(w.Body.String(), `"version":1`):
-				err = fmt.Errorf("%s, %s: %d %s", n.name, doc, w.Code, w.Body)
-			}
-			served.Add(1)
-		}
-		<-stop
-		done <- err
-	}()
-	old := s.MasterAddr(t)
-	if now := s.Failover(t); now == old {
-		t.Fatalf("the master is still %s", old)
-	}
-	// The tier works again: an entry A stores is a shared hit for B.
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; ; i++ {
-		doc := fmt.Sprintf("after%d", i)
-		a.serve(t, doc, "bills")
-		if w, _ := b.serve(t, doc, "bills"); w.Header().Get("Cache-Status") == sharedHitStatus {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no shared hit through the new master within 20s")
-		}
-	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatalf("while failing over: %v", err)
-	}
-	if served.Load() == 0 {
-		t.Fatal("nothing served during the failover")
-	}
-
-	data.Store(2)
-	change(t, conn, "bills")
-	awaitCursor(t, a, 1)
-	awaitCursor(t, b, 1)
-	for _, n := range []*node{a, b} {
-		for i := range 8 {
-			doc := fmt.Sprintf("doc%d", i)
-			if w, _ := n.serve(t, doc, "bills"); !strings.Contains(w.Body.String(), `"version":2`) {
-				t.Fatalf("%s after the change, %s: %q %s", n.name, doc, w.Header().Get("Cache-Status"), w.Body)
-			}
-		}
-	}
-	if a.sharedCount(t, sharedError)+b.sharedCount(t, sharedError) == 0 {
-		t.Fatal("no Redis error while the master was down: did the failover happen under load?")
-	}
-	t.Logf("%d requests served during the failover, %v shared errors (misses)", served.Load(), a.sharedCount(t, sharedError)+b.sharedCount(t, sharedError))
-}
-
-func first[T, U any](x T, _ U) T { return x }
 
 // mastersHolding counts the cluster's masters that hold keys matching pattern.
 func mastersHolding(t *testing.T, c *testenv.RedisCluster, pattern string) int {

@@ -67,13 +67,7 @@ func (n *node) serve(t *testing.T, doc, families string) (*httptest.ResponseReco
 
 // serveOnce is serve for any goroutine: the handler's error is returned.
 func (n *node) serveOnce(doc, families string) (*httptest.ResponseRecorder, string, error) {
-	repl := caddy.NewReplacer()
-	for k, v := range map[string]string{contract.GraphQLOperationType: "query", contract.GraphQLOperationName: "Bill",
-		contract.GraphQLDocumentHash: doc, contract.GraphQLFamilies: families, contract.CivicFamilies: "bills,members"} {
-		repl.Set(k, v)
-	}
-	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(q1))
-	req = req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl))
+	req, repl := request(doc, families)
 	w := httptest.NewRecorder()
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		n.calls.Add(1)
@@ -84,6 +78,31 @@ func (n *node) serveOnce(doc, families string) (*httptest.ResponseRecorder, stri
 	err := n.h.ServeHTTP(w, req, next)
 	outcome, _ := repl.GetString(PlaceholderCache)
 	return w, outcome, err
+}
+
+// request is the node tests' query for doc, touching families, with the
+// guard's placeholders set.
+func request(doc, families string) (*http.Request, *caddy.Replacer) {
+	repl := caddy.NewReplacer()
+	for k, v := range map[string]string{contract.GraphQLOperationType: "query", contract.GraphQLOperationName: "Bill",
+		contract.GraphQLDocumentHash: doc, contract.GraphQLFamilies: families, contract.CivicFamilies: "bills,members"} {
+		repl.Set(k, v)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(q1))
+	return req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl)), repl
+}
+
+// sharedKey is the Redis key of request(doc, families)'s entry on n.
+func (n *node) sharedKey(t *testing.T, doc, families string) string {
+	t.Helper()
+	req, repl := request(doc, families)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	_, _, baseLen, ok := n.h.key(buf, req, repl, true, tagList{csv: families})
+	if !ok {
+		t.Fatal("no key")
+	}
+	return n.in.shared.key((*buf)[:baseLen])
 }
 
 func (n *node) sharedCount(t *testing.T, result string) float64 {
