@@ -68,10 +68,12 @@ type TLS struct {
 	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
 }
 
-// IsZero reports whether no connection is configured (the module then
-// keeps its state in memory).
+// IsZero reports whether nothing of a connection is configured (the module
+// then keeps its state in memory). A password alone is not nothing: Resolve
+// refuses it ("no URL and no addrs") rather than silently using memory.
 func (c *Config) IsZero() bool {
-	return c.URL == "" && len(c.Addrs) == 0 && c.MasterName == "" && c.Mode == ""
+	return c.URL == "" && len(c.Addrs) == 0 && c.MasterName == "" && c.Mode == "" && c.Username == "" &&
+		c.Password == "" && c.SentinelUsername == "" && c.SentinelPassword == "" && c.DB == nil && c.TLS == nil
 }
 
 // Resolve replaces the placeholders of every value with repl (nil: a new
@@ -91,7 +93,7 @@ func (c *Config) Resolve(repl *caddy.Replacer) (*Target, error) {
 			return nil, fmt.Errorf("redis addrs: %q resolved to an empty address", c.Addrs[i])
 		}
 	}
-	if r.IsZero() {
+	if r.URL == "" && len(r.Addrs) == 0 {
 		return nil, errors.New("redis: no URL and no addrs")
 	}
 	return resolve(&r)

@@ -167,6 +167,9 @@ func TestConfigFields(t *testing.T) {
 		err.Error() != `redis "{env.TEST_REDIS_UNSET_X}" resolved to an empty URL` {
 		t.Errorf("empty URL: %v", err)
 	}
+	if _, err := (&Config{Password: "{env.TEST_REDIS_PASSWORD}"}).Resolve(nil); err == nil || err.Error() != "redis: no URL and no addrs" {
+		t.Errorf("a password alone: %v, want refused", err)
+	}
 	a, _ := (&Config{URL: "redis://u:a@h:1"}).Resolve(nil)
 	b, _ := (&Config{URL: "redis://u:b@h:1"}).Resolve(nil)
 	if a.Key() == b.Key() {
