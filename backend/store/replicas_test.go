@@ -82,7 +82,7 @@ func (e *replicaEnv) store(opts ReplicaOptions) (*Store, *Replicas) {
 }
 
 // manual is routing stepped by CheckNow only (the ticker never fires within a test), logging every change.
-var manual = ReplicaOptions{MaxLag: 2 * time.Second, CheckInterval: time.Hour, CheckTimeout: 10 * time.Second, LogEvery: time.Nanosecond}
+var manual = ReplicaOptions{MaxLag: 3 * time.Second, CheckInterval: time.Hour, CheckTimeout: 10 * time.Second, LogEvery: time.Nanosecond}
 
 func billExists(t *testing.T, s *Store, id string) bool {
 	t.Helper()
