@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // secret is the password in every URL of the tables: no error, String or
@@ -174,6 +176,37 @@ func TestConfigFields(t *testing.T) {
 	b, _ := (&Config{URL: "redis://u:b@h:1"}).Resolve(nil)
 	if a.Key() == b.Key() {
 		t.Error("two passwords give one pool key")
+	}
+	if a2, _ := (&Config{URL: "redis://u:a@h:1"}).Resolve(nil); a2.Key() != a.Key() {
+		t.Error("one configuration gives two pool keys: a reload would reconnect")
+	}
+}
+
+// TestTuning: a module's tuning overrides the URL's options and go-redis'
+// defaults; zero fields leave them.
+func TestTuning(t *testing.T) {
+	for _, u := range []string{"redis://h:1?dial_timeout=3s&pool_size=4", "redis://h:1?addr=h:2&dial_timeout=3s&pool_size=4",
+		"redis://s:1?master_name=m&dial_timeout=3s&pool_size=4"} {
+		tg, err := (&Config{URL: u}).Resolve(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tg.Open(Tuning{ReadTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+		var read, dial time.Duration
+		var pool, retries, dialerRetries int
+		var ctxTimeout bool
+		switch o := c.(type) {
+		case *redis.ClusterClient:
+			opt := o.Options()
+			read, dial, pool, retries, dialerRetries, ctxTimeout = opt.ReadTimeout, opt.DialTimeout, opt.PoolSize, opt.MaxRetries, opt.DialerRetries, opt.ContextTimeoutEnabled
+		case *redis.Client:
+			opt := o.Options()
+			read, dial, pool, retries, dialerRetries, ctxTimeout = opt.ReadTimeout, opt.DialTimeout, opt.PoolSize, opt.MaxRetries, opt.DialerRetries, opt.ContextTimeoutEnabled
+		}
+		_ = c.Close()
+		if read != 50*time.Millisecond || dial != 3*time.Second || pool != 4 || retries > 0 || dialerRetries != 1 || !ctxTimeout {
+			t.Errorf("%s: read %s dial %s pool %d retries %d dialer retries %d context timeout %v", tg.Mode(), read, dial, pool, retries, dialerRetries, ctxTimeout)
+		}
 	}
 }
 
