@@ -120,11 +120,21 @@ func TestHitAllocations(t *testing.T) {
 // the request is a local miss, a Redis MGET, the entry's decoding and check,
 // and its insertion in memory.
 func BenchmarkSharedHit(b *testing.B) {
-	f := newHitFixture(b)
 	_, prefix := testenv.Redis(b)
+	benchSharedHit(b, "redis://"+testenv.RedisAddr()+"/0", prefix)
+}
+
+// BenchmarkSharedHitCluster is BenchmarkSharedHit on a 3-master Redis
+// Cluster of its own: still one MGET, on the node of the entry's slot.
+func BenchmarkSharedHitCluster(b *testing.B) {
+	benchSharedHit(b, testenv.StartRedisCluster(b, 3, 0).URL(), "cache:")
+}
+
+func benchSharedHit(b *testing.B, redisURL, prefix string) {
+	f := newHitFixture(b)
 	in := newInstance(64<<20, 1<<20, &listenConfig{feed: "change_events"}) // not started: up by hand
 	in.up.Store(true)
-	in.shared, _ = openTestShared(b, "redis://"+testenv.RedisAddr()+"/0", prefix, time.Second)
+	in.shared, _ = openTestShared(b, redisURL, prefix, time.Second)
 	b.Cleanup(func() { _ = in.Destruct() })
 	f.h.inst = in
 	f.serve(b) // the miss that stores it
