@@ -183,16 +183,18 @@ const maxTraceparent = 256
 // clientLinkAttrs marks the link to the trace context a client sent.
 var clientLinkAttrs = []attribute.KeyValue{attribute.String("civicgate.link", "client_traceparent")}
 
+// serverSpan starts a server span; shared, read-only (no allocation per request).
+var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (h *TraceServer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	ctx := r.Context()
-	var opts []trace.SpanStartOption
+	opts := serverSpan
 	if h.trusted(r.RemoteAddr) {
 		ctx = h.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	} else if link, ok := stripTraceContext(r.Header); ok {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link, Attributes: clientLinkAttrs}))
+		opts = []trace.SpanStartOption{serverSpan[0], trace.WithLinks(trace.Link{SpanContext: link, Attributes: clientLinkAttrs})}
 	}
-	opts = append(opts, trace.WithSpanKind(trace.SpanKindServer))
 	ctx, span := h.tracer.Start(ctx, h.SpanName, opts...)
 	defer span.End()
 	h.prop.Inject(ctx, propagation.HeaderCarrier(r.Header))

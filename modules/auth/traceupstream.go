@@ -38,13 +38,16 @@ func (u *TraceUpstream) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Read(d, "civic_trace_upstream", caddyopt.Block{})
 }
 
+// clientSpan starts a client span; shared, read-only.
+var clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (TraceUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	parent := trace.SpanFromContext(r.Context())
 	if !parent.IsRecording() {
 		return next.ServeHTTP(w, r)
 	}
-	ctx, span := parent.TracerProvider().Tracer(tracerName).Start(r.Context(), "upstream", trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := parent.TracerProvider().Tracer(tracerName).Start(r.Context(), "upstream", clientSpan...)
 	defer span.End()
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(r.Header))
 	rec := &statusRecorder{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
