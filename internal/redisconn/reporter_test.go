@@ -22,7 +22,8 @@ import (
 func TestReporterRateLimits(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	reg := prometheus.NewRegistry()
-	r, err := NewReporter("test_burst", reg, zap.New(core))
+	component := "test_burst_" + testenv.RandomSuffix(6) // counters live as long as the process (-count=N)
+	r, err := NewReporter(component, reg, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestReporterRateLimits(t *testing.T) {
 	if got := logs.Len(); got != 1 {
 		t.Fatalf("%d log lines after a burst of %d, want 1", got, n)
 	}
-	if got := counter(t, reg, "test_burst", CauseRefused); got != n {
+	if got := counter(t, reg, component, CauseRefused); got != n {
 		t.Fatalf("counter %v, want %d", got, n)
 	}
 	now = now.Add(time.Second)
@@ -63,7 +64,7 @@ func TestReporterRateLimits(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want 3: %v", len(lines), lines)
 	}
-	if f := lines[1].ContextMap(); f["cause"] != CauseRefused || f["suppressed"] != int64(n-1) || f["component"] != "test_burst" {
+	if f := lines[1].ContextMap(); f["cause"] != CauseRefused || f["suppressed"] != int64(n-1) || f["component"] != component {
 		t.Errorf("second line %v: want cause refused, suppressed %d", f, n-1)
 	}
 	if f := lines[2].ContextMap(); f["cause"] != CauseTimeout || f["suppressed"] != int64(0) {

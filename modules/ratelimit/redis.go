@@ -59,7 +59,11 @@ for i = 1, k do
       redis.call('HDEL', key, field)
       local g, s, c = string.match(v, '^(%d+):(%d+):(%d+)$')
       g, s, c = tonumber(g), tonumber(s), tonumber(c) - tonumber(ARGV[8 + 3 * j])
-      if c > 0 then addbucket(key, math.min(s, g + tonumber(ARGV[9 + 3 * j])), c, gran[i]) end
+      -- restamped at the last spend: no later than the lease's end, nor than
+      -- now (spentAfter is measured from before the grant's round trip, so
+      -- grant + spentAfter can pass Redis' now by that round trip; a stamp in
+      -- the future showed a reset past the window, t=61 on a 60 s window)
+      if c > 0 then addbucket(key, math.min(s, g + tonumber(ARGV[9 + 3 * j]), now), c, gran[i]) end
     end
   end
   local all = redis.call('HGETALL', key)
