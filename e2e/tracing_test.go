@@ -67,11 +67,13 @@ func spanNamed(spans []testotlp.Span, trace, name, service string) *testotlp.Spa
 }
 
 // TestTraceAcrossGatewayAndRecordsd: one request, sent with a client's
-// traceparent, is one trace holding the gateway's spans (gateway → civic_auth,
+// traceparent (and then one without), is one trace holding the gateway's spans (gateway → civic_auth,
 // civic_rate_limit when present, graphql_guard, upstream) and recordsd's
 // (server span under upstream → graphql.operation → graphql.resolve →
 // db.query). The client is not a trusted peer: the trace is the gateway's
 // own, not sampled because the client asked, and links to the client's.
+// The same stack then serves the dashboard check (dashboard_test.go), to
+// spend one stack start on both.
 func TestTraceAcrossGatewayAndRecordsd(t *testing.T) {
 	t.Parallel()
 	s, r, key := tracedStack(t)
@@ -174,6 +176,25 @@ func TestTraceAcrossGatewayAndRecordsd(t *testing.T) {
 	if resolvers == 0 || queries == 0 {
 		t.Errorf("%d resolver and %d db.query spans in the trace", resolvers, queries)
 	}
+	// Without a traceparent: a trace of the gateway's own (no link) holding recordsd's server span under upstream.
+	if status, body := tracedQuery(t, s, key, nil); status != http.StatusOK {
+		t.Fatalf("no traceparent: status %d: %.300s", status, body)
+	}
+	r.WaitFor(t, 20*time.Second, func(spans []testotlp.Span) bool {
+		for _, g := range spans {
+			if g.Name != "gateway" || len(g.Links) != 0 || g.ParentSpanID != "" || g.Attrs["http.request.method"] != http.MethodPost {
+				continue
+			}
+			up := spanNamed(spans, g.TraceID, "upstream", g.Service)
+			for _, sp := range spans {
+				if up != nil && sp.TraceID == g.TraceID && sp.Service == "recordsd" && sp.Kind == "server" && sp.ParentSpanID == up.SpanID {
+					return true
+				}
+			}
+		}
+		return false
+	})
+
 	// The shipped dashboard against this gateway's metrics, after a few more kinds of request.
 	for _, h := range []map[string]string{nil, {"Authorization": "Bearer cg_live_0000000000000000000000000000"}} {
 		tracedQuery(t, s, key, h)
