@@ -130,6 +130,16 @@ func (t *Target) Open(tune Tuning) redis.UniversalClient {
 		seti(&o.DialerRetries, tune.DialerRetries)
 		seti(&o.PoolSize, tune.PoolSize)
 		o.ContextTimeoutEnabled = o.ContextTimeoutEnabled || tune.ContextTimeoutEnabled
+		// go-redis refreshes its slot map only every 60 s by default, and a
+		// refused connection to a killed master does not trigger a refresh
+		// within a decision's deadline: a gateway would decide alone for up
+		// to a minute after the cluster has failed over. Lazily, at most once
+		// a second while traffic flows (one CLUSTER SLOTS per second per
+		// gateway), it follows the failover within about a second
+		// (e2e TestNoServerErrorsThroughClusterMasterKill).
+		if o.ClusterStateReloadInterval == 0 {
+			o.ClusterStateReloadInterval = time.Second
+		}
 		return redis.NewClusterClient(&o)
 	case t.failover != nil:
 		o := *t.failover
