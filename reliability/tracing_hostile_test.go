@@ -124,14 +124,15 @@ func TestTracingHostile(t *testing.T) {
 
 	// Hostile headers from both kinds of peer; the trusted one's sent with a sampled parent (except when the
 	// traceparent is the hostile part) so that its spans are exported and checked below.
-	want := map[string]string{} // trace id → what the trusted request was
+	want := map[string]string{}  // trace id → what the trusted request was
+	proxied := map[string]bool{} // trace ids of the trusted requests that reached recordsd
 	for name, hs := range hostileTraceHeaders("00-" + randomHex(t, 16) + "-" + randomHex(t, 8) + "-01") {
 		if st := traceQuery(t, untrusted, s.HTTPSURL, "/v1/graphql", key, hs); st != http.StatusOK {
 			t.Errorf("untrusted, %s: status %d", name, st)
 		}
 		if !strings.HasPrefix(name, "traceparent") {
 			id := randomHex(t, 16)
-			want[id] = name
+			want[id], proxied[id] = name, true
 			hs = append(hs, [2]string{"traceparent", "00-" + id + "-" + randomHex(t, 8) + "-01"})
 		}
 		if st := traceQuery(t, trusted, s.HTTPSURL, "/v1/graphql", key, hs); st != http.StatusOK {
@@ -156,23 +157,27 @@ func TestTracingHostile(t *testing.T) {
 	}
 	for _, c := range secrets {
 		id := randomHex(t, 16)
-		want[id] = c.name
+		want[id], proxied[id] = c.name, c.status == http.StatusOK
 		hs := append(c.headers, [2]string{"traceparent", "00-" + id + "-" + randomHex(t, 8) + "-01"})
 		if st := traceQuery(t, trusted, s.HTTPSURL, c.path, c.auth, hs); st != c.status {
 			t.Errorf("key in %s: status %d, want %d", c.name, st, c.status)
 		}
 	}
 
-	// Every trusted, sampled request is exported (the barrier: the untrusted ones ended before them).
+	// Every trusted, sampled request is exported, recordsd's server span (which ends last) included for those
+	// that reached it (the barrier: the untrusted requests ended before them).
 	spans := r.WaitFor(t, 20*time.Second, func(spans []testotlp.Span) bool {
-		seen := map[string]bool{}
+		seen, backend := map[string]bool{}, map[string]bool{}
 		for _, sp := range spans {
-			if sp.Name == "gateway" {
+			switch {
+			case sp.Name == "gateway":
 				seen[sp.TraceID] = true
+			case sp.Service == "recordsd" && sp.Kind == "server":
+				backend[sp.TraceID] = true
 			}
 		}
 		for id := range want {
-			if !seen[id] {
+			if !seen[id] || proxied[id] && !backend[id] {
 				return false
 			}
 		}
