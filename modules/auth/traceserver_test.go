@@ -1,11 +1,21 @@
 package auth
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testotlp"
 )
 
 // TestStripTraceContext: an untrusted client's trace-context headers are all
@@ -88,4 +98,50 @@ func TestServerAttrsHoldNoKeyAndStayShort(t *testing.T) {
 			t.Errorf("%s: %d bytes, valid UTF-8 %v", a.Key, len(v), utf8.ValidString(v))
 		}
 	}
+}
+
+// TestTracingProviderAcrossReloads: civic_tracing's tracer provider outlives
+// a config reload (the usage pool) and is flushed when Caddy stops: both
+// requests' server spans reach the OTLP receiver.
+func TestTracingProviderAcrossReloads(t *testing.T) {
+	r := testotlp.Start(t)
+	t.Setenv("CIVICGATE_TRACING", "on")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000") // only Stop's flush exports
+	port := testenv.FreePort(t)
+	load := func(body string) *caddyhttp.Server {
+		cfg := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n\tpersist_config off\n}\nhttp://:%d {\n\tcivic_tracing {\n\t\tspan reload\n\t}\n\trespond %q\n}\n", port, body)
+		js, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := caddy.Load(js, true); err != nil {
+			t.Fatal(err)
+		}
+		app, err := caddy.ActiveContext().App("http")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return app.(*caddyhttp.App).Servers["srv0"]
+	}
+	for _, body := range []string{"first", "second"} {
+		srv := load(body)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Body.String() != body {
+			t.Fatalf("answer %q, want %q", w.Body.String(), body)
+		}
+	}
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r.WaitFor(t, 10*time.Second, func(spans []testotlp.Span) bool {
+		n := 0
+		for _, s := range spans {
+			if s.Name == "reload" && s.Service == "civicgate" && s.Attrs["http.response.status_code"] == "200" {
+				n++
+			}
+		}
+		return n == 2
+	})
 }
