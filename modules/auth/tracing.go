@@ -36,10 +36,11 @@ type authSpan struct {
 // and next sees the server span as its parent, so the handlers after
 // civic_auth are its siblings).
 func (h *Handler) serveTraced(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, server trace.Span) error {
-	ctx := r.Context()
-	ctx, span := server.TracerProvider().Tracer(tracerName).Start(ctx, "civic_auth")
+	ctx, span := server.TracerProvider().Tracer(tracerName).Start(r.Context(), "civic_auth")
 	as := &authSpan{span: span}
-	as.span.SetAttributes(attribute.String(attrCache, h.cacheStatus(r)))
+	if status := h.cacheStatus(r); status != "" {
+		as.span.SetAttributes(attribute.String(attrCache, status))
+	}
 	resume := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		as.end(outcomeOK)
 		return next.ServeHTTP(w, r.WithContext(trace.ContextWithSpan(r.Context(), server)))
@@ -51,16 +52,17 @@ func (h *Handler) serveTraced(w http.ResponseWriter, r *http.Request, next caddy
 
 // cacheStatus says how the key of r's Authorization header stands in the
 // cache before civic_auth resolves it: hit (a fresh known key), negative (a
-// fresh unknown one) or miss (the store will be asked). Only for recorded
-// requests: it hashes the key a second time.
+// fresh unknown one) or miss (the store will be asked); "" without a
+// well-formed header (no lookup). Only for recorded requests: it hashes the
+// key a second time.
 func (h *Handler) cacheStatus(r *http.Request) string {
 	vals := r.Header["Authorization"]
 	if len(vals) != 1 {
-		return "miss"
+		return ""
 	}
 	token, problem := ParseAuthorization(vals[0], true)
 	if problem != headerOK {
-		return "miss"
+		return ""
 	}
 	e := h.app.cache.get(keystore.HashKey(token))
 	switch {
