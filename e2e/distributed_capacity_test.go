@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -53,6 +54,11 @@ func BenchmarkThreeGatewaysCapacity(b *testing.B) {
 	idle3, idle1 := idleCPU(b, three), idleCPU(b, one)
 	b.Run("cluster-3-gateways", func(b *testing.B) { measureCapacity(b, three, cluster.Addrs(), idle3) })
 	b.Run("standalone-1-gateway", func(b *testing.B) { measureCapacity(b, one, []string{standalone.Addr()}, idle1) })
+	// The same three-gateway run with the response cache on (shipped): one
+	// document, so nearly every admitted request is a hit (cache-hit-%).
+	cached := startFleet(b, 3, cluster.URL(), "CIVICGATE_CACHE=on")
+	idleCached := idleCPU(b, cached)
+	b.Run("cluster-3-gateways-cached", func(b *testing.B) { measureCapacity(b, cached, cluster.Addrs(), idleCached) })
 }
 
 // idleCPU is the CPU a fleet's gateways use per second with no request (the
@@ -74,9 +80,10 @@ func measureCapacity(b *testing.B, f fleet, redisAddrs []string, idle time.Durat
 		tr.TLSClientConfig = &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, MinVersion: tls.VersionTLS12}
 		clients[i] = &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	}
-	var admitted, refused, next atomic.Int64
+	var admitted, refused, next, hits atomic.Int64
 	var failed atomic.Value
 	gwBefore, rdBefore := cpuOf(b, f.procs...), cpuOf(b, f.recordsd)
+	pgBefore, redisBefore, selfBefore := postgresCPU(b), redisCPU(b, redisAddrs), selfCPU(b)
 	cmdsBefore, callsBefore := redisCommands(b, redisAddrs), metricSum(b, f.gateways, "civicgate_ratelimit_redis_calls_total")
 	b.SetParallelism(4)
 	b.ResetTimer()
@@ -91,10 +98,17 @@ func measureCapacity(b *testing.B, f fleet, redisAddrs []string, idle time.Durat
 				failed.Store(err.Error())
 				return
 			}
+			// Read to the end so the keep-alive connection is reused: an
+			// unread body closes it, and every request would pay a TLS
+			// handshake on both sides.
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			switch resp.StatusCode {
 			case http.StatusOK:
 				admitted.Add(1)
+				if strings.Contains(resp.Header.Get("Cache-Status"), "; hit") {
+					hits.Add(1)
+				}
 			case http.StatusTooManyRequests:
 				refused.Add(1)
 			default:
@@ -114,6 +128,13 @@ func measureCapacity(b *testing.B, f fleet, redisAddrs []string, idle time.Durat
 	}
 	b.ReportMetric(float64((cpuOf(b, f.procs...)-gwBefore).Microseconds())/n, "gw-cpu-µs/req")
 	b.ReportMetric(float64((cpuOf(b, f.recordsd)-rdBefore).Microseconds())/adm, "recordsd-cpu-µs/req")
+	// What the rest of the machine spent per request: PostgreSQL (every
+	// postgres process: the run is alone on the server), Redis (every node,
+	// replicas included) and this process (the load generator).
+	b.ReportMetric(float64((postgresCPU(b)-pgBefore).Microseconds())/n, "pg-cpu-µs/req")
+	b.ReportMetric(float64((redisCPU(b, redisAddrs)-redisBefore).Microseconds())/n, "redis-cpu-µs/req")
+	b.ReportMetric(float64((selfCPU(b)-selfBefore).Microseconds())/n, "client-cpu-µs/req")
+	b.ReportMetric(100*float64(hits.Load())/adm, "cache-hit-%")
 	cmds, scripts, byCommand := commandsSince(cmdsBefore, redisCommands(b, redisAddrs))
 	b.Logf("%d requests, %d admitted in %s; Redis commands: %s", int64(n), int64(adm), elapsed.Round(time.Millisecond), byCommand)
 	b.ReportMetric(float64(cmds)*1000/adm, "redis-cmds/1000-admitted")
