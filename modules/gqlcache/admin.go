@@ -66,7 +66,7 @@ func servePurge(w http.ResponseWriter, r *http.Request) error {
 			if err := in.shared.purge(); err != nil {
 				in.store.metrics.Load().shared(sharedError)
 				in.shared.reportError("purge", err)
-				sharedErr = errors.New("purged in memory, but the shared Redis purge epoch could not be bumped: " + err.Error())
+				sharedErr = errors.New("purged in memory, but the shared Redis purge may be incomplete (send it again): " + err.Error())
 			}
 		}
 		return true

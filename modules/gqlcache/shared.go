@@ -23,8 +23,12 @@ const (
 	DefaultSharedPrefix  = "civicgate:cache:"
 	defaultSharedTimeout = 50 * time.Millisecond
 	envelopeVersion      = 1
-	// minPurgeTimeout bounds a purge (4096 INCRs in one pipeline) at least.
-	minPurgeTimeout = 2 * time.Second
+	// purgeTimeout bounds a purge (4096 INCRs in one pipeline, and behind
+	// Sentinel the replica's acknowledgement).
+	purgeTimeout = 5 * time.Second
+	// purgeReplicaWait is how long a purge behind Sentinel waits for a
+	// replica to acknowledge it.
+	purgeReplicaWait = time.Second
 )
 
 // shared is the optional second tier: entries kept in Redis under a key
@@ -37,6 +41,7 @@ type shared struct {
 	prefix   string
 	timeout  time.Duration
 	reporter atomic.Pointer[redisconn.Reporter] // the current configuration's (counts and logs errors)
+	target   *redisconn.Target                  // what purge connects to (nil: client, in tests)
 
 	mu         sync.RWMutex
 	cursor     int64            // the highest feed id the listener processed
@@ -129,6 +134,10 @@ func (s *shared) epochKeys() []string {
 var (
 	errUndecodable = errors.New("undecodable shared entry")
 	errBadEpoch    = errors.New("undecodable shared purge epoch")
+	// errPurgeNotReplicated is a purge written to the Sentinel master that
+	// no replica acknowledged within purgeReplicaWait.
+	errPurgeNotReplicated = errors.New("the purge epochs were bumped on the master, but no replica acknowledged them " +
+		"within 1s: a failover now could undo the purge")
 )
 
 // lookup reads the entry under key and its group's purge epoch in one
@@ -168,18 +177,45 @@ func (s *shared) put(key string, se *sharedEntry, ttl time.Duration) error {
 }
 
 // purge bumps every group's purge epoch: every entry stored before is
-// ignored. One pipeline (go-redis splits it by node on a cluster); a
-// failure leaves some groups bumped and is reported for the purge to be
-// retried.
+// ignored. It runs on a client of its own (one connection per node, bounds
+// of purgeTimeout: a 4096-command pipeline's replies are read under one
+// read deadline, too short at the lookups' timeout) — a purge is rare, and
+// a fresh client also has a fresh cluster slot map. One pipeline (go-redis
+// splits it by node on a cluster); a failure leaves some groups bumped and
+// is reported for the purge to be retried. Behind Sentinel a WAIT follows
+// on the same connection: a purge no replica acknowledged could be undone
+// by a failover, and is reported as such.
 func (s *shared) purge() error {
-	ctx, cancel := context.WithTimeout(context.Background(), max(s.timeout, minPurgeTimeout))
+	client := s.client
+	if s.target != nil {
+		client = s.target.Open(redisconn.Tuning{DialTimeout: purgeTimeout, ReadTimeout: purgeTimeout,
+			WriteTimeout: purgeTimeout, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 1})
+		defer client.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), purgeTimeout)
 	defer cancel()
-	pipe := s.client.Pipeline()
+	pipe := client.Pipeline()
 	for _, k := range s.epochKeys() {
 		pipe.Incr(ctx, k)
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if s.target == nil || s.target.Mode() != redisconn.ModeSentinel {
+		return nil
+	}
+	c, ok := client.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	acks, err := c.Wait(ctx, 1, purgeReplicaWait).Result()
+	if err != nil {
+		return err
+	}
+	if acks < 1 {
+		return errPurgeNotReplicated
+	}
+	return nil
 }
 
 // reportError counts and logs a Redis failure through the reporter

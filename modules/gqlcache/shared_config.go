@@ -66,6 +66,7 @@ func openShared(sc *sharedConfig, rep *redisconn.Reporter) *shared {
 	client := sc.open()
 	_ = rep.Warm(context.Background(), client, sc.target)
 	s := newShared(client, sc.prefix, sc.timeout)
+	s.target = sc.target
 	s.reporter.Store(rep)
 	return s
 }

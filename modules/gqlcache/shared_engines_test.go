@@ -30,19 +30,23 @@ func TestSharedOnEngines(t *testing.T) {
 	t.Run("cluster failover", testSharedClusterFailover)
 	for _, e := range []struct {
 		name  string
-		start func(t *testing.T) (string, *testenv.RedisCluster)
+		start func(t *testing.T) engine
 	}{
-		{"standalone", func(t *testing.T) (string, *testenv.RedisCluster) { return testenv.StartRedisServer(t).URL(), nil }},
-		{"cluster", func(t *testing.T) (string, *testenv.RedisCluster) {
+		{"standalone", func(t *testing.T) engine { return engine{url: testenv.StartRedisServer(t).URL()} }},
+		{"cluster", func(t *testing.T) engine {
 			c := testenv.StartRedisCluster(t, 3, 0)
-			return c.URL(), c
+			return engine{url: c.URL(), cluster: c}
 		}},
-		{"sentinel", func(t *testing.T) (string, *testenv.RedisCluster) { return testenv.StartRedisSentinel(t).URL(), nil }},
-		{"tls+acl", func(t *testing.T) (string, *testenv.RedisCluster) { return testenv.StartRedisTLS(t).URL(), nil }},
+		{"sentinel", func(t *testing.T) engine {
+			s := testenv.StartRedisSentinel(t)
+			return engine{url: s.URL(), sentinel: s}
+		}},
+		{"tls+acl", func(t *testing.T) engine { return engine{url: testenv.StartRedisTLS(t).URL()} }},
 	} {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
-			redisURL, cluster := e.start(t)
+			eng := e.start(t)
+			redisURL, cluster := eng.url, eng.cluster
 			dsn, conn := changeFeed(t)
 			var data atomic.Int64
 			data.Store(1)
@@ -78,6 +82,9 @@ func TestSharedOnEngines(t *testing.T) {
 			if err := a.in.shared.purge(); err != nil {
 				t.Fatal(err)
 			}
+			if eng.sentinel != nil { // the purge returned once a replica had it (WAIT)
+				replicaHasPurge(t, eng.sentinel, a.in.shared.epochKeys())
+			}
 			b.in.store.flush()
 			for _, doc := range docs[:4] {
 				w, _ := b.serve(t, doc, "bills")
@@ -107,6 +114,36 @@ func TestSharedOnEngines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// engine is a Redis started for a test: its URL, and the cluster or
+// Sentinel deployment behind it.
+type engine struct {
+	url      string
+	cluster  *testenv.RedisCluster
+	sentinel *testenv.RedisSentinel
+}
+
+// replicaHasPurge checks that the Sentinel replica (not the master) holds
+// every purge epoch at 1.
+func replicaHasPurge(t *testing.T, s *testenv.RedisSentinel, keys []string) {
+	t.Helper()
+	master := s.MasterAddr(t)
+	for _, addr := range s.DataAddrs() {
+		if addr == master {
+			continue
+		}
+		replica := redis.NewClient(&redis.Options{Addr: addr})
+		defer replica.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		vals, err := replica.MGet(ctx, keys[0], keys[len(keys)/2], keys[len(keys)-1]).Result()
+		if err != nil || fmt.Sprint(vals) != "[1 1 1]" {
+			t.Fatalf("the replica's purge epochs right after the purge: %v, %v", vals, err)
+		}
+		return
+	}
+	t.Fatal("no replica")
 }
 
 // mastersHolding counts the cluster's masters that hold keys matching pattern.
