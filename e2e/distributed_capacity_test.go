@@ -139,6 +139,11 @@ func measureCapacity(b *testing.B, f fleet, redisAddrs []string, idle time.Durat
 	b.Logf("%d requests, %d admitted in %s; Redis commands: %s", int64(n), int64(adm), elapsed.Round(time.Millisecond), byCommand)
 	b.ReportMetric(float64(cmds)*1000/adm, "redis-cmds/1000-admitted")
 	b.ReportMetric(float64(scripts)*1000/adm, "redis-scripts/1000-admitted")
+	if scripts > 0 {
+		after := redisCommands(b, redisAddrs)
+		usec := after["evalsha#usec"] - cmdsBefore["evalsha#usec"]
+		b.ReportMetric(float64(usec)/float64(scripts), "redis-µs/script")
+	}
 	b.ReportMetric(float64(idle.Microseconds())/1000, "gw-idle-cpu-ms/s")
 	b.ReportMetric((metricSum(b, f.gateways, "civicgate_ratelimit_redis_calls_total")-callsBefore)*1000/adm, "rl-calls/1000-admitted")
 	b.ReportMetric(100*adm/n, "admitted-%")
@@ -247,12 +252,17 @@ func redisCommands(b testing.TB, addrs []string) map[string]int64 {
 				continue
 			}
 			cmd, stats, _ := strings.Cut(rest, ":")
-			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+			calls, rest, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
 			n, err := strconv.ParseInt(calls, 10, 64)
 			if err != nil {
 				b.Fatalf("INFO commandstats line %q: %v", line, err)
 			}
 			total[cmd] += n
+			// usec=: the time Redis spent executing the command, in all.
+			usec, _, _ := strings.Cut(strings.TrimPrefix(rest, "usec="), ",")
+			if u, err := strconv.ParseInt(usec, 10, 64); err == nil {
+				total[cmd+"#usec"] += u
+			}
 		}
 	}
 	return total
@@ -265,7 +275,7 @@ func redisCommands(b testing.TB, addrs []string) map[string]int64 {
 func commandsSince(before, now map[string]int64) (all, scripts int64, text string) {
 	var by []string
 	for cmd, n := range now {
-		if d := n - before[cmd]; d > 0 && cmd != "replconf" {
+		if d := n - before[cmd]; d > 0 && cmd != "replconf" && !strings.Contains(cmd, "#") {
 			all += d
 			if cmd == "evalsha" || cmd == "eval" {
 				scripts += d
