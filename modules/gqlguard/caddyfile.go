@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
+	"github.com/civicgate/civicgate/internal/redisconn"
 )
 
 func init() {
@@ -40,7 +41,7 @@ func init() {
 //	        init_timeout       <duration>  # default 10s
 //	    }
 //	    persisted_queries {            # Apollo APQ
-//	        redis       <url>          # {env.X}; default: memory only
+//	        redis [<url>] [{ … }]      # {env.X}; a redis block (docs/redis.md); default: memory only
 //	        key_prefix  <prefix>
 //	        ttl         <duration>     # default 24h
 //	        max_entries <n>            # default 10000
@@ -123,7 +124,7 @@ func (g *Guard) subscriptionsBlock() caddyopt.Option {
 func (g *Guard) persistedQueriesBlock() caddyopt.Option {
 	c := new(PersistedQueriesConfig)
 	return caddyopt.Sub(caddyopt.Block{
-		"redis":       caddyopt.String(&c.Redis),
+		"redis":       redisconn.Option(&c.Config),
 		"key_prefix":  caddyopt.String(&c.KeyPrefix),
 		"ttl":         caddyopt.DurationIn(&c.TTL, time.Second, 365*24*time.Hour),
 		"max_entries": caddyopt.Positive(&c.MaxEntries),

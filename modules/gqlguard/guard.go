@@ -16,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 )
@@ -131,9 +132,11 @@ type SubscriptionsConfig struct {
 
 // PersistedQueriesConfig configures Automatic Persisted Queries.
 type PersistedQueriesConfig struct {
-	// Redis is a redis:// or rediss:// URL; documents are then shared by
-	// every gateway instance. Empty: memory only.
-	Redis string `json:"redis,omitempty"`
+	// The Redis connection ("redis": a URL, usually {env.REDIS_URL}; addrs,
+	// mode, master_name, username, password, tls … beside it; standalone,
+	// Sentinel or Cluster, docs/redis.md): documents are then shared by
+	// every gateway instance. None: memory only.
+	redisconn.Config
 	// KeyPrefix prefixes the Redis keys (default "civicgate:").
 	KeyPrefix string `json:"key_prefix,omitempty"`
 	// TTL is how long a registered document lives in Redis (default 24h).
@@ -175,7 +178,7 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 		g.allowedOps = opBit(ast.Query) | opBit(ast.Mutation) | opBit(ast.Subscription)
 	}
 	g.provisionMethods()
-	if err := g.provisionPersisted(); err != nil {
+	if err := g.provisionPersisted(ctx); err != nil {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
 	g.slots = newKeySlots(g.maxPerKey())

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 )
 
@@ -41,7 +43,7 @@ var (
 )
 
 // provisionPersisted opens the APQ store and loads the trusted documents.
-func (g *Guard) provisionPersisted() error {
+func (g *Guard) provisionPersisted(ctx caddy.Context) error {
 	if path := g.TrustedDocuments; path != "" {
 		m, err := persisted.LoadManifest(caddy.NewReplacer().ReplaceKnown(path, ""))
 		if err != nil {
@@ -56,12 +58,17 @@ func (g *Guard) provisionPersisted() error {
 		return nil
 	}
 	front := persisted.NewMemory(intOrDefault(c.MaxEntries, defaultAPQEntries), int64OrDefault(c.MaxBytes, defaultAPQBytes))
-	if c.Redis == "" {
+	if c.Config.IsZero() {
 		g.apq = front
 		return nil
 	}
-	url := caddy.NewReplacer().ReplaceKnown(c.Redis, "")
-	client, release, err := persisted.RedisClient(url)
+	// every failed Redis call is counted by cause and logged, rate-limited,
+	// by the client (persisted.WithReporter): not logged again here
+	rep, err := redisconn.NewReporter(persisted.ReporterComponent, ctx.GetMetricsRegistry(), g.logger)
+	if err != nil {
+		return fmt.Errorf("persisted_queries: metrics: %w", err)
+	}
+	client, release, err := persisted.RedisClientFor(c.Config, persisted.WithReporter(rep))
 	if err != nil {
 		return fmt.Errorf("persisted_queries: %w", err)
 	}
@@ -156,11 +163,14 @@ func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *located
 		writeJSON(w, http.StatusOK, bodyPersistedNotSupported)
 		return outcomePersistedMissing
 	}
+	// A store error is a miss: the client sends the text again on
+	// PersistedQueryNotFound, so an outage costs a round trip, not the
+	// request. A failed Redis call is counted and logged (rate-limited) by
+	// the client's Reporter; a stored text that does not hash to its key is
+	// not a Redis failure: logged here.
 	text, ok, err := g.apq.Get(cl.ctx, h)
-	if err != nil {
-		// The client sends the text again on PersistedQueryNotFound: a store
-		// outage costs a round trip, not the request.
-		g.logger.Warn("persisted query store lookup failed", zap.Error(err))
+	if errors.Is(err, persisted.ErrCorruptEntry) {
+		g.logger.Warn("persisted query store holds a document that does not hash to its key", zap.Error(err))
 	}
 	if !ok {
 		writeJSON(w, http.StatusOK, bodyPersistedNotFound)
@@ -194,7 +204,9 @@ func (g *Guard) registerPersisted(cl *caller, req *located, doc *compiledDoc) {
 	if !req.apqPending || doc.refusal != nil {
 		return
 	}
-	if err := g.apq.Put(cl.ctx, req.apqHash, doc.query); err != nil {
+	// a failed Redis call is counted and logged by the client's Reporter
+	// (the document is in this gateway's memory anyway)
+	if err := g.apq.Put(cl.ctx, req.apqHash, doc.query); errors.Is(err, persisted.ErrTooLarge) {
 		g.logger.Warn("persisted query store registration failed", zap.Error(err))
 	}
 }
