@@ -16,7 +16,7 @@ import (
 )
 
 // maxAttr bounds any exported attribute value: the gateway cuts each text of
-// the client's to 256 bytes (modules/auth/tracing.go).
+// the client's to 256 bytes (modules/tracing/traceserver.go).
 const maxAttr = 512
 
 func randomHex(t *testing.T, n int) string {

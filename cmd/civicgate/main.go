@@ -1,6 +1,6 @@
 // Command civicgate is the civicgate gateway: a Caddy v2 build with Caddy's
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
-// webhooks, the organization console, the response cache), plus the `civicgate keys` key-management,
+// webhooks, the organization console, the response cache, tracing), plus the `civicgate keys` key-management,
 // `civicgate webhooks` migration, `civicgate console link` and `civicgate audit`
 // commands. `civicgate version` prints civicgate's version and
 // commit beside Caddy's.
@@ -22,6 +22,7 @@ import (
 	_ "github.com/civicgate/civicgate/modules/gqlguard"
 	_ "github.com/civicgate/civicgate/modules/logredact"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
+	_ "github.com/civicgate/civicgate/modules/tracing"
 	_ "github.com/civicgate/civicgate/modules/webhooks"
 	_ "github.com/civicgate/civicgate/modules/webhooks/webhookcmd"
 )

@@ -115,7 +115,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	// A key in the URL is refused before the header is read and without a
 	// lookup; the log names the path (redacted), never the query.
 	if where := keyInURL(r.URL); where != "" {
-		h.logger.Info("API key sent in the URL; refused", zap.String("in", where), zap.String("path", redactedPath(r.URL)))
+		h.logger.Info("API key sent in the URL; refused", zap.String("in", where), zap.String("path", keystore.RedactedPath(r.URL)))
 		return h.refuse(w, as, http.StatusBadRequest, contract.BodyKeyInURL, outcomeKeyInURL)
 	}
 	vals := r.Header["Authorization"]

@@ -18,8 +18,3 @@ func keyInURL(u *url.URL) string {
 	}
 	return ""
 }
-
-// redactedPath is u's path for a log line, any key shape in it redacted.
-func redactedPath(u *url.URL) string {
-	return string(keystore.RedactKeys([]byte(u.Path)))
-}

@@ -20,6 +20,7 @@ import (
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	_ "github.com/civicgate/civicgate/modules/gqlguard"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
+	_ "github.com/civicgate/civicgate/modules/tracing"
 
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/internal/testotlp"

@@ -2,6 +2,7 @@ package keystore
 
 import (
 	"bytes"
+	"net/url"
 	"strings"
 )
 
@@ -54,6 +55,12 @@ func RedactKeys(b []byte) []byte {
 		i = end
 	}
 	return b[:w]
+}
+
+// RedactedPath is u's path for a log line or a span attribute, any key shape
+// in it redacted (RedactKeys on a copy: u is not changed).
+func RedactedPath(u *url.URL) string {
+	return string(RedactKeys([]byte(u.Path)))
 }
 
 // matchShape reports whether a key shape starts at s[i]: it returns where the

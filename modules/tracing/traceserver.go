@@ -1,4 +1,4 @@
-package auth
+package tracing
 
 import (
 	"context"
@@ -269,7 +269,7 @@ func serverAttrs(r *http.Request) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
 		attribute.String("http.request.method", clientText(r.Method)),
 		attribute.String("url.scheme", scheme),
-		attribute.String("url.path", clientText(redactedPath(r.URL))),
+		attribute.String("url.path", clientText(keystore.RedactedPath(r.URL))),
 		attribute.String("server.address", clientText(r.Host)),
 		attribute.String("client.address", clientIP),
 		attribute.String("network.protocol.version", fmt.Sprintf("%d.%d", r.ProtoMajor, r.ProtoMinor)),

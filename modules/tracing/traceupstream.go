@@ -1,4 +1,4 @@
-package auth
+package tracing
 
 import (
 	"net/http"
