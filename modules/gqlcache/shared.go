@@ -221,12 +221,12 @@ func (s *shared) purge() error {
 // reportError counts and logs a Redis failure through the reporter
 // (civicgate_redis_errors_total{component="gqlcache",cause}; at most one
 // line per cause per second).
-// On a Cluster it also has the slot map reloaded (reloadTopology).
+// On a Cluster it also has the slot map reloaded (redisconn.ReloadTopology).
 func (s *shared) reportError(what string, err error) {
 	if rep := s.reporter.Load(); rep != nil {
 		rep.Report(err, "graphql_cache shared Redis unavailable: answering from memory and upstream", zap.String("op", what))
 	}
-	reloadTopology(s.client, err)
+	redisconn.ReloadTopology(s.client, err)
 }
 
 // sharedEntry is an entry as kept in Redis.

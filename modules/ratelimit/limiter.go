@@ -94,6 +94,7 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 	if err != nil {
 		l.metrics.Load().storeErrors.Inc()
 		l.reporter.Load().Report(err, "rate limit store error; this decision used on_store_error mode", zap.String("mode", l.mode))
+		redisconn.ReloadTopology(l.redis, err)
 		if l.breaker.failure(l.clock()) {
 			l.log().Error("rate limit store unavailable; using on_store_error mode until it recovers",
 				zap.String("mode", l.mode), zap.Error(err))

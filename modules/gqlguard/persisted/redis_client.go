@@ -140,25 +140,7 @@ func (h reportingHook) report(err error, op string) {
 	if r := h.p.reporter.Load(); r != nil {
 		r.Report(err, "persisted query store: Redis call failed", zapOp(op))
 	}
-	reloadTopology(h.p.client, err)
-}
-
-// reloadTopology has a Cluster client reload its slot map after a failed
-// call that may mean the map is stale (a node that refuses or does not
-// answer: a killed master whose replica took over; CLUSTERDOWN; READONLY).
-// go-redis reloads on its own only on MOVED/ASK, which a dead node never
-// sends, or every ClusterStateReloadInterval (60 s by default). The reload
-// is asynchronous, deduplicated and spaced by go-redis.
-func reloadTopology(c redis.UniversalClient, err error) {
-	cc, ok := c.(*redis.ClusterClient)
-	if !ok {
-		return
-	}
-	switch redisconn.Cause(err) {
-	case redisconn.CauseAuth, redisconn.CauseTLS, redisconn.CauseLoading:
-		return
-	}
-	cc.ReloadState(context.Background())
+	redisconn.ReloadTopology(h.p.client, err)
 }
 
 // DialHook leaves dialing as it is: a dial error fails the command, which
