@@ -24,26 +24,55 @@ type RedisCluster struct {
 	t       testing.TB
 	masters int             // masters at start: the number of slot ranges
 	nodes   []*redisProcess // masters first (in slot order at start), then replicas
+	// CAFile, Username and Password are a TLS cluster's (StartRedisClusterTLS):
+	// the test CA's certificate (PEM) and the ACL user's credentials; all
+	// three are "" on a plain cluster.
+	CAFile, Username, Password string
+	sec                        *testTLS // nil: plain TCP, default user
 }
 
 // StartRedisCluster starts masters × (1 + replicasPerMaster) nodes, assigns
 // the slots, joins them and waits until the cluster is healthy (WaitHealthy).
 func StartRedisCluster(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
 	t.Helper()
+	return startRedisCluster(t, masters, replicasPerMaster, nil)
+}
+
+// StartRedisClusterTLS is StartRedisCluster on TLS only, like StartRedisTLS:
+// every node serves a certificate of a test CA made for the cluster (CAFile)
+// for 127.0.0.1 and localhost, on its one port, which is what the nodes
+// announce; the cluster bus and replication are TLS too. The default user is
+// off; clients log in as the ACL user (Username, Password: +@all
+// -@dangerous), which Client and URL use.
+func StartRedisClusterTLS(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
+	t.Helper()
+	return startRedisCluster(t, masters, replicasPerMaster, newTestTLS(t))
+}
+
+func startRedisCluster(t testing.TB, masters, replicasPerMaster int, sec *testTLS) *RedisCluster {
+	t.Helper()
 	if masters < 1 || replicasPerMaster < 0 {
 		t.Fatalf("testenv: StartRedisCluster(%d, %d): need at least one master", masters, replicasPerMaster)
 	}
-	c := &RedisCluster{t: t, masters: masters}
+	c := &RedisCluster{t: t, masters: masters, sec: sec}
+	if sec != nil {
+		c.CAFile, c.Username, c.Password = sec.caFile, sec.user, sec.password
+	}
 	buses := map[int]int{}
 	for range masters * (1 + replicasPerMaster) {
 		port, bus, dir := FreePort(t), FreePort(t), t.TempDir()
-		conf := dataNodeConf(port, dir) + fmt.Sprintf("cluster-enabled yes\ncluster-config-file nodes.conf\n"+
+		conf := dataNodeConf(port, dir)
+		if sec != nil {
+			conf = dataNodeConf(0, dir) + sec.serverConf(port) + "tls-cluster yes\ntls-replication yes\n" +
+				sec.userConf() + sec.adminConf()
+		}
+		conf += fmt.Sprintf("cluster-enabled yes\ncluster-config-file nodes.conf\n"+
 			"cluster-port %d\ncluster-node-timeout 1000\ncluster-replica-validity-factor 0\n", bus)
 		c.nodes = append(c.nodes, startRedisProcess(t, port, dir, conf))
 		buses[port] = bus
 	}
 	for _, n := range c.nodes {
-		waitRedisReady(t, n, &redis.Options{})
+		waitRedisReady(t, n, sec.adminOptions())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -102,19 +131,17 @@ func (c *RedisCluster) Addrs() []string {
 }
 
 // URL is the cluster's URL in the form the gateway reads:
-// redis://addr1?addr=addr2&...&mode=cluster.
+// redis://addr1?addr=addr2&...&mode=cluster; on a TLS cluster
+// rediss://user:password@addr1?addr=…&mode=cluster&tls_ca_file=<CAFile>.
 func (c *RedisCluster) URL() string {
-	q := url.Values{}
-	for _, a := range c.Addrs()[1:] {
-		q.Add("addr", a)
-	}
-	q.Set("mode", "cluster")
-	return "redis://" + c.nodes[0].addr + "?" + q.Encode()
+	return c.sec.engineURL(c.Addrs(), url.Values{"mode": {"cluster"}})
 }
 
-// Client returns a cluster client on every node, closed when the test ends.
+// Client returns a cluster client on every node (on a TLS cluster: over TLS
+// as the ACL user), closed when the test ends.
 func (c *RedisCluster) Client() *redis.ClusterClient {
-	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Username: c.Username, Password: c.Password,
+		TLSConfig: c.sec.clientTLS()})
 	c.t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }
@@ -319,9 +346,12 @@ func (c *RedisCluster) clusterNodes(n *redisProcess) ([]clusterNode, error) {
 	return lines, nil
 }
 
-// nodeClient is a plain client on one node (no cluster redirections).
+// nodeClient is a client on one node (no cluster redirections), as the
+// admin on a TLS cluster.
 func (c *RedisCluster) nodeClient(n *redisProcess) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1, DialTimeout: time.Second})
+	o := c.sec.adminOptions()
+	o.Addr, o.MaxRetries, o.DialTimeout = n.addr, -1, time.Second
+	return redis.NewClient(o)
 }
 
 // infoField is one field of an INFO section ("" when absent).

@@ -21,25 +21,54 @@ type RedisSentinel struct {
 	t         testing.TB
 	data      []*redisProcess // the master at start, then the replica
 	sentinels []*redisProcess
+	// CAFile, Username and Password are a TLS engine's
+	// (StartRedisSentinelTLS): the test CA's certificate (PEM) and the
+	// master's ACL user's credentials; all three are "" on a plain one.
+	CAFile, Username, Password string
+	sec                        *testTLS // nil: plain TCP, default user
 }
 
 // StartRedisSentinel starts the master, its replica and the three sentinels
 // and waits until every sentinel sees the replica and the two other sentinels.
 func StartRedisSentinel(t testing.TB) *RedisSentinel {
 	t.Helper()
-	s := &RedisSentinel{t: t}
+	return startRedisSentinel(t, nil)
+}
+
+// StartRedisSentinelTLS is StartRedisSentinel on TLS only, like
+// StartRedisTLS: the master, the replica and the sentinels serve a
+// certificate of a test CA made for them (CAFile) for 127.0.0.1 and
+// localhost on their one port; replication and the sentinels' links are TLS
+// too. On the master and replica the default user is off; clients log in as
+// the ACL user (Username, Password: +@all -@dangerous), the sentinels as an
+// admin user (sentinel auth-user, auth-pass). The sentinels themselves take
+// no password. Client and URL use TLS and the ACL user.
+func StartRedisSentinelTLS(t testing.TB) *RedisSentinel {
+	t.Helper()
+	return startRedisSentinel(t, newTestTLS(t))
+}
+
+func startRedisSentinel(t testing.TB, sec *testTLS) *RedisSentinel {
+	t.Helper()
+	s := &RedisSentinel{t: t, sec: sec}
+	if sec != nil {
+		s.CAFile, s.Username, s.Password = sec.caFile, sec.user, sec.password
+	}
 	for i := range 2 {
 		port, dir := FreePort(t), t.TempDir()
 		conf := dataNodeConf(port, dir)
+		if sec != nil {
+			conf = dataNodeConf(0, dir) + sec.serverConf(port) + "tls-replication yes\n" + sec.userConf() + sec.adminConf()
+		}
 		if i > 0 {
 			conf += fmt.Sprintf("replicaof 127.0.0.1 %d\n", s.data[0].port)
 		}
 		s.data = append(s.data, startRedisProcess(t, port, dir, conf))
-		waitRedisReady(t, s.data[i], &redis.Options{})
+		waitRedisReady(t, s.data[i], sec.adminOptions())
 	}
 	// The sentinels find the replica in the master's INFO, which they read on
 	// connecting and then every 10 s: start them once the replica is linked.
-	replica := redis.NewClient(&redis.Options{Addr: s.data[1].addr})
+	replica := s.dataClient(s.data[1])
 	defer replica.Close()
 	waitFor(t, 30*time.Second, "replica linked to its master", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -52,13 +81,21 @@ func StartRedisSentinel(t testing.TB) *RedisSentinel {
 	})
 	for range 3 {
 		port, dir := FreePort(t), t.TempDir()
-		conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %q\ndaemonize no\n", port, dir) +
-			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2\n", sentinelMasterName, s.data[0].port) +
+		conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %q\ndaemonize no\n", port, dir)
+		if sec != nil {
+			conf = fmt.Sprintf("port 0\nbind 127.0.0.1\ndir %q\ndaemonize no\n", dir) + sec.serverConf(port) +
+				"tls-replication yes\n"
+		}
+		conf += fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2\n", sentinelMasterName, s.data[0].port) +
 			"sentinel down-after-milliseconds " + sentinelMasterName + " 1000\n" +
 			"sentinel failover-timeout " + sentinelMasterName + " 5000\n" +
 			"sentinel parallel-syncs " + sentinelMasterName + " 1\n"
+		if sec != nil {
+			conf += fmt.Sprintf("sentinel auth-user %s %s\nsentinel auth-pass %s %s\n",
+				sentinelMasterName, sec.admin, sentinelMasterName, sec.adminPassword)
+		}
 		p := startRedisProcess(t, port, dir, conf, "--sentinel")
-		waitRedisReady(t, p, &redis.Options{})
+		waitRedisReady(t, p, &redis.Options{TLSConfig: sec.clientTLS()})
 		s.sentinels = append(s.sentinels, p)
 	}
 	waitFor(t, 60*time.Second, "sentinels see the replica and each other", func() (bool, string) {
@@ -77,14 +114,11 @@ func StartRedisSentinel(t testing.TB) *RedisSentinel {
 	return s
 }
 
-// URL is the URL the gateway reads: redis://s1?addr=s2&addr=s3&master_name=<name>.
+// URL is the URL the gateway reads: redis://s1?addr=s2&addr=s3&master_name=<name>;
+// on a TLS engine rediss://user:password@s1?addr=…&master_name=<name>&tls_ca_file=<CAFile>
+// (the credentials are the master's ACL user's).
 func (s *RedisSentinel) URL() string {
-	q := url.Values{}
-	for _, p := range s.sentinels[1:] {
-		q.Add("addr", p.addr)
-	}
-	q.Set("master_name", sentinelMasterName)
-	return "redis://" + s.sentinels[0].addr + "?" + q.Encode()
+	return s.sec.engineURL(s.SentinelAddrs(), url.Values{"master_name": {sentinelMasterName}})
 }
 
 // MasterName is the name the sentinels monitor the master under.
@@ -105,10 +139,12 @@ func (s *RedisSentinel) DataAddrs() []string {
 	return []string{s.data[0].addr, s.data[1].addr}
 }
 
-// Client returns a failover client (through the sentinels), closed when the
-// test ends.
+// Client returns a failover client (through the sentinels; on a TLS engine
+// over TLS to the sentinels and the master, as the ACL user), closed when
+// the test ends.
 func (s *RedisSentinel) Client() *redis.Client {
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelMasterName, SentinelAddrs: s.SentinelAddrs()})
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelMasterName, SentinelAddrs: s.SentinelAddrs(),
+		Username: s.Username, Password: s.Password, TLSConfig: s.sec.clientTLS()})
 	s.t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -145,7 +181,7 @@ func (s *RedisSentinel) Failover(t testing.TB) string {
 	if next == nil {
 		t.Fatalf("testenv: no live replica to fail over to from %s", old)
 	}
-	c := redis.NewClient(&redis.Options{Addr: next.addr, MaxRetries: -1})
+	c := s.dataClient(next)
 	defer c.Close()
 	waitFor(t, 60*time.Second, "sentinels promote "+next.addr, func() (bool, string) {
 		for _, p := range s.sentinels {
@@ -168,7 +204,7 @@ func (s *RedisSentinel) Failover(t testing.TB) string {
 }
 
 func (s *RedisSentinel) sentinelMasterAddr(p *redisProcess) (string, error) {
-	sc := redis.NewSentinelClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+	sc := redis.NewSentinelClient(&redis.Options{Addr: p.addr, MaxRetries: -1, TLSConfig: s.sec.clientTLS()})
 	defer sc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -186,7 +222,7 @@ func (s *RedisSentinel) sentinelMasterAddr(p *redisProcess) (string, error) {
 }
 
 func (s *RedisSentinel) sentinelMaster(p *redisProcess) (map[string]string, error) {
-	sc := redis.NewSentinelClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+	sc := redis.NewSentinelClient(&redis.Options{Addr: p.addr, MaxRetries: -1, TLSConfig: s.sec.clientTLS()})
 	defer sc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -195,4 +231,12 @@ func (s *RedisSentinel) sentinelMaster(p *redisProcess) (map[string]string, erro
 		return nil, fmt.Errorf("sentinel %s: %w", p.addr, err)
 	}
 	return m, nil
+}
+
+// dataClient is a client on the master or replica p (as the admin on a TLS
+// engine), without retries.
+func (s *RedisSentinel) dataClient(p *redisProcess) *redis.Client {
+	o := s.sec.adminOptions()
+	o.Addr, o.MaxRetries = p.addr, -1
+	return redis.NewClient(o)
 }
