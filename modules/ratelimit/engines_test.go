@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,40 +89,11 @@ func TestSharedQuotaOnEngines(t *testing.T) {
 	for _, engine := range []struct{ name, url string }{{"cluster", aclURL(t, cluster.URL(), "gateway", "acl-pw")},
 		{"sentinel", sentinel.URL()}} {
 		t.Run(engine.name, func(t *testing.T) {
-			prefix := "civicgate:rl" + testenv.RandomSuffix(6) + ":"
-			a := engineLimiter(t, engine.url, prefix, 0.02, nil)
-			b := engineLimiter(t, engine.url, prefix, 0.02, nil)
-			rates := []contract.Rate{{Quota: 600, Window: time.Minute}, {Quota: 20000, Window: time.Hour}} // lease 12
-			keys := []string{"alpha", "beta", "gamma", "we{ird}", "{}", "50%"}
+			var c *testenv.RedisCluster
 			if engine.name == "cluster" {
-				checkOneSlotPerKey(t, cluster, oneRate(a, rates...), prefix, keys)
+				c = cluster
 			}
-			admitted := make([]atomic.Int64, len(keys))
-			var wg sync.WaitGroup
-			for _, l := range []*limiter{a, b, a, b} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 250 * len(keys) {
-						k := i % len(keys)
-						d, err := take1(context.Background(), l, keys[k], rates...)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						admitted[k].Add(d.granted)
-					}
-				}()
-			}
-			wg.Wait()
-			if n := storeErrors(a) + storeErrors(b); n != 0 {
-				t.Fatalf("%v store errors (decisions fell back to local counting)", n)
-			}
-			for k, key := range keys {
-				if got := admitted[k].Load(); got > 600 || got < 570 {
-					t.Errorf("key %q: admitted %d of 1000, want 570…600 (the shared quota of 600, less ≤ one lease per instance)", key, got)
-				}
-			}
+			checkSharedQuota(t, engine.url, c, []string{"alpha", "beta", "gamma", "we{ird}", "{}", "50%"})
 		})
 	}
 }

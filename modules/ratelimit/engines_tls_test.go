@@ -21,7 +21,7 @@ import (
 func TestSharedQuotaOnTLSCluster(t *testing.T) {
 	cluster := testenv.StartRedisClusterTLS(t, 3, 0)
 	u := tlsURL(t, cluster.URL(), cluster.CAFile, "mode", "cluster")
-	sharedQuotaOnTLS(t, u, cluster)
+	checkSharedQuota(t, u, cluster, []string{"alpha", "beta", "we{ird}", "50%"})
 
 	p, _ := url.Parse(u)
 	q := p.Query()
@@ -45,7 +45,7 @@ func TestSharedQuotaOnTLSCluster(t *testing.T) {
 // being the master's ACL user.
 func TestSharedQuotaOnTLSSentinel(t *testing.T) {
 	sentinel := testenv.StartRedisSentinelTLS(t)
-	sharedQuotaOnTLS(t, tlsURL(t, sentinel.URL(), sentinel.CAFile, "master_name", sentinel.MasterName()), nil)
+	checkSharedQuota(t, tlsURL(t, sentinel.URL(), sentinel.CAFile, "master_name", sentinel.MasterName()), nil, []string{"alpha", "beta", "we{ird}", "50%"})
 }
 
 // tlsURL checks that u is the TLS URL form with the CA file and an ACL
@@ -63,18 +63,16 @@ func tlsURL(t *testing.T, u, caFile, name, value string) string {
 	return u
 }
 
-// sharedQuotaOnTLS is TestSharedQuotaOnEngines' check on u, with fewer
-// keys: two instances (four goroutines) on one quota of 600/min (and a
-// second policy), each key admitted 570…600 times of 1000, no store error;
-// on a cluster (not nil) each key's Redis keys share a slot and the keys
-// reach more than one master.
-func sharedQuotaOnTLS(t *testing.T, u string, cluster *testenv.RedisCluster) {
+// checkSharedQuota: two instances (four goroutines) on u share one quota of
+// 600/min (and a second policy): each key is admitted 570…600 times of 1000,
+// with no store error; on a cluster (not nil) each key's Redis keys share a
+// slot and the keys reach more than one master.
+func checkSharedQuota(t *testing.T, u string, cluster *testenv.RedisCluster, keys []string) {
 	t.Helper()
 	prefix := "civicgate:rl" + testenv.RandomSuffix(6) + ":"
 	a := engineLimiter(t, u, prefix, 0.02, nil)
 	b := engineLimiter(t, u, prefix, 0.02, nil)
 	rates := []contract.Rate{{Quota: 600, Window: time.Minute}, {Quota: 20000, Window: time.Hour}} // lease 12
-	keys := []string{"alpha", "beta", "we{ird}", "50%"}
 	if cluster != nil {
 		checkOneSlotPerKey(t, cluster, oneRate(a, rates...), prefix, keys)
 	}
