@@ -6,7 +6,7 @@ GOTESTFLAGS ?=
 # Every package's caddytest servers use their own admin port, so packages may run in parallel.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: import-real all build up test lint vet fmt-check staticcheck services browser bench bench-backend bench-modules fuzz clean
+.PHONY: import-real all build up test check lint vet fmt-check staticcheck services browser bench bench-backend bench-modules fuzz clean
 
 all: build
 
@@ -31,6 +31,13 @@ up: build services
 test: services browser lint
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...
 	@$(MAKE) --no-print-directory fuzz
+
+## check: the fast tier to run before every commit: gofmt, vet, staticcheck and every test that needs no service
+## (go test -short: tests that need PostgreSQL, Redis, a browser or the whole stack skip; make test runs them).
+## Starts nothing. CHECKFLAGS adds go test flags (e.g. -race).
+CHECKFLAGS ?=
+check: lint
+	$(GO) test -short -timeout 10m $(CHECKFLAGS) ./...
 
 ## fuzz: every fuzz target for FUZZTIME (default 5s) each, FUZZJOBS (2) packages at a time; a crasher lands in
 ## testdata/fuzz — commit it.

@@ -46,6 +46,7 @@ var keyIDPattern = regexp.MustCompile(`key_[0-9A-Za-z]+`)
 // New prepares the environment of a stack; start brings it up.
 func New(t testing.TB, bins *Binaries) *Stack {
 	t.Helper()
+	testenv.NeedsServices(t)
 	bins.Build(t)
 	s := &Stack{t: t, Bins: bins, Root: RepoRoot(t), Dir: t.TempDir()}
 	s.DSN = testenv.Postgres(t)

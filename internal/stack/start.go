@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 // StartRecordsd starts the backend and waits for its health endpoint.
@@ -66,18 +68,9 @@ func (s *Stack) StartGateway(caddyfile string) *Proc {
 	return p
 }
 
-// WaitFor polls cond until it returns nil or the deadline passes.
+// WaitFor polls cond until it returns nil or the deadline passes
+// (testenv.Eventually).
 func WaitFor(t testing.TB, within time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for {
-		if err = cond(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, within, what, cond)
 }

@@ -75,6 +75,9 @@ func chromiumPath() (string, error) {
 // Chromium fails the test: run `make browser` (scripts/services.sh chromium).
 func New(t testing.TB, opts ...Option) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs headless Chromium: run by make test, skipped by make check (-short)")
+	}
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)

@@ -73,6 +73,7 @@ func StartPostgresPrimaryWithReplica(t testing.TB) *PGCluster {
 // StartPostgresPrimary starts a primary with no replica yet (AddReplica adds them).
 func StartPostgresPrimary(t testing.TB) *PGCluster {
 	t.Helper()
+	NeedsServices(t)
 	bin, err := pgBinDir()
 	if err != nil {
 		t.Fatalf("testenv: %v", err)

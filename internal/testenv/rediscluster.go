@@ -35,6 +35,7 @@ type RedisCluster struct {
 // the slots, joins them and waits until the cluster is healthy (WaitHealthy).
 func StartRedisCluster(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
 	t.Helper()
+	NeedsServices(t)
 	return startRedisCluster(t, masters, replicasPerMaster, nil)
 }
 
@@ -46,6 +47,7 @@ func StartRedisCluster(t testing.TB, masters, replicasPerMaster int) *RedisClust
 // -@dangerous), which Client and URL use.
 func StartRedisClusterTLS(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
 	t.Helper()
+	NeedsServices(t)
 	return startRedisCluster(t, masters, replicasPerMaster, newTestTLS(t))
 }
 

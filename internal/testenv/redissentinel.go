@@ -32,6 +32,7 @@ type RedisSentinel struct {
 // and waits until every sentinel sees the replica and the two other sentinels.
 func StartRedisSentinel(t testing.TB) *RedisSentinel {
 	t.Helper()
+	NeedsServices(t)
 	return startRedisSentinel(t, nil)
 }
 
@@ -45,6 +46,7 @@ func StartRedisSentinel(t testing.TB) *RedisSentinel {
 // no password. Client and URL use TLS and the ACL user.
 func StartRedisSentinelTLS(t testing.TB) *RedisSentinel {
 	t.Helper()
+	NeedsServices(t)
 	return startRedisSentinel(t, newTestTLS(t))
 }
 

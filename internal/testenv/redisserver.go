@@ -42,6 +42,7 @@ func redisServerBin() (string, error) {
 // A missing redis-server binary fails the test: it never skips.
 func StartRedisServer(t testing.TB) *RedisServer {
 	t.Helper()
+	NeedsServices(t)
 	bin, err := redisServerBin()
 	if err != nil {
 		t.Fatalf("testenv: %v", err)

@@ -42,6 +42,7 @@ type RedisTLS struct {
 // localhost), starts the server and waits until the ACL user can PING it.
 func StartRedisTLS(t testing.TB) *RedisTLS {
 	t.Helper()
+	NeedsServices(t)
 	sec := newTestTLS(t)
 	dir := t.TempDir()
 	port := FreePort(t)

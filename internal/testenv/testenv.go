@@ -2,8 +2,10 @@
 // database and Redis key prefix on the real services that `make test` starts.
 //
 // Nothing here mocks a service: a test that needs PostgreSQL or Redis and cannot
-// reach it fails (it never skips), because `make test` is responsible for
-// starting both before any test runs.
+// reach it fails, because `make test` is responsible for starting both before
+// any test runs. Under `go test -short` (`make check`, the fast tier that
+// starts no service) every helper that needs a service skips its test instead:
+// see NeedsServices.
 //
 // Addresses come from the environment, with the local defaults:
 //
@@ -29,6 +31,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 )
+
+// NeedsServices skips t under -short: the fast tier (`make check`) runs only
+// the tests that need no PostgreSQL, Redis, browser or whole stack; `make test`
+// runs them all without -short, where this never skips. Every helper of this
+// package that starts or reaches a service calls it first.
+func NeedsServices(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real services: run by make test, skipped by make check (-short)")
+	}
+}
 
 // AdminDSN is the DSN of the server's maintenance database, used to create and
 // drop throwaway databases.
@@ -61,6 +74,7 @@ func RandomSuffix(n int) string {
 // connections still open to it terminated first.
 func Postgres(t testing.TB) string {
 	t.Helper()
+	NeedsServices(t)
 	name := "cgtest_" + sanitize(t.Name()) + "_" + RandomSuffix(4)
 	if len(name) > 63 {
 		name = "cgtest_" + RandomSuffix(8)
@@ -103,6 +117,7 @@ func dropDatabase(t testing.TB, name string) {
 // keys are deleted when the test ends.
 func Redis(t testing.TB) (*redis.Client, string) {
 	t.Helper()
+	NeedsServices(t)
 	client := redis.NewClient(&redis.Options{Addr: RedisAddr()})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
