@@ -72,14 +72,21 @@ func (b *Box) Seal(plaintext, ad []byte) ([]byte, error) {
 
 // Open decrypts a value sealed with any of the box's keys for ad.
 func (b *Box) Open(sealed, ad []byte) ([]byte, error) {
-	for _, a := range b.aeads {
+	p, _, err := b.OpenIndex(sealed, ad)
+	return p, err
+}
+
+// OpenIndex is Open that also says which key opened the value (0: the
+// sealing key; more: an older one, so the value should be re-sealed).
+func (b *Box) OpenIndex(sealed, ad []byte) ([]byte, int, error) {
+	for i, a := range b.aeads {
 		n := a.NonceSize()
 		if len(sealed) < n+a.Overhead() {
-			return nil, ErrOpen
+			return nil, 0, ErrOpen
 		}
 		if p, err := a.Open(nil, sealed[:n], sealed[n:], ad); err == nil {
-			return p, nil
+			return p, i, nil
 		}
 	}
-	return nil, ErrOpen
+	return nil, 0, ErrOpen
 }

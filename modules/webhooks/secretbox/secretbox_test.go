@@ -47,3 +47,26 @@ func TestSealOpenBindsAssociatedDataAndRotates(t *testing.T) {
 		t.Fatal("no material accepted")
 	}
 }
+
+func TestOpenIndexSaysWhichKeyOpened(t *testing.T) {
+	oldM := bytes.Repeat([]byte("o"), 32)
+	newM := bytes.Repeat([]byte("n"), 32)
+	oldBox, _ := New(oldM)
+	rot, err := New(newM, oldM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedOld, _ := oldBox.Seal([]byte("s"), []byte("ad"))
+	sealedNew, _ := rot.Seal([]byte("s"), []byte("ad"))
+	if _, i, err := rot.OpenIndex(sealedOld, []byte("ad")); err != nil || i != 1 {
+		t.Fatalf("old value: key %d, %v", i, err)
+	}
+	if _, i, err := rot.OpenIndex(sealedNew, []byte("ad")); err != nil || i != 0 {
+		t.Fatalf("new value: key %d, %v", i, err)
+	}
+	for _, bad := range [][]byte{nil, sealedNew[:10], append(bytes.Clone(sealedNew[:len(sealedNew)-1]), sealedNew[len(sealedNew)-1]^1)} {
+		if _, _, err := rot.OpenIndex(bad, []byte("ad")); !errors.Is(err, ErrOpen) {
+			t.Fatalf("%x opened: %v", bad, err)
+		}
+	}
+}
