@@ -14,6 +14,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/civicgate/civicgate/backend/graph"
 	"github.com/civicgate/civicgate/internal/intscalar"
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -88,31 +89,32 @@ func decodeGraphQLRequest(body []byte) (*graphql.RawParams, string) {
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
+	media := negotiateMedia(r.Header["Accept"])
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeErrors(w, http.StatusMethodNotAllowed, "GraphQL requests must use POST")
+		writeRequestError(w, media, http.StatusMethodNotAllowed, "GraphQL requests must use POST")
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && mt != "application/graphql-response+json") {
-			writeErrors(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
-			return
-		}
+	// A body without Content-Type is refused as the gateway refuses it (GraphQL over HTTP: a POST must say
+	// its media type; docs/design.md D42).
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil ||
+		(mt != "application/json" && mt != "application/graphql-response+json") {
+		writeRequestError(w, media, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeErrors(w, http.StatusRequestEntityTooLarge, "Request body too large")
+			writeRequestError(w, media, http.StatusRequestEntityTooLarge, "Request body too large")
 			return
 		}
-		writeErrors(w, http.StatusBadRequest, "Could not read request body")
+		writeRequestError(w, media, http.StatusBadRequest, "Could not read request body")
 		return
 	}
 	params, msg := decodeGraphQLRequest(body)
 	if params == nil {
-		writeErrors(w, http.StatusBadRequest, msg)
+		writeRequestError(w, media, http.StatusBadRequest, msg)
 		return
 	}
 
@@ -126,17 +128,22 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	rc, errs := s.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		if m, ok := requestError(errs); ok {
-			writeErrors(w, http.StatusBadRequest, m)
+			writeRequestError(w, media, http.StatusBadRequest, m)
 			return
 		}
-		// Parse and validation errors: 200 with data null (docs/api.md "Errors").
+		// Parse and validation errors: 200 with data null for application/json clients (docs/api.md "Errors");
+		// a request error without "data", 400, for application/graphql-response+json ones.
 		resp := s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
-		s.writeResponse(w, resp)
+		if media == mediaGraphQLResponse {
+			s.writeErrorsOnly(w, resp.Errors)
+			return
+		}
+		s.writeResponse(w, media, resp)
 		return
 	}
 	if err := intscalar.Variables(s.schema, rc.Operation.VariableDefinitions, rc.Variables); err != nil {
 		// A variable that does not coerce (docs/api.md "Errors"), answered as requestError answers gqlparser's.
-		writeErrors(w, http.StatusBadRequest, err.Message)
+		writeRequestError(w, media, http.StatusBadRequest, err.Message)
 		return
 	}
 	if claims := Claims(r.Context()); claims != nil && !entitledOperation(rc, claims) {
@@ -150,7 +157,7 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 		writeInternalError(w)
 		return
 	}
-	s.writeResponse(w, resp)
+	s.writeResponse(w, media, resp)
 }
 
 // msgBlankQuery is the gateway's answer to a query with no operation (empty, or only white space, commas and
@@ -180,14 +187,34 @@ func isOperationNotFound(msg string) bool {
 		bytes.HasSuffix([]byte(msg), []byte(" not found"))
 }
 
-func (s *Server) writeResponse(w http.ResponseWriter, resp *graphql.Response) {
+func (s *Server) writeResponse(w http.ResponseWriter, media responseMedia, resp *graphql.Response) {
 	b, err := json.Marshal(resp)
 	if err != nil {
 		s.log.Error("encode graphql response", "cause", err.Error())
 		writeInternalError(w)
 		return
 	}
-	writeBody(w, http.StatusOK, b)
+	writeGraphQL(w, media, http.StatusOK, b)
+}
+
+// writeErrorsOnly answers a request error to an application/graphql-response+json client: 400 and
+// {"errors":[…]} with no "data" member, the errors as application/json clients get them.
+func (s *Server) writeErrorsOnly(w http.ResponseWriter, errs gqlerror.List) {
+	b, err := json.Marshal(struct {
+		Errors gqlerror.List `json:"errors"`
+	}{errs})
+	if err != nil {
+		s.log.Error("encode graphql errors", "cause", err.Error())
+		writeInternalError(w)
+		return
+	}
+	writeGraphQL(w, mediaGraphQLResponse, http.StatusBadRequest, b)
+}
+
+// writeRequestError answers a request that is not a well-formed GraphQL request (or not one recordsd takes)
+// with status and {"errors":[{"message":msg}]} — the body of docs/api.md "Errors" — in the negotiated media type.
+func writeRequestError(w http.ResponseWriter, media responseMedia, status int, msg string) {
+	writeGraphQL(w, media, status, contract.MessageBodyHTMLEscaped(msg))
 }
 
 // isArgumentError reports errors raised while unmarshalling a root field's arguments (path

@@ -80,6 +80,9 @@ func TestPanicInResolverIs500(t *testing.T) {
 		}
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(method, path, strings.NewReader(body)).WithContext(context.Background())
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		api.Handler().ServeHTTP(rec, req)
 		if rec.Code != 500 || rec.Body.String() != `{"error":"Internal Server Error"}` {
 			t.Fatalf("%s panic = %d %s", path, rec.Code, rec.Body.String())
