@@ -36,7 +36,8 @@ var (
 // negotiateMedia picks the answer's media type from the request's Accept values (RFC 9110 §12.5.1):
 // each candidate gets the weight of the most specific range that matches it ("application/json" over
 // "application/*" over "*/*"); the higher weight wins. On a tie, a candidate the client named beats one only a
-// wildcard reached, and of two named ones the first listed wins; when only wildcards reach both
+// wildcard reached, and of two named ones application/graphql-response+json wins (RFC 9110 gives the order
+// of the list no meaning; the gateway's refusals pick that type whenever it is named); when only wildcards reach both
 // (`Accept: */*`), application/json wins, as GraphQL over HTTP asks of a server before its watershed. No Accept
 // at all, or one that accepts neither type, is answered in application/json: the documented bodies are what
 // every legacy client gets, and a 406 would break a client that sends a stray Accept through a proxy.
@@ -45,18 +46,16 @@ func negotiateMedia(accept []string) responseMedia {
 		return mediaJSON
 	}
 	var gr, js mediaMatch
-	pos := 0
 	for _, value := range accept {
 		for value != "" {
 			var part string
 			part, value, _ = strings.Cut(value, ",")
-			pos++
 			rng, q, ok := parseMediaRange(part)
 			if !ok {
 				continue
 			}
-			gr.offer(rng, "graphql-response+json", q, pos)
-			js.offer(rng, "json", q, pos)
+			gr.offer(rng, "graphql-response+json", q)
+			js.offer(rng, "json", q)
 		}
 	}
 	switch {
@@ -72,7 +71,7 @@ func negotiateMedia(accept []string) responseMedia {
 			return mediaGraphQLResponse
 		}
 		return mediaJSON
-	case gr.specificity == specificExact && gr.pos < js.pos:
+	case gr.specificity == specificExact:
 		return mediaGraphQLResponse
 	}
 	return mediaJSON
@@ -86,15 +85,14 @@ const (
 	specificExact
 )
 
-// mediaMatch is the most specific Accept range matching one candidate "application/<subtype>", its weight in
-// thousandths and its position in the header.
+// mediaMatch is the most specific Accept range matching one candidate "application/<subtype>" and its weight
+// in thousandths.
 type mediaMatch struct {
 	specificity int
 	q           int
-	pos         int
 }
 
-func (m *mediaMatch) offer(rng, subtype string, q, pos int) {
+func (m *mediaMatch) offer(rng, subtype string, q int) {
 	var s int
 	switch {
 	case rng == "*/*":
@@ -107,7 +105,7 @@ func (m *mediaMatch) offer(rng, subtype string, q, pos int) {
 		return
 	}
 	if s > m.specificity {
-		m.specificity, m.q, m.pos = s, q, pos
+		m.specificity, m.q = s, q
 	}
 }
 

@@ -30,7 +30,7 @@ func TestGraphQLResponseMediaNegotiation(t *testing.T) {
 		{"application/graphql-response+json;charset=utf-8", ctGR},
 		{"application/graphql-response+json, application/json;q=0.9", ctGR}, // Apollo Client
 		{"application/json;q=0.9, application/graphql-response+json", ctGR},
-		{"application/json, application/graphql-response+json", ctJSON}, // a tie: the first listed
+		{"application/json, application/graphql-response+json", ctGR}, // a tie between named types
 		{"application/graphql-response+json, application/json", ctGR},
 		{"application/graphql-response+json;q=0.5, application/json", ctJSON},
 		{"application/graphql-response+json;q=0", ctJSON},
