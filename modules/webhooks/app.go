@@ -185,6 +185,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Logger:            a.logger,
 		Metrics:           a.metrics,
 		Tiers:             tiers,
+		CheckURL: func(u string) error {
+			_, err := a.policy.CheckURL(u)
+			return err
+		},
 	}
 	if !a.delivers() {
 		return nil // an API-only node: no dispatcher (and no tiers needed)
@@ -260,8 +264,25 @@ func intOr(n, def int) int {
 
 func (a *App) now() time.Time { return time.Now() }
 
-// Start starts the delivery sidecar (unless deliver is off).
+// keyCheckTimeout bounds the sealing-key check at start.
+const keyCheckTimeout = 5 * time.Second
+
+// Start checks the sealing key against the database's key canary and starts
+// the delivery sidecar (unless deliver is off). A key that cannot open the
+// canary refuses the start (docs/design.md D39); a database that cannot be
+// asked (away, not migrated) does not: the store checks again before it first
+// seals or claims.
 func (a *App) Start() error {
+	checkCtx, cancelCheck := context.WithTimeout(context.Background(), keyCheckTimeout)
+	err := a.store.CheckKey(checkCtx)
+	cancelCheck()
+	switch {
+	case errors.Is(err, store.ErrWrongKey):
+		return fmt.Errorf("civic_webhooks: refusing to start: %w: %s", err, store.WrongKeyHint)
+	case err != nil:
+		a.logger.Warn("civic_webhooks: cannot check the sealing key against the database now; checking again before the first seal or claim",
+			zap.Error(err))
+	}
 	if a.dispatcher == nil {
 		return nil
 	}

@@ -16,6 +16,7 @@ type metrics struct {
 	duration   prometheus.Histogram
 	lagEvents  prometheus.Gauge
 	oldest     prometheus.Gauge
+	setAside   *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors in reg (nil: unregistered), reusing the
@@ -33,6 +34,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Change events newer than the fan-out position."}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "oldest_pending_seconds",
 			Help: "Age of the oldest delivery not yet delivered or dead-lettered (active endpoints)."}),
+		setAside: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "endpoints_set_aside_total",
+			Help: "Endpoints set aside as unusable (their deliveries failed) by kind: secret (cannot be opened with the sealing key), url (no longer allowed), organization (deleted)."},
+			[]string{"kind"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -53,6 +57,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.oldest, err = collectors.Register(reg, m.oldest); err != nil {
 		return nil, err
 	}
+	if m.setAside, err = collectors.Register(reg, m.setAside); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -67,3 +74,5 @@ func (m *metrics) Lag(events int64, oldest time.Duration) {
 	m.lagEvents.Set(float64(events))
 	m.oldest.Set(oldest.Seconds())
 }
+
+func (m *metrics) SetAside(kind string) { m.setAside.WithLabelValues(kind).Inc() }

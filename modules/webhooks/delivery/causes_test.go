@@ -67,7 +67,7 @@ func TestFailedAttemptCauses(t *testing.T) {
 		}
 		got := ds[0]
 		if got.LastError == nil || *got.LastError != c.cause {
-			t.Errorf("%s: last_error %v, want %q", c.url, got.LastError, c.cause)
+			t.Errorf("%s: last_error %v, want %q", c.url, deref(got.LastError), c.cause)
 		}
 		if (c.code == 0) != (got.LastStatusCode == nil) || (c.code != 0 && *got.LastStatusCode != c.code) {
 			t.Errorf("%s: last_status_code %v, want %d", c.url, got.LastStatusCode, c.code)
@@ -91,4 +91,11 @@ func TestFailedAttemptCauses(t *testing.T) {
 	if b, _ := json.Marshal(ds[0]); !strings.Contains(string(b), `"status":"delivered"`) || !strings.Contains(string(b), `"last_error":null`) {
 		t.Fatalf("delivered: %s", b)
 	}
+}
+
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
 }

@@ -59,6 +59,9 @@ type Metrics interface {
 	// Lag reports the events not yet fanned out and the age of the oldest
 	// pending delivery.
 	Lag(events int64, oldest time.Duration)
+	// SetAside counts an endpoint set aside as unusable, by kind: secret,
+	// url or organization (store.Kind*).
+	SetAside(kind string)
 }
 
 type noMetrics struct{}
@@ -66,6 +69,7 @@ type noMetrics struct{}
 func (noMetrics) Delivery(string)               {}
 func (noMetrics) Attempt(string, time.Duration) {}
 func (noMetrics) Lag(int64, time.Duration)      {}
+func (noMetrics) SetAside(string)               {}
 
 // DefaultLease is how long a claimed attempt stays this instance's without a
 // renewal: after a crash, its attempts are due again within this time.
@@ -107,6 +111,10 @@ type Config struct {
 	Metrics   Metrics
 	// Render turns an event into a body (default store.RenderEnvelope).
 	Render func(store.Event) ([]byte, error)
+	// CheckURL is the egress URL rule (egress.Policy.CheckURL): an endpoint
+	// whose stored URL it refuses at claim is set aside (docs/design.md D39).
+	// Nil: URLs are checked only at dial time.
+	CheckURL func(url string) error
 	// TracerProvider, when it records (internal/telemetry.Setup with tracing on), makes a webhook.deliver
 	// span per attempt linked to the event's writer span, and sends its traceparent to the receiver; the
 	// store must then read traceparents (store.ReadTraceparents). Nil: no tracing.
@@ -196,7 +204,10 @@ func (d *Dispatcher) FanOut(ctx context.Context) (int, error) {
 // (store.Reconcile), logging what it changed.
 func (d *Dispatcher) Reconcile(ctx context.Context) (store.Reconciled, error) {
 	r, err := d.cfg.Store.Reconcile(ctx, d.cfg.Clock.Now(), d.cfg.Tiers)
-	if err == nil && r != (store.Reconciled{}) {
+	for _, u := range r.SetAside {
+		d.setAside(u)
+	}
+	if err == nil && r.Changed() {
 		d.cfg.Logger.Info("webhook deliveries follow the key store", zap.Int64("parked", r.Parked),
 			zap.Int64("resumed", r.Resumed), zap.Int64("cancelled", r.Cancelled))
 	}
@@ -232,5 +243,28 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 
 func (d *Dispatcher) claim(ctx context.Context, limit int) ([]store.Job, error) {
 	return d.cfg.Store.Claim(ctx, d.cfg.Clock.Now(), store.ClaimParams{Lease: d.cfg.Lease, MaxInFlight: d.cfg.MaxInFlight,
-		MaxInFlightPerOrg: d.cfg.MaxInFlightPerOrg, Limit: limit, Tiers: d.cfg.Tiers}, d.cfg.Render)
+		MaxInFlightPerOrg: d.cfg.MaxInFlightPerOrg, Limit: limit, Tiers: d.cfg.Tiers, CheckURL: d.cfg.CheckURL,
+		SetAside: d.setAside}, d.cfg.Render)
+}
+
+// setAside counts and logs an endpoint the store set aside (or deferred):
+// its id and reason, never its secret.
+func (d *Dispatcher) setAside(u store.SetAside) {
+	if u.Deferred {
+		d.cfg.Logger.Warn("webhook endpoint secret sealed after this process checked its sealing key cannot be opened; "+
+			"its deliveries wait (does another instance hold a newer secret_key?)",
+			zap.String("endpoint_id", u.EndpointID), zap.Duration("retry_in", time.Minute))
+		return
+	}
+	fields := []zap.Field{zap.String("endpoint_id", u.EndpointID), zap.String("reason", u.Reason),
+		zap.Int64("deliveries_failed", u.Failed)}
+	if u.Detail != "" {
+		fields = append(fields, zap.String("detail", u.Detail))
+	}
+	if !u.Marked { // unusable already: a ping sent to it meanwhile
+		d.cfg.Logger.Info("delivery to an unusable webhook endpoint failed", fields...)
+		return
+	}
+	d.cfg.Metrics.SetAside(u.Kind)
+	d.cfg.Logger.Error("webhook endpoint set aside as unusable; its deliveries failed, other endpoints are not affected", fields...)
 }

@@ -252,6 +252,8 @@ func (c countRefused) Attempt(result string, _ time.Duration) {
 
 func (c countRefused) Lag(int64, time.Duration) {}
 
+func (c countRefused) SetAside(string) {}
+
 // TestReceiverDownThenReplayExactlyOnce: a receiver that is down for a while
 // (connection refused) misses events; after it is back, a replay from its
 // last received cursor brings every event exactly once (count of distinct

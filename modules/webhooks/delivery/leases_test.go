@@ -111,6 +111,8 @@ func (c countDeliveries) Attempt(string, time.Duration) {}
 
 func (c countDeliveries) Lag(int64, time.Duration) {}
 
+func (c countDeliveries) SetAside(string) {}
+
 // TestInFlightBoundedPerEndpoint: with max_in_flight 2, two engines with 8
 // workers each never have more than 2 requests open at one receiver.
 func TestInFlightBoundedPerEndpoint(t *testing.T) {

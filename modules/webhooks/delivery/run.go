@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -40,11 +41,18 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	freed := make(chan struct{}, d.cfg.Workers)
 	attemptCtx := context.WithoutCancel(ctx)
 	warn := warnEvery(d.cfg.Logger, time.Minute)
+	wrongKey := every(time.Minute, func(err error) {
+		d.cfg.Logger.Error("not delivering webhooks: "+store.WrongKeyHint, zap.Error(err))
+	})
 	for ctx.Err() == nil {
 		busy := false
 		if free := d.cfg.Workers - len(slots); free > 0 {
 			jobs, err := d.claim(ctx, free)
-			if err != nil && ctx.Err() == nil {
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case errors.Is(err, store.ErrWrongKey):
+				wrongKey(err)
+			default:
 				warn("claiming webhook deliveries failed", err)
 			}
 			for _, j := range jobs {
@@ -199,6 +207,17 @@ func warnEvery(l *zap.Logger, period time.Duration) func(string, error) {
 		if time.Since(last) >= period {
 			last = time.Now()
 			l.Warn(msg, zap.Error(err))
+		}
+	}
+}
+
+// every returns f limited to one call per period.
+func every(period time.Duration, f func(error)) func(error) {
+	var last time.Time
+	return func(err error) {
+		if time.Since(last) >= period {
+			last = time.Now()
+			f(err)
 		}
 	}
 }

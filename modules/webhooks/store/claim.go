@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 )
 
 // Job is one claimed delivery attempt.
@@ -42,7 +44,18 @@ type ClaimParams struct {
 	Limit int
 	// Tiers decides what each organization is entitled to.
 	Tiers Tiers
+	// CheckURL, if set, is the egress URL rule of this instance: an endpoint
+	// whose stored URL it refuses is set aside (ReasonURL).
+	CheckURL func(url string) error
+	// SetAside, if set, is told (after the claim commits) of every endpoint
+	// the claim set aside or deferred.
+	SetAside func(SetAside)
 }
+
+// claimRounds bounds the claim transactions one Claim runs: a round that
+// sets endpoints aside returns fewer attempts than were free, so the claim
+// goes on for the rest.
+const claimRounds = 3
 
 // claimLockClass is the first key of the per-organization advisory lock
 // claimers hold (the second is hashtext(org_id)).
@@ -124,7 +137,7 @@ func claimStatement() string {
 		RETURNING d.id, d.endpoint_id, d.lease_token::text AS token, d.kind, d.event_id::text AS event_id,
 			d.event_seq, d.payload, d.attempts)
 	SELECT c.id, c.token, c.endpoint_id, ent.url, ent.secret_sealed, ent.prev_secret_sealed, ent.prev_secret_until,
-		c.kind, c.event_id, c.event_seq, c.payload, c.attempts
+		ent.sealed_at, c.kind, c.event_id, c.event_seq, c.payload, c.attempts
 	FROM claimed c JOIN ent ON ent.id = c.endpoint_id
 	ORDER BY c.id`
 }
@@ -140,6 +153,11 @@ func claimStatement() string {
 // instance claiming for it is skipped, never waited for), and counts what is
 // in flight after taking it. A delivering row whose lease ran out (its
 // instance died) is due again. Claiming counts the attempt.
+//
+// An endpoint that cannot be used — its secret does not open, its URL is
+// refused by p.CheckURL — is set aside in the same transaction (setAside),
+// and every other endpoint's attempts are claimed as usual (docs/design.md
+// D39). The key is checked against the canary before the first claim.
 func (s *Store) Claim(ctx context.Context, now time.Time, p ClaimParams, render func(Event) ([]byte, error)) ([]Job, error) {
 	tp, err := p.Tiers.param()
 	if err != nil {
@@ -151,9 +169,47 @@ func (s *Store) Claim(ctx context.Context, now time.Time, p ClaimParams, render 
 	if p.MaxInFlight <= 0 || p.MaxInFlightPerOrg <= 0 {
 		return nil, errors.New("store: claim: the in-flight bounds must be positive")
 	}
+	if err := s.ensureKey(ctx); err != nil {
+		return nil, err
+	}
 	var jobs []Job
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, claimOrgs, now, p.Limit, p.MaxInFlightPerOrg)
+	for round := range claimRounds {
+		got, aside, err := s.claimRound(ctx, now, p, tp, p.Limit-len(jobs))
+		if err != nil {
+			if round == 0 {
+				return nil, err
+			}
+			break // the attempts of the earlier rounds are leased: hand them out; the next claim meets the error again
+		}
+		jobs = append(jobs, got...)
+		if p.SetAside != nil {
+			for _, u := range aside {
+				p.SetAside(u)
+			}
+		}
+		if len(aside) == 0 || len(jobs) >= p.Limit {
+			break
+		}
+	}
+	return s.render(ctx, jobs, render)
+}
+
+// claimed is a row of claimStatement: a job and its endpoint's sealed secrets.
+type claimed struct {
+	job       Job
+	cur, prev []byte
+	prevUntil *time.Time
+	sealedAt  time.Time
+}
+
+// claimRound is one claim transaction: it returns the usable endpoints' jobs
+// (keys opened, bodies not yet rendered) and the endpoints set aside.
+func (s *Store) claimRound(ctx context.Context, now time.Time, p ClaimParams, tp string, limit int) ([]Job, []SetAside, error) {
+	var jobs []Job
+	var aside []SetAside
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		jobs, aside = nil, nil
+		rows, err := tx.Query(ctx, claimOrgs, now, limit, p.MaxInFlightPerOrg)
 		if err != nil {
 			return fmt.Errorf("store: claim: %w", err)
 		}
@@ -164,43 +220,91 @@ func (s *Store) Claim(ctx context.Context, now time.Time, p ClaimParams, render 
 		if len(orgs) == 0 {
 			return nil
 		}
-		rows, err = tx.Query(ctx, claimStatement(), orgs, now, tp, p.MaxInFlight, p.MaxInFlightPerOrg, p.Limit, now.Add(p.Lease))
+		rows, err = tx.Query(ctx, claimStatement(), orgs, now, tp, p.MaxInFlight, p.MaxInFlightPerOrg, limit, now.Add(p.Lease))
 		if err != nil {
 			return fmt.Errorf("store: claim: %w", err)
 		}
-		defer rows.Close()
-		keys := map[string][][]byte{}
+		var got []claimed
 		for rows.Next() {
-			var j Job
-			var cur, prev []byte
-			var prevUntil *time.Time
+			var c claimed
 			var seq *int64
-			if err := rows.Scan(&j.DeliveryID, &j.Token, &j.EndpointID, &j.URL, &cur, &prev, &prevUntil,
+			j := &c.job
+			if err := rows.Scan(&j.DeliveryID, &j.Token, &j.EndpointID, &j.URL, &c.cur, &c.prev, &c.prevUntil, &c.sealedAt,
 				&j.Kind, &j.EventID, &seq, &j.Body, &j.Attempt); err != nil {
+				rows.Close()
 				return fmt.Errorf("store: claim: %w", err)
 			}
-			k, ok := keys[j.EndpointID]
-			if !ok {
-				if k, err = s.signingKeys(j.EndpointID, cur, prev, prevUntil, now); err != nil {
-					return fmt.Errorf("store: claim: endpoint %s: %w", j.EndpointID, err)
-				}
-				keys[j.EndpointID] = k
-			}
-			j.Keys = k
 			if seq != nil {
 				j.Body, j.Seq = nil, *seq
 			}
-			jobs = append(jobs, j)
+			got = append(got, c)
 		}
+		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: claim: %w", err)
 		}
-		return nil
+		jobs, aside, err = s.usable(ctx, tx, now, p, got)
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.render(ctx, jobs, render)
+	return jobs, aside, nil
+}
+
+// usable opens each claimed endpoint's signing keys and checks its URL; the
+// attempts of an endpoint that cannot be used are failed with it (or, for a
+// secret sealed after this process checked its key, deferred).
+func (s *Store) usable(ctx context.Context, tx pgx.Tx, now time.Time, p ClaimParams, got []claimed) ([]Job, []SetAside, error) {
+	keys := map[string][][]byte{}
+	bad := map[string]*SetAside{}
+	var order []string
+	ids := map[string][]int64{}
+	for _, c := range got {
+		id := c.job.EndpointID
+		ids[id] = append(ids[id], c.job.DeliveryID)
+		if _, seen := keys[id]; seen || bad[id] != nil {
+			continue
+		}
+		if p.CheckURL != nil {
+			if err := p.CheckURL(c.job.URL); err != nil {
+				bad[id] = &SetAside{EndpointID: id, Kind: KindURL, Reason: ReasonURL, Detail: err.Error()}
+				order = append(order, id)
+				continue
+			}
+		}
+		k, err := s.signingKeys(id, c.cur, c.prev, c.prevUntil, now)
+		if err != nil {
+			u := &SetAside{EndpointID: id, Kind: KindSecret, Reason: ReasonSecret}
+			u.Deferred = errors.Is(err, secretbox.ErrOpen) && !c.sealedAt.Before(s.keyChecked())
+			bad[id] = u
+			order = append(order, id)
+			continue
+		}
+		keys[id] = k
+	}
+	var aside []SetAside
+	for _, id := range order {
+		u := bad[id]
+		var err error
+		if u.Deferred {
+			err = deferClaimed(ctx, tx, now, ids[id])
+		} else {
+			err = setAside(ctx, tx, now, u, ids[id])
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		aside = append(aside, *u)
+	}
+	jobs := make([]Job, 0, len(got))
+	for _, c := range got {
+		if k, ok := keys[c.job.EndpointID]; ok {
+			c.job.Keys = k
+			jobs = append(jobs, c.job)
+		}
+	}
+	return jobs, aside, nil
 }
 
 // render fills the bodies of event jobs from change_events.

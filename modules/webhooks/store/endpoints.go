@@ -25,6 +25,9 @@ type Store struct {
 	// is when to look for the column again after it was found missing.
 	traceparents       bool
 	noTraceparentUntil atomic.Int64
+	// keyCheckedAt (unix ns, database clock; 0 = not yet) is when the key last
+	// opened the key canary (CheckKey).
+	keyCheckedAt atomic.Int64
 }
 
 // New returns a store over pool that seals endpoint secrets with box.
@@ -34,21 +37,32 @@ func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 
 // Endpoint is a registered receiver (never with its secret).
 type Endpoint struct {
-	ID             string    `json:"id"`
-	URL            string    `json:"url"`
-	Families       []string  `json:"families"`
-	Description    string    `json:"description"`
-	Status         string    `json:"status"`
-	DisabledReason string    `json:"disabled_reason,omitempty"`
+	ID             string   `json:"id"`
+	URL            string   `json:"url"`
+	Families       []string `json:"families"`
+	Description    string   `json:"description"`
+	Status         string   `json:"status"`
+	DisabledReason string   `json:"disabled_reason,omitempty"`
+	// UnusableReason is why an endpoint with Status "unusable" was set aside
+	// (one of the Reason* set aside constants; docs/design.md D39).
+	UnusableReason string    `json:"unusable_reason,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
 	OrgID          string    `json:"-"`
 }
 
-const endpointColumns = `id, url, families, description, status, disabled_reason, created_at, org_id`
+// Endpoint statuses: active, disabled (its receiver answered 410) and
+// unusable (set aside: see SetAside).
+const (
+	StatusActive   = "active"
+	StatusDisabled = "disabled"
+	StatusUnusable = "unusable"
+)
+
+const endpointColumns = `id, url, families, description, status, disabled_reason, unusable_reason, created_at, org_id`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
-	err := row.Scan(&e.ID, &e.URL, &e.Families, &e.Description, &e.Status, &e.DisabledReason, &e.CreatedAt, &e.OrgID)
+	err := row.Scan(&e.ID, &e.URL, &e.Families, &e.Description, &e.Status, &e.DisabledReason, &e.UnusableReason, &e.CreatedAt, &e.OrgID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}
@@ -86,6 +100,9 @@ type EndpointSpec struct {
 // bound) and returns it with its new secret (shown to the caller once;
 // stored sealed).
 func (s *Store) CreateEndpoint(ctx context.Context, now time.Time, spec EndpointSpec, max int) (Endpoint, string, error) {
+	if err := s.ensureKey(ctx); err != nil {
+		return Endpoint{}, "", err
+	}
 	id, err := newEndpointID()
 	if err != nil {
 		return Endpoint{}, "", err
@@ -173,7 +190,13 @@ func (s *Store) DeleteEndpoint(ctx context.Context, org, id string) error {
 
 // RotateSecret gives org's endpoint id a new secret and keeps signing with
 // the current one as well until now+overlap (two signatures per delivery).
+// A current secret the key cannot open is dropped instead of kept (it could
+// never sign), and an endpoint set aside for it (ReasonSecret) is active
+// again: the new secret is the way out (docs/design.md D39).
 func (s *Store) RotateSecret(ctx context.Context, now time.Time, org, id string, overlap time.Duration) (string, error) {
+	if err := s.ensureKey(ctx); err != nil {
+		return "", err
+	}
 	secret, err := signature.NewSecret()
 	if err != nil {
 		return "", err
@@ -182,14 +205,30 @@ func (s *Store) RotateSecret(ctx context.Context, now time.Time, org, id string,
 	if err != nil {
 		return "", err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE civicgate.webhook_endpoints
-		SET prev_secret_sealed = secret_sealed, prev_secret_until = $3, secret_sealed = $4, updated_at = $5
-		WHERE id = $1 AND org_id = $2`, id, org, now.Add(overlap), sealed, now)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var cur []byte
+		err := tx.QueryRow(ctx, `SELECT secret_sealed FROM civicgate.webhook_endpoints WHERE id = $1 AND org_id = $2 FOR UPDATE`,
+			id, org).Scan(&cur)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("store: rotate secret: %w", err)
+		}
+		_, openErr := s.box.Open(cur, []byte(id))
+		keep := openErr == nil
+		if _, err := tx.Exec(ctx, `UPDATE civicgate.webhook_endpoints
+			SET prev_secret_sealed = CASE WHEN $6 THEN secret_sealed END, prev_secret_until = CASE WHEN $6 THEN $3::timestamptz END,
+				secret_sealed = $4, updated_at = $5, sealed_at = clock_timestamp(),
+				status = CASE WHEN status = 'unusable' AND unusable_reason = $7 THEN 'active' ELSE status END,
+				unusable_reason = CASE WHEN status = 'unusable' AND unusable_reason = $7 THEN '' ELSE unusable_reason END
+			WHERE id = $1 AND org_id = $2`, id, org, now.Add(overlap), sealed, now, keep, ReasonSecret); err != nil {
+			return fmt.Errorf("store: rotate secret: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("store: rotate secret: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return "", ErrNotFound
+		return "", err
 	}
 	return secret, nil
 }
@@ -262,13 +301,14 @@ const SinceCreation int64 = -1
 // created_at), never before it. An event that still
 // has a pending (or parked) delivery is not doubled: a pending one is made
 // due now instead. A replay re-enables an endpoint disabled by 410 (the
-// subscriber says the receiver is back).
+// subscriber says the receiver is back) or set aside as unusable (if the
+// cause remains, the next claim sets it aside again).
 func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after int64, max int, entitled []string) (ReplayResult, error) {
 	var res ReplayResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var families []string
 		var created time.Time
-		err := tx.QueryRow(ctx, `UPDATE civicgate.webhook_endpoints SET status = 'active', disabled_reason = '', updated_at = $3
+		err := tx.QueryRow(ctx, `UPDATE civicgate.webhook_endpoints SET status = 'active', disabled_reason = '', unusable_reason = '', updated_at = $3
 			WHERE id = $1 AND org_id = $2
 			RETURNING ARRAY(SELECT f FROM unnest(families) f WHERE f = ANY($4::text[])), created_at`, id, org, now, entitled).Scan(&families, &created)
 		if errors.Is(err, pgx.ErrNoRows) {

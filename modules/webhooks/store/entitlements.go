@@ -67,7 +67,7 @@ const (
 //     environment (any environment when the endpoint records none).
 func endpointState(tiers, where string) string {
 	return `SELECT e.id, e.org_id, e.url, e.status, e.families, e.start_seq,
-			e.secret_sealed, e.prev_secret_sealed, e.prev_secret_until,
+			e.secret_sealed, e.prev_secret_sealed, e.prev_secret_until, e.sealed_at,
 			CASE WHEN o.status = 'suspended' THEN '` + ReasonSuspended + `'
 			     WHEN o.status IS DISTINCT FROM 'active' OR k.n = 0 THEN '` + ReasonNoKey + `' END AS park_reason,
 			k.fams
@@ -115,6 +115,13 @@ func cancelSQL(now string) string {
 // Reconciled counts what Reconcile changed.
 type Reconciled struct {
 	Parked, Resumed, Cancelled int64
+	// SetAside lists the endpoints of deleted organizations it set aside.
+	SetAside []SetAside
+}
+
+// Changed reports whether Reconcile changed anything.
+func (r Reconciled) Changed() bool {
+	return r.Parked+r.Resumed+r.Cancelled > 0 || len(r.SetAside) > 0
 }
 
 // Reconcile brings every delivery in line with the key store: deliveries of
@@ -125,7 +132,8 @@ type Reconciled struct {
 // claims; Reconcile makes them visible (and resumes) without waiting for a
 // delivery to fall due. Rows other transactions hold are left for the next
 // call. Deliveries written without a family (before migration 0003, or by an
-// older instance) get it from change_events first.
+// older instance) get it from change_events first. The endpoints of a
+// deleted organization are set aside (ReasonOrgDeleted).
 func (s *Store) Reconcile(ctx context.Context, now time.Time, tiers Tiers) (Reconciled, error) {
 	tp, err := tiers.param()
 	if err != nil {
@@ -141,7 +149,11 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, tiers Tiers) (Reco
 			  AND ce.id = d.event_seq`); err != nil {
 			return fmt.Errorf("store: reconcile: %w", err)
 		}
-		err := tx.QueryRow(ctx, `WITH ent AS (`+endpointState("$1", "true")+`),
+		var err error
+		if r.SetAside, err = setAsideDeleted(ctx, tx, now); err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `WITH ent AS (`+endpointState("$1", "true")+`),
 			parked AS (`+parkSQL("$2")+`),
 			resumed AS (
 				UPDATE civicgate.webhook_deliveries d SET status = 'pending', last_error = ''
