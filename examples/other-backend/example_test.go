@@ -1,4 +1,4 @@
-// Package otherbackend tests the README's worked example: the civicgate
+// Package otherbackend tests docs/other-backend.md's worked example: the civicgate
 // modules in front of a GraphQL backend that is not recordsd — the library
 // engine of library/, with mutations and subscriptions — configured only
 // through examples/other-backend/Caddyfile (keys file or PostgreSQL,

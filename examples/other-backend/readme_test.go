@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestREADMEShowsThisCaddyfile: the README's worked example is this
-// directory's Caddyfile exactly (after the file's header comment), so the
-// tests that run the file run what the README shows.
-func TestREADMEShowsThisCaddyfile(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestDocShowsThisCaddyfile: the worked example of docs/other-backend.md is
+// this directory's Caddyfile exactly (after the file's header comment), so
+// the tests that run the file run what the walk-through shows.
+func TestDocShowsThisCaddyfile(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/other-backend.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,13 +19,13 @@ func TestREADMEShowsThisCaddyfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	const intro = "a trusted-documents manifest:\n\n```caddyfile\n"
-	_, block, ok := strings.Cut(string(readme), intro)
+	_, block, ok := strings.Cut(string(doc), intro)
 	if !ok {
-		t.Fatal("README.md no longer introduces the worked example with " + intro)
+		t.Fatal("docs/other-backend.md no longer introduces the worked example with " + intro)
 	}
 	block, _, ok = strings.Cut(block, "```\n")
 	if !ok {
-		t.Fatal("the README's worked example block does not end")
+		t.Fatal("the worked example block of docs/other-backend.md does not end")
 	}
 	body := string(file)
 	i := strings.Index(body, "\n{\n")
@@ -33,6 +33,6 @@ func TestREADMEShowsThisCaddyfile(t *testing.T) {
 		t.Fatal("Caddyfile: no global options block after the header comment")
 	}
 	if body = body[i+1:]; block != body {
-		t.Fatalf("README.md's worked example differs from examples/other-backend/Caddyfile:\n--- README\n%s\n--- Caddyfile\n%s", block, body)
+		t.Fatalf("docs/other-backend.md's worked example differs from examples/other-backend/Caddyfile:\n--- docs/other-backend.md\n%s\n--- Caddyfile\n%s", block, body)
 	}
 }
