@@ -24,7 +24,7 @@ var sharedEnv = []string{"DATABASE_URL", "REDIS_URL", "CIVICGATE_RL_PREFIX", "CI
 
 // startGateways starts one recordsd and n gateways (the shipped
 // caddyfile/Caddyfile.local) on one database, one Redis (redisURL) and one
-// key prefix, as README "Scaling out" deploys them. env ("NAME=value") is
+// key prefix, as docs/operations.md "Scaling out" deploys them. env ("NAME=value") is
 // set on every stack before anything starts. The first stack runs recordsd
 // and issues keys.
 func startGateways(t testing.TB, n int, redisURL string, env ...string) []*stack.Stack {

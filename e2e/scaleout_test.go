@@ -15,7 +15,7 @@ import (
 
 // TestThreeGatewaysOnRedisCluster runs three civicgate processes on one
 // PostgreSQL, one recordsd and a real Redis Cluster of three masters with a
-// replica each (README "Scaling out"; REDIS_URL in the cluster form
+// replica each (docs/operations.md "Scaling out"; REDIS_URL in the cluster form
 // internal/redisconn reads), then checks two things the gateways share.
 //
 // Revocation: a key each gateway has just admitted (so each holds it in its

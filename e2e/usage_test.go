@@ -84,7 +84,7 @@ func sameUsage(t *testing.T, got map[string]usageCounts, total usageCounts, want
 }
 
 // shareServices points b at a's database, Redis prefix, secrets and
-// recordsd: another gateway of the same deployment (README "Scaling out").
+// recordsd: another gateway of the same deployment (docs/operations.md "Scaling out").
 func shareServices(b, a *stack.Stack) {
 	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "CIVICGATE_RL_PREFIX", "CIVIC_IDENTITY_SECRET",
 		"CIVIC_WEBHOOK_SECRET_KEY", "CIVICGATE_UPSTREAM", "RECORDSD_LISTEN", "RECORDSD_CURSOR_SECRET", "CIVICGATE_USAGE_FLUSH", "CIVICGATE_CACHE", "CIVICGATE_CACHE_PREFIX"} {

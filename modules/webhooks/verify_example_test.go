@@ -15,8 +15,9 @@ import (
 )
 
 // Verify is the standard-library-only verifier of README.md ("Verifying
-// deliveries"), kept here verbatim so the documented code is compiled and
-// tested against what the sidecar sends.
+// deliveries") and docs/webhooks.md ("Verifying a delivery"), kept here
+// verbatim so the documented code is compiled and tested against what the
+// sidecar sends.
 func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
