@@ -35,6 +35,7 @@ type env struct {
 	t    testing.TB
 	pool *pgxpool.Pool
 	srv  *httptest.Server
+	api  *httpapi.Server
 	logs *lockedWriter
 }
 
@@ -43,6 +44,8 @@ type envOpts struct {
 	queryTimeout time.Duration
 	// tracer, when set, traces the API (httpapi.Config.TracerProvider) and its SQL (telemetry.NewQueryTracer).
 	tracer trace.TracerProvider
+	// storeOpts configure the Store (e.g. store.WithReplicas).
+	storeOpts func(pool *pgxpool.Pool) []store.Option
 }
 
 func newEnv(t testing.TB, opts envOpts) *env {
@@ -73,8 +76,12 @@ func newEnv(t testing.TB, opts envOpts) *env {
 		t.Fatal(err)
 	}
 	logs := &lockedWriter{}
+	var storeOpts []store.Option
+	if opts.storeOpts != nil {
+		storeOpts = opts.storeOpts(pool)
+	}
 	api, err := httpapi.New(httpapi.Config{
-		Store:          store.New(pool, codec),
+		Store:          store.New(pool, codec, storeOpts...),
 		IdentitySecret: identitySecret,
 		QueryTimeout:   opts.queryTimeout,
 		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
@@ -90,7 +97,7 @@ func newEnv(t testing.TB, opts envOpts) *env {
 			t.Logf("recordsd log:\n%s", logs.String())
 		}
 	})
-	return &env{t: t, pool: pool, srv: srv, logs: logs}
+	return &env{t: t, pool: pool, srv: srv, api: api, logs: logs}
 }
 
 // newProxiedEnv is newEnv with fixtures, reaching PostgreSQL through a proxy

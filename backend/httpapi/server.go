@@ -48,10 +48,11 @@ type Config struct {
 
 // Server serves recordsd's HTTP API.
 type Server struct {
-	cfg    Config
-	exec   *executor.Executor
-	schema *ast.Schema
-	log    *slog.Logger
+	cfg     Config
+	exec    *executor.Executor
+	schema  *ast.Schema
+	log     *slog.Logger
+	metrics *metrics
 }
 
 // New validates cfg and builds a Server.
@@ -87,6 +88,8 @@ func New(cfg Config) (*Server, error) {
 	s.exec.Use(extension.Introspection{}) // introspection is allowed (docs/design.md D6); the gateway may restrict it
 	s.exec.SetErrorPresenter(s.presentError)
 	s.exec.SetRecoverFunc(s.recoverPanic)
+	s.metrics = newMetrics(s.schema, cfg.Store)
+	s.exec.Use(metricsExtension{s.metrics})
 	if telemetry.Enabled(cfg.TracerProvider) {
 		s.exec.Use(newTracingExtension(cfg.TracerProvider.Tracer(tracerName), s.schema))
 	}
@@ -101,7 +104,7 @@ func (s *Server) Handler() http.Handler {
 	graphqlH := s.requireIdentity(http.HandlerFunc(s.graphql))
 	billsH := s.requireIdentity(http.HandlerFunc(s.bills))
 	runtimeH := s.requireIdentity(http.HandlerFunc(s.runtimeStats))
-	return s.traced(s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.traced(s.measured(s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
 			s.healthz(w, r)
@@ -114,7 +117,7 @@ func (s *Server) Handler() http.Handler {
 		default:
 			writeBody(w, http.StatusNotFound, contract.BodyNotFound)
 		}
-	})))
+	}))))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

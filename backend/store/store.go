@@ -197,3 +197,24 @@ const (
 
 func ts(col string) string   { return "to_char(" + col + " AT TIME ZONE 'UTC', " + tsFmt + ")" }
 func date(col string) string { return "to_char(" + col + ", " + dateFmt + ")" }
+
+// PoolStat is one pool's statistics: the primary's ("primary") or a replica's ("replica <name>").
+type PoolStat struct {
+	Name string
+	Stat *pgxpool.Stat
+}
+
+// PoolStats returns the statistics of every pool the Store reads through, the primary first (none for a Store
+// without a pool).
+func (s *Store) PoolStats() []PoolStat {
+	var out []PoolStat
+	if s.pool != nil {
+		out = append(out, PoolStat{Name: "primary", Stat: s.pool.Stat()})
+	}
+	if s.replicas != nil {
+		for _, rep := range s.replicas.reps {
+			out = append(out, PoolStat{Name: "replica " + rep.Name, Stat: rep.Pool.Stat()})
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@
 //	recordsd serve   [--listen 127.0.0.1:8081] [--dev-insecure-no-identity]   (env DATABASE_URL, RECORDSD_CURSOR_SECRET, CIVIC_IDENTITY_SECRET, RECORDSD_LISTEN)
 //	                 reads on standbys: DATABASE_READ_URL, DATABASE_READ_MAX_LAG, DATABASE_READ_CONSISTENCY (docs/read-replicas.md)
 //	                 traces: RECORDSD_TRACING or CIVICGATE_TRACING=on and the OTEL_* variables (docs/tracing.md)
+//	                 metrics: --metrics-listen / RECORDSD_METRICS_LISTEN serves GET /metrics on its own address
 //	recordsd migrate                                                        (env DATABASE_URL)
 //	recordsd seed    --scale small|medium|1m                                (see seed.go)
 package main

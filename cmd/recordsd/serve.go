@@ -137,6 +137,8 @@ func runServe(ctx context.Context, args []string) error {
 	dev := fs.Bool("dev-insecure-no-identity", false, "serve without requiring X-Civic-Identity (development only)")
 	timeout := fs.Duration("query-timeout", 10*time.Second, "per-request database time budget")
 	migrate := fs.Bool("migrate", false, "apply migrations before serving")
+	metricsListen := fs.String("metrics-listen", os.Getenv("RECORDSD_METRICS_LISTEN"),
+		"listen address of GET /metrics, Prometheus text (env RECORDSD_METRICS_LISTEN; empty: no metrics listener)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -202,9 +204,30 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// Metrics on a listener of their own (docs/design.md D42): the API's listener, the one the gateway proxies
+	// to, never serves them.
+	var metricsSrv *http.Server
+	var metricsLn net.Listener
+	if *metricsListen != "" {
+		metricsLn, err = net.Listen("tcp", *metricsListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics listen (RECORDSD_METRICS_LISTEN): %w", err)
+		}
+		metricsSrv = &http.Server{
+			Handler:           metricsMux(api.MetricsHandler()),
+			ReadHeaderTimeout: 5 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		}
+	}
 	slog.Info("recordsd serving", "addr", ln.Addr().String())
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if metricsSrv != nil {
+		slog.Info("recordsd metrics serving", "addr", metricsLn.Addr().String(), "path", "/metrics")
+		go func() { errc <- metricsSrv.Serve(metricsLn) }()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -212,5 +235,28 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(shutdownCtx)
+	}
 	return srv.Shutdown(shutdownCtx)
+}
+
+// metricsMux serves metrics at exactly /metrics (GET or HEAD) and a JSON 404 elsewhere.
+func metricsMux(metrics http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"Not Found"}`))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_, _ = w.Write([]byte(`{"error":"Method Not Allowed"}`))
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
 }
