@@ -55,8 +55,9 @@ type Handler struct {
 	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
 	// SessionLifetime ends a session this long after sign-in (default 12h).
 	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
-	// MaxEndpoints bounds an organization's webhook endpoints (default: the
-	// webhooks API's, 20).
+	// MaxEndpoints bounds an organization's webhook endpoints: one limit
+	// shared with the civic_webhooks handler over the same app (set it on
+	// either; two different values are refused; default 20).
 	MaxEndpoints int `json:"max_endpoints,omitempty"`
 
 	pool     *pgxpool.Pool
@@ -103,7 +104,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if app, err := ctx.AppIfConfigured("civic_webhooks"); err == nil {
 		h.hooksApp = app.(*webhooks.App)
-		h.hooks = h.hooksApp.Service(h.MaxEndpoints, 0)
+		if h.hooks, err = h.hooksApp.Service(h.MaxEndpoints, 0); err != nil {
+			return fmt.Errorf("civic_console: %w", err)
+		}
 	}
 	if h.OIDC != nil {
 		if h.oidc, err = newOIDCClient(*h.OIDC, repl); err != nil {
@@ -117,8 +120,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Cleanup closes the database pool.
+// Cleanup closes the database pool and releases the webhooks service.
 func (h *Handler) Cleanup() error {
+	if h.hooks != nil {
+		h.hooks.Close()
+	}
 	if h.pool != nil {
 		h.pool.Close()
 	}

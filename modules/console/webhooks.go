@@ -7,37 +7,44 @@ import (
 	"strings"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 	"github.com/civicgate/civicgate/modules/webhooks"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
 // The webhooks pages call the webhooks service (modules/webhooks), the code
-// the /v1/webhook-endpoints API runs: the same URL policy, family rules,
-// endpoint bound and sealed secrets.
+// the /v1/webhook-endpoints API runs, for every read and change: who may
+// (organization status, the changes family, the member's role), the URL
+// policy, family rules, endpoint limit, replay bound and sealed secrets are
+// its rules, not the console's (docs/design.md D43).
 
-// caller is the organization as the webhooks service sees it: its families
-// are those of the tiers of its live keys in env (what an API key of the
-// organization would be entitled to).
-func (h *Handler) caller(r *http.Request, o orgCtx, env string) (webhooks.Caller, error) {
-	live, err := consolestore.LiveKeys(r.Context(), h.pool, o.org.ID)
-	if err != nil {
-		return webhooks.Caller{}, err
+// caller is the organization as the webhooks service sees it — the
+// families of the tiers of its live keys in env, as an API key of the
+// organization would carry — with the member's role.
+func (h *Handler) caller(r *http.Request, m member, o orgCtx, env string) (webhooks.Caller, error) {
+	c, err := h.hooks.CallerOf(r.Context(), o.org.ID, env)
+	c.ReadOnly = !m.canChange()
+	return c, err
+}
+
+// refusal is what the console says for a refusal of the webhooks service
+// (the API answers the same cases 403, 403, 403 and 400); ok is false for
+// any other error.
+func refusal(m member, err error) (code int, text string, ok bool) {
+	var in *webhooks.InputError
+	switch {
+	case errors.Is(err, webhooks.ErrSuspended):
+		return http.StatusForbidden, "This organization is suspended: its webhook endpoints cannot be used or changed until an operator resumes it.", true
+	case errors.Is(err, webhooks.ErrNoManageFamily):
+		return http.StatusForbidden, "The organization's tier does not include the " + webhooks.ManageFamily +
+			" family, which webhooks need (as for the /v1/webhook-endpoints API). An operator can change its tier.", true
+	case errors.Is(err, webhooks.ErrNotEntitled):
+		return http.StatusForbidden, "The organization's tier does not include every family you picked.", true
+	case errors.Is(err, webhooks.ErrReadOnly):
+		return http.StatusForbidden, "Your role (" + m.Role + ") can see this organization but not change it. Ask an admin.", true
+	case errors.As(err, &in):
+		return http.StatusBadRequest, in.Message + ".", true
 	}
-	seen := map[string]bool{}
-	c := webhooks.Caller{Org: o.org.ID, Env: env}
-	for _, k := range live {
-		if env != "" && k.Env != env {
-			continue
-		}
-		for _, f := range h.hooksApp.TierFamilies(k.Tier) {
-			if !seen[f] {
-				seen[f] = true
-				c.Families = append(c.Families, f)
-			}
-		}
-	}
-	return c, nil
+	return 0, "", false
 }
 
 func (h *Handler) noWebhooks(w http.ResponseWriter, r *http.Request) bool {
@@ -58,17 +65,28 @@ type createdEndpoint struct {
 	Secret string
 }
 
-func (h *Handler) renderWebhooks(w http.ResponseWriter, r *http.Request, m member, o orgCtx, code int, notice, refusal string, c *createdEndpoint) {
+func (h *Handler) renderWebhooks(w http.ResponseWriter, r *http.Request, m member, o orgCtx, code int, notice, refused string, made *createdEndpoint) {
 	if h.noWebhooks(w, r) {
 		return
 	}
-	eps, err := h.hooks.List(r.Context(), o.org.ID)
-	if err != nil {
+	c, err := h.caller(r, m, o, "")
+	var eps []store.Endpoint
+	if err == nil {
+		eps, err = h.hooks.List(r.Context(), c)
+	}
+	if rc, text, ok := refusal(m, err); ok {
+		// The organization may not use webhooks at all: say why instead of a list.
+		code = max(code, rc)
+		if !strings.Contains(refused, text) { // a refused create may have said it already
+			refused = strings.TrimSpace(refused + " " + text)
+		}
+	} else if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	v := h.orgView(m, o, "webhooks", "Webhooks", map[string]any{"Endpoints": eps, "Created": c, "Families": store.Families()})
-	v.Notice, v.Error = notice, refusal
+	v := h.orgView(m, o, "webhooks", "Webhooks", map[string]any{"Endpoints": eps, "Created": made, "Families": store.Families(),
+		"CanCreate": err == nil && !c.ReadOnly})
+	v.Notice, v.Error = notice, refused
 	h.render(w, r, code, "webhooks", v)
 }
 
@@ -81,7 +99,7 @@ func (h *Handler) createEndpoint(w http.ResponseWriter, r *http.Request, m membe
 		h.renderWebhooks(w, r, m, o, http.StatusBadRequest, "", "Choose the live or test environment.", nil)
 		return
 	}
-	c, err := h.caller(r, o, env)
+	c, err := h.caller(r, m, o, env)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -91,15 +109,11 @@ func (h *Handler) createEndpoint(w http.ResponseWriter, r *http.Request, m membe
 		fams = picked
 	}
 	ep, secret, err := h.hooks.Create(r.Context(), c, strings.TrimSpace(r.PostForm.Get("url")), fams, r.PostForm.Get("description"))
-	var in *webhooks.InputError
-	switch {
-	case errors.As(err, &in):
-		h.renderWebhooks(w, r, m, o, http.StatusBadRequest, "", "Not created: "+in.Message+".", nil)
+	if code, text, ok := refusal(m, err); ok {
+		h.renderWebhooks(w, r, m, o, code, "", "Not created. "+text, nil)
 		return
-	case errors.Is(err, webhooks.ErrNotEntitled):
-		h.renderWebhooks(w, r, m, o, http.StatusForbidden, "", "Not created: the organization's tier does not include every family you picked.", nil)
-		return
-	case err != nil:
+	}
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -124,9 +138,19 @@ func (h *Handler) renderEndpoint(w http.ResponseWriter, r *http.Request, m membe
 		return
 	}
 	id := r.PathValue("id")
-	ep, err := h.hooks.Get(r.Context(), o.org.ID, id)
+	c, err := h.caller(r, m, o, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ep, err := h.hooks.Get(r.Context(), c, id)
 	if errors.Is(err, store.ErrNotFound) {
 		h.notFound(w, r)
+		return
+	}
+	if code, text, ok := refusal(m, err); ok {
+		// Not allowed to read it either (suspended, no changes family): the list page says why.
+		h.renderWebhooks(w, r, m, o, code, "", text, nil)
 		return
 	}
 	if err != nil {
@@ -139,7 +163,7 @@ func (h *Handler) renderEndpoint(w http.ResponseWriter, r *http.Request, m membe
 			before = b // not a number (or out of range): the first page
 		}
 	}
-	ds, more, err := h.hooks.Deliveries(r.Context(), o.org.ID, id, max(before, 0), pageSize)
+	ds, more, err := h.hooks.Deliveries(r.Context(), c, id, max(before, 0), pageSize)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -156,19 +180,24 @@ func (h *Handler) renderEndpoint(w http.ResponseWriter, r *http.Request, m membe
 // endpointAction runs an action on the endpoint in the path, answering 404
 // for another organization's id.
 func (h *Handler) endpointAction(w http.ResponseWriter, r *http.Request, m member, o orgCtx, action string,
-	run func(id string) (endpointResult, string, error)) {
+	run func(c webhooks.Caller, id string) (endpointResult, string, error)) {
 	if h.noWebhooks(w, r) || !parseForm(w, r) {
 		return
 	}
 	id := r.PathValue("id")
-	res, detail, err := run(id)
-	var in *webhooks.InputError
+	c, err := h.caller(r, m, o, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, detail, err := run(c, id)
+	code, text, refused := refusal(m, err)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		h.notFound(w, r)
 		return
-	case errors.As(err, &in):
-		res = endpointResult{code: http.StatusBadRequest, refusal: in.Message + "."}
+	case refused:
+		res = endpointResult{code: code, refusal: text}
 	case err != nil:
 		h.fail(w, r, err)
 		return
@@ -182,26 +211,22 @@ func (h *Handler) endpointAction(w http.ResponseWriter, r *http.Request, m membe
 }
 
 func (h *Handler) rotateEndpointSecret(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
-	h.endpointAction(w, r, m, o, "webhook.rotate_secret", func(id string) (endpointResult, string, error) {
-		secret, until, err := h.hooks.RotateSecret(r.Context(), o.org.ID, id)
+	h.endpointAction(w, r, m, o, "webhook.rotate_secret", func(c webhooks.Caller, id string) (endpointResult, string, error) {
+		secret, until, err := h.hooks.RotateSecret(r.Context(), c, id)
 		return endpointResult{secret: secret, notice: "Secret rotated. Copy the new secret now: it is shown only once. " +
 			"The previous secret also signs deliveries until " + until.UTC().Format("2006-01-02 15:04 UTC") + "."}, "", err
 	})
 }
 
 func (h *Handler) testEndpoint(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
-	h.endpointAction(w, r, m, o, "webhook.test", func(id string) (endpointResult, string, error) {
-		ev, err := h.hooks.Test(r.Context(), o.org.ID, id)
+	h.endpointAction(w, r, m, o, "webhook.test", func(c webhooks.Caller, id string) (endpointResult, string, error) {
+		ev, err := h.hooks.Test(r.Context(), c, id)
 		return endpointResult{notice: "Test event " + ev + " queued: it appears in the deliveries below."}, ev, err
 	})
 }
 
 func (h *Handler) replayEndpoint(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
-	h.endpointAction(w, r, m, o, "webhook.replay", func(id string) (endpointResult, string, error) {
-		c, err := h.caller(r, o, "")
-		if err != nil {
-			return endpointResult{}, "", err
-		}
+	h.endpointAction(w, r, m, o, "webhook.replay", func(c webhooks.Caller, id string) (endpointResult, string, error) {
 		var from *string
 		if cur := strings.TrimSpace(r.PostForm.Get("from_cursor")); cur != "" {
 			from = &cur
@@ -220,13 +245,22 @@ func (h *Handler) deleteEndpoint(w http.ResponseWriter, r *http.Request, m membe
 		return
 	}
 	id := r.PathValue("id")
+	c, err := h.caller(r, m, o, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	if r.PostForm.Get("confirm") != id {
 		h.renderEndpoint(w, r, m, o, endpointResult{code: http.StatusBadRequest, refusal: "Not deleted: type the endpoint id to confirm."})
 		return
 	}
-	err := h.hooks.Delete(r.Context(), o.org.ID, id)
+	err = h.hooks.Delete(r.Context(), c, id)
 	if errors.Is(err, store.ErrNotFound) {
 		h.notFound(w, r)
+		return
+	}
+	if code, text, ok := refusal(m, err); ok {
+		h.renderEndpoint(w, r, m, o, endpointResult{code: code, refusal: "Not deleted. " + text})
 		return
 	}
 	if err != nil {

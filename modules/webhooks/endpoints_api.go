@@ -46,7 +46,7 @@ func (h *Handler) list(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if r.URL.RawQuery != "" {
 		return badRequest(w, "this list takes no parameters")
 	}
-	eps, err := h.svc.List(ctx, c.Org)
+	eps, err := h.svc.List(ctx, c)
 	if err != nil {
 		return h.fail(w, r, err)
 	}
@@ -56,7 +56,7 @@ func (h *Handler) list(ctx context.Context, w http.ResponseWriter, r *http.Reque
 }
 
 func (h *Handler) get(ctx context.Context, w http.ResponseWriter, r *http.Request, c Caller, id string) error {
-	e, err := h.svc.Get(ctx, c.Org, id)
+	e, err := h.svc.Get(ctx, c, id)
 	if err != nil {
 		return h.fail(w, r, err)
 	}
@@ -64,7 +64,7 @@ func (h *Handler) get(ctx context.Context, w http.ResponseWriter, r *http.Reques
 }
 
 func (h *Handler) delete(ctx context.Context, w http.ResponseWriter, r *http.Request, c Caller, id string) error {
-	if err := h.svc.Delete(ctx, c.Org, id); err != nil {
+	if err := h.svc.Delete(ctx, c, id); err != nil {
 		return h.fail(w, r, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -76,7 +76,7 @@ func (h *Handler) rotate(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !decodeBody(w, r, &empty, true) {
 		return nil
 	}
-	secret, expires, err := h.svc.RotateSecret(ctx, c.Org, id)
+	secret, expires, err := h.svc.RotateSecret(ctx, c, id)
 	if err != nil {
 		return h.fail(w, r, err)
 	}
@@ -105,7 +105,7 @@ func (h *Handler) test(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if !decodeBody(w, r, &empty, true) {
 		return nil
 	}
-	eventID, err := h.svc.Test(ctx, c.Org, id)
+	eventID, err := h.svc.Test(ctx, c, id)
 	if err != nil {
 		return h.fail(w, r, err)
 	}

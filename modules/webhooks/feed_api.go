@@ -100,7 +100,7 @@ func (h *Handler) deliveries(ctx context.Context, w http.ResponseWriter, r *http
 			return badRequest(w, "cursor is not a cursor of this list")
 		}
 	}
-	ds, more, err := h.svc.Deliveries(ctx, c.Org, id, before, limit)
+	ds, more, err := h.svc.Deliveries(ctx, c, id, before, limit)
 	if err != nil {
 		return h.fail(w, r, err)
 	}

@@ -50,9 +50,12 @@ type Handler struct {
 	// Families are the caller's entitled families, comma-separated (default
 	// "{civic.families}").
 	Families string `json:"families,omitempty"`
-	// MaxReplay bounds the events one replay request schedules (default 10000).
+	// MaxReplay bounds the events one replay request schedules (default
+	// 10000). Shared by every user of the civic_webhooks app (the console
+	// too, docs/design.md D43): set it once.
 	MaxReplay int `json:"max_replay,omitempty"`
-	// MaxEndpoints bounds the endpoints of one organization (default 20).
+	// MaxEndpoints bounds the endpoints of one organization (default 20),
+	// shared likewise.
 	MaxEndpoints int `json:"max_endpoints,omitempty"`
 
 	app    *App
@@ -84,18 +87,22 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Families == "" {
 		h.Families = DefaultFamilies
 	}
-	if h.MaxReplay <= 0 {
-		h.MaxReplay = DefaultMaxReplay
-	}
-	if h.MaxEndpoints <= 0 {
-		h.MaxEndpoints = DefaultMaxEndpoints
-	}
 	app, err := ctx.AppIfConfigured("civic_webhooks")
 	if err != nil {
 		return fmt.Errorf("civic_webhooks: the civic_webhooks global option (app) must be configured: %w", err)
 	}
 	h.app = app.(*App)
-	h.svc = h.app.Service(h.MaxEndpoints, h.MaxReplay)
+	if h.svc, err = h.app.Service(h.MaxEndpoints, h.MaxReplay); err != nil {
+		return fmt.Errorf("civic_webhooks: %w", err)
+	}
+	return nil
+}
+
+// Cleanup releases the handler's share of the endpoint limit.
+func (h *Handler) Cleanup() error {
+	if h.svc != nil {
+		h.svc.Close()
+	}
 	return nil
 }
 
@@ -134,6 +141,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	case rest == "/changes":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return notAllowed(w, "GET")
+		}
+		// The feed checks the family itself too (the endpoint API's rules are
+		// the Service's): a route missing require_family changes leaks nothing.
+		if !c.entitled(ManageFamily) {
+			return writeRaw(w, http.StatusForbidden, contract.BodyNotEntitled)
 		}
 		return h.changes(ctx, w, r, c)
 	case rest == "/webhook-endpoints" || rest == "/webhook-endpoints/":
@@ -177,13 +189,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 }
 
 // fail answers a Service error: *InputError 400 with its message,
-// ErrNotEntitled 403, store.ErrNotFound 404 (another organization's endpoint
-// included: never 403), anything else 500 (logged).
+// ErrSuspended and ErrNotEntitled 403 with civic_auth's bodies,
+// store.ErrNotFound 404 (another organization's endpoint included: never
+// 403), anything else 500 (logged).
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) error {
 	var in *InputError
 	switch {
 	case errors.As(err, &in):
 		return badRequest(w, in.Message)
+	case errors.Is(err, ErrSuspended):
+		return writeRaw(w, http.StatusForbidden, contract.BodyOrgSuspended)
 	case errors.Is(err, ErrNotEntitled):
 		return writeRaw(w, http.StatusForbidden, contract.BodyNotEntitled)
 	case errors.Is(err, store.ErrNotFound):
@@ -200,5 +215,6 @@ type page struct {
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 )

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/civicgate/civicgate/modules/webhooks/store"
@@ -14,13 +15,17 @@ import (
 
 // Caller is who manages endpoints: what civic_auth's placeholders give the
 // HTTP API, and what the console derives from a signed-in member's
-// organization.
+// organization (Service.CallerOf, plus the member's role).
 type Caller struct {
 	Org string // organization id ({civic.org})
 	Env string // key environment ("live"/"test"; "" = any)
-	// Families is every family the caller's tier(s) entitle (may include
-	// GraphQL-only families; only change-event families matter).
+	// Families is every family the caller's tier(s) entitle: ManageFamily
+	// to use the service at all, change-event families to receive them
+	// (GraphQL-only families are ignored).
 	Families []string
+	// ReadOnly callers (a console viewer) may list and read, never change
+	// (ErrReadOnly). An API key is never read-only.
+	ReadOnly bool
 }
 
 // changeFamilies is the change-event families c is entitled to, in
@@ -59,21 +64,38 @@ var ErrNotEntitled = errors.New("webhooks: the caller's tier does not include a 
 // mistake of the code building the Caller, never of its input.
 var errNoOrg = errors.New("webhooks: caller has no organization")
 
-// Service manages webhook endpoints with the rules of the HTTP API: the
-// HTTP handler and the organization console both call it, so they validate
-// and orchestrate the same way. It is safe for concurrent use; ctx bounds
-// each call's database work.
+// Service manages webhook endpoints with every rule of the HTTP API
+// (docs/design.md D43): who may call (admit: organization status, the
+// changes family, read-only callers), URL policy, families, the endpoint
+// limit and the replay bound. The HTTP handler and the organization console
+// both call it, so they refuse and accept alike. It is safe for concurrent
+// use; ctx bounds each call's database work.
 type Service struct {
-	app          *App
-	maxEndpoints int
-	maxReplay    int
+	app      *App
+	released sync.Once
 }
 
-// Service returns a Service over a's store and policies: at most
-// maxEndpoints endpoints per organization and maxReplay events per replay
-// (0 = DefaultMaxEndpoints / DefaultMaxReplay).
-func (a *App) Service(maxEndpoints, maxReplay int) *Service {
-	return &Service{app: a, maxEndpoints: intOr(maxEndpoints, DefaultMaxEndpoints), maxReplay: intOr(maxReplay, DefaultMaxReplay)}
+// Service returns a Service over a's store and policies. maxEndpoints (per
+// organization) and maxReplay (events per replay) are shared by every
+// Service over a (0 = as set by another, else DefaultMaxEndpoints /
+// DefaultMaxReplay); a value that differs from another's is refused. Close
+// it when its user is cleaned up.
+func (a *App) Service(maxEndpoints, maxReplay int) (*Service, error) {
+	if err := a.register(maxEndpoints, maxReplay); err != nil {
+		return nil, err
+	}
+	return &Service{app: a}, nil
+}
+
+// Close releases the Service's share of the limits (idempotent).
+func (s *Service) Close() {
+	s.released.Do(s.app.release)
+}
+
+// MaxEndpoints is the endpoint limit per organization in force.
+func (s *Service) MaxEndpoints() int {
+	n, _ := s.app.bounds()
+	return n
 }
 
 // TierFamilies is the change-event families (store.Families() order) the
@@ -93,11 +115,11 @@ func (a *App) TierFamilies(tier string) []string {
 // Create registers an endpoint for c's organization and returns it with its
 // signing secret (shown once: it is stored sealed). families nil means every
 // change-event family c is entitled to; an empty non-nil list is refused.
-// Refusals: *InputError (url, description, families, the endpoint bound)
-// and ErrNotEntitled.
+// Refusals: admit's, *InputError (url, description, families, the endpoint
+// limit) and ErrNotEntitled.
 func (s *Service) Create(ctx context.Context, c Caller, url string, families []string, description string) (store.Endpoint, string, error) {
-	if c.Org == "" {
-		return store.Endpoint{}, "", errNoOrg
+	if err := s.admit(ctx, c, true); err != nil {
+		return store.Endpoint{}, "", err
 	}
 	if url == "" {
 		return store.Endpoint{}, "", inputError("url is required")
@@ -112,10 +134,11 @@ func (s *Service) Create(ctx context.Context, c Caller, url string, families []s
 	if err != nil {
 		return store.Endpoint{}, "", err
 	}
+	maxEndpoints := s.MaxEndpoints()
 	e, secret, err := s.app.store.CreateEndpoint(ctx, s.app.now(), store.EndpointSpec{Org: c.Org, Env: c.Env, URL: url,
-		Families: fams, Description: description}, s.maxEndpoints)
+		Families: fams, Description: description}, maxEndpoints)
 	if errors.Is(err, store.ErrTooMany) {
-		return store.Endpoint{}, "", inputError("an organization may register at most %d webhook endpoints; delete one first", s.maxEndpoints)
+		return store.Endpoint{}, "", inputError("an organization may register at most %d webhook endpoints; delete one first", maxEndpoints)
 	}
 	if err != nil {
 		return store.Endpoint{}, "", err
@@ -153,39 +176,57 @@ func resolveFamilies(c Caller, requested []string) ([]string, error) {
 	return out, nil
 }
 
-// List returns org's endpoints, oldest first (never a secret).
-func (s *Service) List(ctx context.Context, org string) ([]store.Endpoint, error) {
-	return s.app.store.ListEndpoints(ctx, org)
+// Every method below refuses what admit refuses (reads included, as the
+// API's route does); an endpoint that is absent or another organization's
+// is store.ErrNotFound.
+
+// List returns c's organization's endpoints, oldest first (never a secret).
+func (s *Service) List(ctx context.Context, c Caller) ([]store.Endpoint, error) {
+	if err := s.admit(ctx, c, false); err != nil {
+		return nil, err
+	}
+	return s.app.store.ListEndpoints(ctx, c.Org)
 }
 
-// Get returns org's endpoint id (store.ErrNotFound if absent or another
-// organization's).
-func (s *Service) Get(ctx context.Context, org, id string) (store.Endpoint, error) {
-	return s.app.store.GetEndpoint(ctx, org, id)
+// Get returns c's organization's endpoint id.
+func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Endpoint, error) {
+	if err := s.admit(ctx, c, false); err != nil {
+		return store.Endpoint{}, err
+	}
+	return s.app.store.GetEndpoint(ctx, c.Org, id)
 }
 
-// Delete removes org's endpoint id and its deliveries (store.ErrNotFound if
-// absent or another organization's).
-func (s *Service) Delete(ctx context.Context, org, id string) error {
-	return s.app.store.DeleteEndpoint(ctx, org, id)
+// Delete removes c's organization's endpoint id and its deliveries.
+func (s *Service) Delete(ctx context.Context, c Caller, id string) error {
+	if err := s.admit(ctx, c, true); err != nil {
+		return err
+	}
+	return s.app.store.DeleteEndpoint(ctx, c.Org, id)
 }
 
-// RotateSecret gives org's endpoint id a new secret (shown once) and returns
-// when the previous one stops signing (the app's rotation overlap from now).
-func (s *Service) RotateSecret(ctx context.Context, org, id string) (secret string, previousExpiresAt time.Time, err error) {
+// RotateSecret gives c's organization's endpoint id a new secret (shown
+// once) and returns when the previous one stops signing (the app's rotation
+// overlap from now).
+func (s *Service) RotateSecret(ctx context.Context, c Caller, id string) (secret string, previousExpiresAt time.Time, err error) {
+	if err := s.admit(ctx, c, true); err != nil {
+		return "", time.Time{}, err
+	}
 	now := s.app.now()
-	secret, err = s.app.store.RotateSecret(ctx, now, org, id, s.app.overlap)
+	secret, err = s.app.store.RotateSecret(ctx, now, c.Org, id, s.app.overlap)
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	return secret, now.Add(s.app.overlap).UTC(), nil
 }
 
-// Test schedules a "ping" delivery (one attempt) to org's endpoint id and
-// returns its webhook-id.
-func (s *Service) Test(ctx context.Context, org, id string) (eventID string, err error) {
+// Test schedules a "ping" delivery (one attempt) to c's organization's
+// endpoint id and returns its webhook-id.
+func (s *Service) Test(ctx context.Context, c Caller, id string) (eventID string, err error) {
+	if err := s.admit(ctx, c, true); err != nil {
+		return "", err
+	}
 	now := s.app.now()
-	return s.app.store.Test(ctx, now, org, id, func(eventID string) ([]byte, error) {
+	return s.app.store.Test(ctx, now, c.Org, id, func(eventID string) ([]byte, error) {
 		b, err := json.Marshal(store.Envelope{ID: eventID, Type: "ping", OccurredAt: now.UTC(), Data: store.Ping{EndpointID: id}})
 		if err != nil {
 			return nil, fmt.Errorf("webhooks: ping: %w", err)
@@ -200,13 +241,17 @@ func (s *Service) Test(ctx context.Context, org, id string) (eventID string, err
 // their webhook-ids. nextCursor is non-nil when more events follow (replay
 // again from it). A bad cursor is an *InputError.
 func (s *Service) Replay(ctx context.Context, c Caller, id string, fromCursor *string) (scheduled int, nextCursor *string, err error) {
+	if err := s.admit(ctx, c, true); err != nil {
+		return 0, nil, err
+	}
 	after := store.SinceCreation
 	if fromCursor != nil {
 		if after, err = store.DecodeCursor(*fromCursor); err != nil {
 			return 0, nil, inputError("from_cursor is not a cursor of this feed")
 		}
 	}
-	res, err := s.app.store.Replay(ctx, s.app.now(), c.Org, id, after, s.maxReplay, c.changeFamilies())
+	_, maxReplay := s.app.bounds()
+	res, err := s.app.store.Replay(ctx, s.app.now(), c.Org, id, after, maxReplay, c.changeFamilies())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -217,15 +262,18 @@ func (s *Service) Replay(ctx context.Context, c Caller, id string, fromCursor *s
 	return res.Scheduled, nextCursor, nil
 }
 
-// Deliveries lists org's endpoint id's deliveries, newest first: at most
-// limit (1 to MaxLimit) with an id below before (0 = from the newest); more
-// reports whether older ones follow.
-func (s *Service) Deliveries(ctx context.Context, org, id string, before int64, limit int) (ds []store.Delivery, more bool, err error) {
+// Deliveries lists c's organization's endpoint id's deliveries, newest
+// first: at most limit (1 to MaxLimit) with an id below before (0 = from the
+// newest); more reports whether older ones follow.
+func (s *Service) Deliveries(ctx context.Context, c Caller, id string, before int64, limit int) (ds []store.Delivery, more bool, err error) {
+	if err := s.admit(ctx, c, false); err != nil {
+		return nil, false, err
+	}
 	if limit < 1 || limit > MaxLimit {
 		return nil, false, inputError("limit must be an integer from 1 to %d", MaxLimit)
 	}
 	if before < 0 {
 		return nil, false, inputError("cursor is not a cursor of this list")
 	}
-	return s.app.store.Deliveries(ctx, org, id, before, limit)
+	return s.app.store.Deliveries(ctx, c.Org, id, before, limit)
 }
