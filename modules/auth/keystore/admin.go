@@ -284,7 +284,8 @@ type ListFilter struct {
 
 // List returns the keys (never keys or hashes) matching f, by organization
 // name then age. Status is the effective one: a rotating key past its
-// overlap is listed as rotated, retired at its deadline.
+// overlap is listed as rotated, retired at its deadline; a key revoked
+// during its overlap has no RotatesOutAt (it never rotates out).
 func List(ctx context.Context, pool *pgxpool.Pool, f ListFilter) ([]KeyInfo, error) {
 	t := now()
 	rows, err := pool.Query(ctx, `SELECT k.id, o.name, o.status, k.env, k.tier, k.key_prefix,
@@ -300,6 +301,7 @@ func List(ctx context.Context, pool *pgxpool.Pool, f ListFilter) ([]KeyInfo, err
 	infos, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (KeyInfo, error) {
 		var k KeyInfo
 		err := row.Scan(&k.ID, &k.Org, &k.OrgStatus, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RetiredAt, &k.RotatesOutAt)
+		k.RotatesOutAt = rotatesOut(k)
 		return k, err
 	})
 	if err != nil {

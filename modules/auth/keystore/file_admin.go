@@ -186,6 +186,7 @@ func ListFile(path string, filter ListFilter) ([]KeyInfo, error) {
 				info.RetiredAt = k.RotatesOutAt
 			}
 		}
+		info.RotatesOutAt = rotatesOut(info)
 		out = append(out, info)
 	}
 	sort.SliceStable(out, func(i, j int) bool {

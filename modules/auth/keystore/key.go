@@ -174,7 +174,16 @@ type KeyInfo struct {
 	Status    string // the effective status (a rotating key past its deadline is "rotated")
 	CreatedAt time.Time
 	RetiredAt *time.Time
-	// RotatesOutAt is the end of the key's rotation overlap (nil unless the
-	// key was rotated with one).
+	// RotatesOutAt is the end of the key's rotation overlap: nil unless the
+	// key was rotated with one, and nil for a key revoked before its overlap
+	// ended (it never rotates out: the revocation, RetiredAt, ended it).
 	RotatesOutAt *time.Time
+}
+
+// rotatesOut is k's RotatesOutAt as List reports it (see KeyInfo).
+func rotatesOut(k KeyInfo) *time.Time {
+	if k.Status == StatusRevoked && k.RotatesOutAt != nil && (k.RetiredAt == nil || k.RotatesOutAt.After(*k.RetiredAt)) {
+		return nil
+	}
+	return k.RotatesOutAt
 }
