@@ -13,3 +13,6 @@ func Traced(cfg Config, h http.Handler) http.Handler {
 	s := &Server{cfg: cfg}
 	return s.traced(h)
 }
+
+// Measured exposes the metrics middleware (Server.measured) to the external benchmarks.
+func (s *Server) Measured(h http.Handler) http.Handler { return s.measured(h) }
