@@ -34,7 +34,7 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	var n int
-	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'civicgate' AND tablename LIKE 'webhook_%'`).Scan(&n); err != nil || n != 3 {
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'civicgate' AND tablename LIKE 'webhook_%'`).Scan(&n); err != nil || n != 4 {
 		t.Fatalf("%d webhook tables: %v", n, err)
 	}
 }
@@ -52,6 +52,18 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"frobnicate"}, 2, "unknown"},
 		{[]string{"migrate", "extra"}, 2, "unknown"},
 		{[]string{"migrate"}, 1, "DATABASE_URL is not set"},
+		{[]string{"rekey", "--help"}, 0, "usage"},
+		{[]string{"check-key"}, 1, "CIVIC_WEBHOOK_SECRET_KEY is not set"},
+		{[]string{"rekey"}, 1, "CIVIC_WEBHOOK_SECRET_KEY is not set"},
+		{[]string{"rekey", "--batch", "0"}, 2, "--batch N"},
+		{[]string{"rekey", "extra"}, 2, "--batch N"},
+		{[]string{"endpoints"}, 2, "unknown"},
+		{[]string{"endpoints", "frobnicate"}, 2, "unknown"},
+		{[]string{"endpoints", "list"}, 2, "--org is required"},
+		{[]string{"endpoints", "list", "--org"}, 2, "takes --org ORG"},
+		{[]string{"endpoints", "delete", "--org", "acme"}, 2, "--id is required"},
+		{[]string{"endpoints", "delete", "--org", "acme", "--id", "we_1", "x"}, 2, "takes --org ORG --id ID"},
+		{[]string{"endpoints", "list", "--org", "acme"}, 1, "DATABASE_URL is not set"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := Run(context.Background(), tc.args, &out, &errOut, none); code != tc.code || !strings.Contains(errOut.String(), tc.msg) {
