@@ -20,6 +20,11 @@ type gqlRequest struct {
 	Extensions []byte
 	// DocumentID is the GraphQL-over-HTTP persisted document id.
 	DocumentID string
+	// RawVariables and RawExtensions are the members' JSON as sent (nil
+	// when absent); EscapedName: a member name was written with escapes.
+	// They are what the guard publishes (contract.GraphQLRequest).
+	RawVariables, RawExtensions []byte
+	EscapedName                 bool
 }
 
 // requestError is a 400 whose message is shown to the client verbatim.
@@ -56,6 +61,7 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 	seen := map[string]bool{}
 	var hasQuery bool
 	for dec.More() {
+		keyStart := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return req, invalidJSON(err)
@@ -68,10 +74,14 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 			return req, badRequest("Request body has duplicate key %q", key)
 		}
 		seen[key] = true
+		valueStart := dec.InputOffset()
+		req.EscapedName = req.EscapedName || bytes.IndexByte(body[keyStart:valueStart], '\\') >= 0
 		var v any
 		if err := dec.Decode(&v); err != nil {
 			return req, invalidJSON(err)
 		}
+		// The value as sent: after the key come white space, ':', white space.
+		sent := bytes.TrimLeft(body[valueStart:dec.InputOffset()], " \t\r\n:")
 		switch key {
 		case "query":
 			q, ok := v.(string)
@@ -87,6 +97,7 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 			default:
 				return req, badRequest(`"variables" must be an object or null`)
 			}
+			req.RawVariables = sent
 		case "operationName":
 			switch x := v.(type) {
 			case nil:
@@ -105,6 +116,7 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 			default:
 				return req, badRequest(`"extensions" must be an object or null`)
 			}
+			req.RawExtensions = sent
 		case "documentId":
 			id, ok := v.(string)
 			if !ok {
@@ -150,7 +162,10 @@ type rawRequest struct {
 	vars               []byte // the raw object; nil when absent or null
 	varsEsc            bool
 	ext                []byte // the raw extensions object; nil when absent or null
-	docID              []byte // the raw documentId contents (no escapes), nil when absent
+	// varsSent and extSent are those members as sent, null included (nil
+	// when absent): what the guard publishes (contract.GraphQLRequest).
+	varsSent, extSent []byte
+	docID             []byte // the raw documentId contents (no escapes), nil when absent
 }
 
 // scanRequest is the allocation-free path of decodeRequest for the common
@@ -214,6 +229,7 @@ func scanRequest(body []byte) (rawRequest, bool) {
 			}
 			rq.query, rq.queryQuoted, rq.queryEsc = body[vs+1:ve-1], body[vs:ve], esc
 		case 2:
+			rq.varsSent = body[vs:ve]
 			switch kind {
 			case 'n':
 			case '{':
@@ -230,6 +246,7 @@ func scanRequest(body []byte) (rawRequest, bool) {
 				return rq, false
 			}
 		case 8:
+			rq.extSent = body[vs:ve]
 			switch kind {
 			case 'n':
 			case '{':

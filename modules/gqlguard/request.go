@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 )
 
@@ -140,6 +141,10 @@ type located struct {
 	// apqHash is the APQ hash a request sent with its query, to register.
 	apqHash    persisted.Hash
 	apqPending bool
+	// sent holds what the slow path and a GET decoded, as published to the
+	// handlers after the guard (the fast path publishes raw's slices); see
+	// published.
+	sent contract.GraphQLRequest
 }
 
 // locateRequest finds the GraphQL members of body, refusing one that does
@@ -153,10 +158,21 @@ func locateRequest(w http.ResponseWriter, body []byte) (located, string) {
 		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
 		return located{}, outcomeBadRequest
 	}
-	return located{
+	l := located{
 		query: req.Query, opName: req.OperationName, vars: req.Variables, haveVars: true,
 		ext: req.Extensions, docID: req.DocumentID, noQuery: !req.HasQuery,
-	}, ""
+	}
+	l.sent = contract.GraphQLRequest{Variables: req.RawVariables, Extensions: req.RawExtensions, Aliased: req.EscapedName}
+	if req.HasQuery {
+		l.sent.Query = []byte(req.Query)
+	}
+	if req.OperationName != "" {
+		l.sent.OperationName = []byte(req.OperationName)
+	}
+	if req.DocumentID != "" {
+		l.sent.DocumentID = []byte(req.DocumentID)
+	}
+	return l, ""
 }
 
 // urlValues is a GET request's rewritten URL query.
@@ -181,6 +197,13 @@ func locateQueryString(w http.ResponseWriter, r *http.Request) (located, string)
 		}
 	}
 	req := located{query: q.Get("query"), opName: q.Get("operationName"), docID: q.Get("documentId"), haveVars: true, noQuery: !q.Has("query")}
+	req.sent = contract.GraphQLRequest{Aliased: urlAliasesGraphQL(r.URL.RawQuery, false)}
+	for name, dst := range map[string]*[]byte{"query": &req.sent.Query, "operationName": &req.sent.OperationName,
+		"variables": &req.sent.Variables, "extensions": &req.sent.Extensions, "documentId": &req.sent.DocumentID} {
+		if v := q.Get(name); v != "" || name == "query" && q.Has(name) {
+			*dst = []byte(v)
+		}
+	}
 	if v := q.Get("variables"); v != "" {
 		if req.vars, err = decodeVariables([]byte(v)); err != nil || req.vars == nil && v != "null" {
 			writeJSON(w, http.StatusBadRequest, messageBody(`"variables" must be a JSON object or null`))
@@ -199,4 +222,94 @@ func locateQueryString(w http.ResponseWriter, r *http.Request) (located, string)
 		return located{}, outcomeBadRequest
 	}
 	return req, ""
+}
+
+// published is the request as the guard decoded it, for the handlers after
+// it (docs/design.md D40): the fast path's slices of the body as they are
+// (no copy unless the query or operationName had escapes), or what the slow
+// path or the URL query decoded. A POST whose URL names a GraphQL parameter
+// (any spelling) is Aliased: some servers read URL parameters of a POST too.
+func (l *located) published(r *http.Request) contract.GraphQLRequest {
+	p := l.sent
+	if l.fast {
+		p = contract.GraphQLRequest{Variables: l.raw.varsSent, Extensions: l.raw.extSent, DocumentID: l.raw.docID}
+		p.Query = l.raw.query
+		if l.raw.queryEsc {
+			if q, err := unquote(l.raw.queryQuoted); err == nil {
+				p.Query = []byte(q)
+			}
+		}
+		p.OperationName = l.raw.op
+		if l.raw.opEsc {
+			if op, err := unquote(l.raw.opQuoted); err == nil {
+				p.OperationName = []byte(op)
+			}
+		}
+	}
+	p.Persisted = l.resolvedBy != ""
+	if r.Method != http.MethodGet && r.URL.RawQuery != "" && urlAliasesGraphQL(r.URL.RawQuery, true) {
+		p.Aliased = true
+	}
+	return p
+}
+
+// graphQLParams are the names GraphQL over HTTP gives a meaning to.
+var graphQLParams = [...]string{"query", "variables", "operationName", "extensions", "documentId"}
+
+// urlAliasesGraphQL says whether a name in the raw URL query could be read
+// as a GraphQL parameter without being spelled exactly as one: written with
+// percent-escapes or '+' that decode to one (net/url reads it so, and so do
+// the guard and Go upstreams), or equal to one after cutting at '[' or NUL,
+// trimming white space and ignoring case (readers that are lenient read it
+// so). With anyName, an exact name counts too (a POST's URL). Pairs are
+// split at '&' and ';' (some readers split at both; net/url refuses ';').
+// A name that does not decode counts as an alias.
+func urlAliasesGraphQL(rawQuery string, anyName bool) bool {
+	for rawQuery != "" {
+		var pair string
+		if i := strings.IndexAny(rawQuery, "&;"); i >= 0 {
+			pair, rawQuery = rawQuery[:i], rawQuery[i+1:]
+		} else {
+			pair, rawQuery = rawQuery, ""
+		}
+		raw, _, _ := strings.Cut(pair, "=")
+		name := raw
+		if strings.ContainsAny(raw, "%+") {
+			var err error
+			if name, err = url.QueryUnescape(raw); err != nil {
+				return true
+			}
+		}
+		exact := name == raw && isGraphQLParam(name)
+		if exact && !anyName {
+			continue
+		}
+		if exact || looseGraphQLParam(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func isGraphQLParam(name string) bool {
+	for _, p := range graphQLParams {
+		if name == p {
+			return true
+		}
+	}
+	return false
+}
+
+// looseGraphQLParam: name is a GraphQL parameter to a lenient reader.
+func looseGraphQLParam(name string) bool {
+	if i := strings.IndexAny(name, "[\x00"); i >= 0 {
+		name = name[:i]
+	}
+	name = strings.TrimSpace(name)
+	for _, p := range graphQLParams {
+		if strings.EqualFold(name, p) {
+			return true
+		}
+	}
+	return false
 }

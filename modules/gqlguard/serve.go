@@ -58,7 +58,9 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return g.serveEventStream(w, r, next, &adm)
 	}
 	g.metrics.allowed.Inc()
-	return next.ServeHTTP(w, r)
+	// The decoded request, for the handlers after the guard: a response
+	// cache keys by it instead of parsing the request again (D40).
+	return next.ServeHTTP(w, r.WithContext(contract.WithGraphQLRequest(r.Context(), adm.request)))
 }
 
 // replayBody is the checked body handed on; fresh gives reverse_proxy a new
@@ -134,6 +136,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 		adm.query.Set("query", req.query)
 	}
 	exportPlaceholders(repl, adm.op, adm.co)
+	adm.request = req.published(r)
 	return adm, outcomeAllowed
 }
 
@@ -147,6 +150,8 @@ type admitted struct {
 	co    coerced
 	via   transport
 	keyID string
+	// request is the request as decoded, published to later handlers.
+	request contract.GraphQLRequest
 }
 
 // checkLocated runs every check after the request's members are located:

@@ -1,0 +1,66 @@
+package contract
+
+import "context"
+
+// GraphQLRequest is a GraphQL-over-HTTP request as graphql_guard decoded it
+// (the POST body's members, or a GET's URL query parameters), published for
+// the handlers after it on the request it forwards, so that they read the
+// request the guard checked instead of parsing it again (docs/design.md D40).
+// The byte slices may alias the checked body: read them, never modify them.
+type GraphQLRequest struct {
+	// Query is the document text the guard checked: as sent (JSON-unescaped),
+	// or resolved from a persisted hash or documentId (then Persisted).
+	Query []byte
+	// Persisted: Query was resolved from a persisted hash or documentId.
+	Persisted bool
+	// OperationName is the operationName member as sent, decoded; nil when
+	// absent or null.
+	OperationName []byte
+	// Variables is the variables member's raw JSON as sent (a GET's
+	// percent-decoded parameter): nil when absent (or an empty parameter),
+	// the literal null when null, else the object, not re-ordered.
+	Variables []byte
+	// Extensions is the extensions member's raw JSON as sent, like
+	// Variables.
+	Extensions []byte
+	// DocumentID is the documentId member; nil when absent.
+	DocumentID []byte
+	// Aliased: some parameter or member name of the request is not spelled
+	// exactly as one of query, variables, operationName, extensions or
+	// documentId yet another reader could take it for one — a
+	// percent-encoded or JSON-escaped name, another case, surrounding white
+	// space, a "[…]" suffix, a NUL — or a POST carries such a parameter in
+	// its URL. The guard and Go's readers agree on what such a request
+	// means; another upstream may not, so a response cache must not share
+	// its answer (docs/design.md D40).
+	Aliased bool
+}
+
+// graphQLRequestCtx carries a GraphQLRequest in one allocation.
+type graphQLRequestCtx struct {
+	context.Context
+	req GraphQLRequest
+}
+
+type graphQLRequestKey struct{}
+
+func (c *graphQLRequestCtx) Value(key any) any {
+	if key == (graphQLRequestKey{}) {
+		return &c.req
+	}
+	return c.Context.Value(key)
+}
+
+// WithGraphQLRequest returns a copy of ctx that carries req (graphql_guard,
+// on every request it forwards but a stream's).
+func WithGraphQLRequest(ctx context.Context, req GraphQLRequest) context.Context {
+	return &graphQLRequestCtx{Context: ctx, req: req}
+}
+
+// GraphQLRequestFrom returns the request graphql_guard decoded, or false when
+// no guard decoded this request (then nothing about its GraphQL members is
+// known: a reader must not guess them from the raw request).
+func GraphQLRequestFrom(ctx context.Context) (*GraphQLRequest, bool) {
+	req, ok := ctx.Value(graphQLRequestKey{}).(*GraphQLRequest)
+	return req, ok
+}
