@@ -12,11 +12,15 @@ log() { echo "up: $*" >&2; }
 rand_secret() { head -c 32 /dev/urandom | base64 | tr -d '=+/\n' | head -c 43; }
 
 if [ ! -f .env.local ]; then
-	log "writing .env.local (first run)"
+	# One database per checkout (docs/operations.md "Local stack"): a second
+	# checkout on this machine gets its own, never the first one's rows sealed
+	# with the first one's webhook key. An existing .env.local keeps its URL.
+	checkout_db="civicgate_$(printf '%s' "$root" | sha256sum | cut -c1-8)"
+	log "writing .env.local (first run); database ${checkout_db} for this checkout (${root})"
 	umask 077
 	cat > .env.local <<ENV
-# Written by make up. Load it in another terminal with: set -a; . ./.env.local
-DATABASE_URL=postgres://postgres@127.0.0.1:5432/civicgate?sslmode=disable
+# Written by make up. Load it in another terminal with: set -a; . ./.env.local; set +a
+DATABASE_URL=postgres://postgres@127.0.0.1:5432/${checkout_db}?sslmode=disable
 REDIS_URL=redis://127.0.0.1:6379/0
 RECORDSD_LISTEN=127.0.0.1:8081
 RECORDSD_CURSOR_SECRET=$(rand_secret)
@@ -42,6 +46,7 @@ mkdir -p "$XDG_DATA_HOME" "$XDG_CONFIG_HOME"
 
 dbname=$(sed -E 's#.*/([^/?]+)(\?.*)?$#\1#' <<<"$DATABASE_URL")
 admin_url=$(sed -E "s#/${dbname}(\\?|\$)#/postgres\\1#" <<<"$DATABASE_URL")
+log "database ${dbname} (DATABASE_URL in .env.local)"
 if ! psql "$admin_url" -Atqc "SELECT 1 FROM pg_database WHERE datname='${dbname}'" | grep -q 1; then
 	log "creating database ${dbname}"
 	psql "$admin_url" -qc "CREATE DATABASE \"${dbname}\"" >/dev/null
@@ -51,6 +56,14 @@ bin/recordsd migrate
 bin/recordsd seed --scale small
 bin/civicgate keys migrate
 bin/civicgate webhooks migrate
+# The webhook secrets in this database must be sealed with this .env.local's
+# key: refuse (with what to do) rather than start a gateway that cannot
+# deliver them, or seal new ones with another key.
+if ! bin/civicgate webhooks check-key >/dev/null; then
+	log "database ${dbname} holds webhook secrets sealed with another CIVIC_WEBHOOK_SECRET_KEY (another checkout's .env.local?)"
+	log "use that checkout's value, or give this checkout its own database: DATABASE_URL in .env.local (see docs/operations.md \"Local stack\")"
+	exit 1
+fi
 
 log "issuing a demo key (organization demo, tier enterprise)"
 if bin/civicgate keys list --org demo 2>/dev/null | grep -q active; then
@@ -105,7 +118,7 @@ Webhooks (loopback receivers allowed in make up only; see modules/webhooks/READM
     -d '{"url":"http://127.0.0.1:9999/hook"}' https://localhost:8443/v1/webhook-endpoints
   curl --cacert '${ca}' -H 'Authorization: Bearer ${api_key}' 'https://localhost:8443/v1/changes?limit=5'
 
-In another terminal: set -a; . ./.env.local   (then bin/civicgate keys … and bin/recordsd … reach this stack)
+In another terminal: set -a; . ./.env.local; set +a   (then bin/civicgate keys … and bin/recordsd … reach this stack)
 Ctrl-C stops everything make up started.
 MSG
 wait -n "${pids[@]}"
