@@ -26,7 +26,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "keys",
-		Usage: "migrate | issue --org NAME --tier TIER --env ENV | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | set-tier --org NAME --tier TIER | list [--org NAME] [--env ENV] [--tier TIER] [--json] | usage --org ORG … ; --file PATH for a keys file",
+		Usage: "migrate | issue --org NAME --tier TIER --env ENV | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | set-tier --org NAME --tier TIER | list [--org NAME] [--env ENV] [--tier TIER] [--json] | usage --org ORG … ; --file PATH for a keys file; --caddyfile PATH to check the tier",
 		Short: "Manages civicgate API keys (database from DATABASE_URL, or a keys file with --file)",
 		Long: `
 Manages the API keys civic_auth accepts. Keys are printed once, at issue or
@@ -71,12 +71,16 @@ const usageText = `usage: civicgate keys <command> [flags]
                                                    --by defaults to minute up to 2h, hour beyond (minutes: 48h at most)
   --file PATH (issue, rotate, revoke, suspend, resume, delete-org, list): a hashed keys file instead of
   DATABASE_URL, same rules; gateways reading it pick the change up within about a second.
+  --caddyfile PATH (issue, rotate --tier, set-tier; default $CIVICGATE_CADDYFILE): the gateway's Caddyfile (or
+  JSON configuration); a tier its civic_auth option does not define is refused (exit 1). Without one the tier
+  is not checked and a warning is printed on stderr.
 exit codes: 0 ok, 1 refused or failed, 2 usage
 `
 
 // opts are the flags of the key commands.
 type opts struct {
 	org, tier, env, file string
+	caddyfile            string // the gateway's Caddyfile, to check the tier (tiers.go)
 	overlap              time.Duration
 	overlapSet, json     bool
 }
@@ -104,6 +108,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.StringVar(&o.tier, "tier", "", "tier name")
 	fs.StringVar(&o.env, "env", "", "environment: live or test")
 	fs.StringVar(&o.file, "file", "", "hashed keys file instead of DATABASE_URL")
+	fs.StringVar(&o.caddyfile, "caddyfile", "", "the gateway's Caddyfile: issue, rotate and set-tier refuse a tier it does not define (default $"+CaddyfileEnv+")")
 	overlap := fs.String("overlap", keystore.DefaultOverlap.String(), "rotate: how long the rotated key stays accepted (0: not at all)")
 	fs.BoolVar(&o.json, "json", false, "list: print JSON")
 	// Flags may come before or after the arguments (revoke KEY_ID --file PATH).
@@ -125,7 +130,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return err
 		}
 		o.overlap = d
-		return run(ctx, sub, positional, o, stdout, getenv)
+		return run(ctx, sub, positional, o, stdout, stderr, getenv)
 	}()
 	if errors.Is(err, errUsage) {
 		fmt.Fprintf(stderr, "civicgate keys %s: %v\n%s", sub, err, usageText)
@@ -166,7 +171,7 @@ type target struct {
 	pool *pgxpool.Pool
 }
 
-func run(ctx context.Context, sub string, args []string, o opts, out io.Writer, getenv func(string) string) error {
+func run(ctx context.Context, sub string, args []string, o opts, out, stderr io.Writer, getenv func(string) string) error {
 	need := func(ok bool, what string) error {
 		if !ok {
 			return fmt.Errorf("%w: %s", errUsage, what)
@@ -203,6 +208,12 @@ func run(ctx context.Context, sub string, args []string, o opts, out io.Writer, 
 	}
 	if o.json && sub != "list" {
 		return need(false, "--json is only for list (and usage)")
+	}
+	if o.caddyfile != "" && sub != "issue" && sub != "rotate" && sub != "set-tier" {
+		return need(false, "--caddyfile is only for issue, rotate and set-tier")
+	}
+	if err := checkTier(sub, o, stderr, getenv); err != nil {
+		return err
 	}
 	t := target{file: o.file}
 	if o.file == "" {
