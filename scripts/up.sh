@@ -69,7 +69,7 @@ log "issuing a demo key (organization demo, tier enterprise)"
 if bin/civicgate keys list --org demo 2>/dev/null | grep -q active; then
 	keyout=$(bin/civicgate keys rotate --org demo --env live)
 else
-	keyout=$(bin/civicgate keys issue --org demo --tier enterprise --env live)
+	keyout=$(bin/civicgate keys issue --org demo --tier enterprise --env live --caddyfile caddyfile/Caddyfile.local)
 fi
 api_key=$(grep -oE 'cg_live_[0-9A-Za-z]+' <<<"$keyout" | head -1)
 if [ -z "$api_key" ]; then
