@@ -108,8 +108,10 @@ type Tuning struct {
 
 // Open returns a new client for t, tuned: a *redis.Client (standalone, or
 // Sentinel's failover client, which finds the master through the sentinels)
-// or a *redis.ClusterClient. It does not connect: call Warm.
+// or a *redis.ClusterClient. It does not connect: call Warm. go-redis' own
+// log lines go to Caddy's log from then on (gologger.go).
 func (t *Target) Open(tune Tuning) redis.UniversalClient {
+	routeGoRedisLog()
 	set := func(dst *time.Duration, v time.Duration) {
 		if v != 0 {
 			*dst = v
