@@ -18,6 +18,8 @@ type capture struct {
 	prefix   string // Cache-Status up to the outcome: "civicgate; fwd=miss"
 	maxEntry int64
 	graphql  bool // a GraphQL response: one with a top-level errors member is not stored
+	// reqHeader is the request's header: the values its answer's Vary names.
+	reqHeader http.Header
 
 	wroteHeader bool
 	holding     bool // the body is held in buf
@@ -26,6 +28,7 @@ type capture struct {
 	detail      string        // why it is not stored
 	ttl         time.Duration // the freshness it would be stored with
 	surrogate   []string
+	vary        []string // the request headers the answer's Vary names
 }
 
 func (c *capture) Header() http.Header { return c.w.Header() }
@@ -51,7 +54,7 @@ func (c *capture) WriteHeader(status int) {
 		}
 		hdr.Del("Surrogate-Key")
 	}
-	c.detail, c.ttl = c.h.storable(status, hdr)
+	c.detail, c.ttl, c.vary = c.h.storable(status, hdr)
 	if c.detail == "" {
 		if n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); err == nil && n > c.maxEntry {
 			c.detail = detailTooLarge
@@ -116,6 +119,9 @@ func (c *capture) finish(key cacheKey, tags tagList, startSeq uint64, now time.T
 	var e *entry
 	if c.detail == "" {
 		e = c.h.newEntry(key, c.status, c.w.Header(), body, c.surrogate, now, c.ttl)
+		if c.vary != nil {
+			e.vary, e.varySum = c.vary, varySum(c.vary, c.reqHeader)
+		}
 		c.detail = c.h.inst.store.put(e, tags, startSeq)
 	}
 	if c.detail != "" {

@@ -1,9 +1,7 @@
 package gqlcache
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -175,13 +173,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	buf := getBuffer()
 	defer putBuffer(buf)
-	key, startSeq, baseLen, ok := h.key(buf, r, repl, graphql, tags)
-	if !ok {
-		return h.bypass(w, r, next, repl, m, "variables", span)
+	key, startSeq, baseLen, refused := h.key(buf, r, repl, graphql, tags)
+	if refused != "" {
+		return h.bypass(w, r, next, repl, m, refused, span)
 	}
 	now := h.now()
 	if !noCache {
-		if e := h.inst.store.get(key, now); e != nil {
+		if e := h.inst.store.get(key, now); e != nil && e.servesRequest(r.Header) {
 			m.hits.Inc()
 			repl.Set(PlaceholderCache, "hit")
 			h.serveEntry(w, r, e, now, "")
@@ -200,7 +198,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	m.misses.Inc()
 	repl.Set(PlaceholderCache, "miss")
 	endCacheSpan(span, "miss", "")
-	c := &capture{w: w, h: h, prefix: "civicgate; fwd=miss", maxEntry: h.maxEntry, graphql: graphql}
+	c := &capture{w: w, h: h, prefix: "civicgate; fwd=miss", maxEntry: h.maxEntry, graphql: graphql, reqHeader: r.Header}
 	if noCache {
 		c.prefix = "civicgate; fwd=request"
 	}
@@ -213,7 +211,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	f, leader := h.inst.flights.join(key)
 	if !leader {
-		if e := f.wait(r.Context()); e != nil {
+		if e := f.wait(r.Context()); e != nil && e.servesRequest(r.Header) {
 			h.serveEntry(w, r, e, h.now(), "; collapsed")
 			return nil
 		}
@@ -242,7 +240,7 @@ func (h *Handler) forwardEntry(c *capture, r *http.Request, next caddyhttp.Handl
 		return nil, err
 	}
 	e := c.finish(key, tags, startSeq, h.now())
-	if e != nil && sr != nil {
+	if e != nil && sr != nil && e.vary == nil { // Redis holds no Vary (D40)
 		h.sharePut(sr, e, tags)
 	}
 	return e, nil
@@ -258,82 +256,55 @@ func (h *Handler) bypass(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	return next.ServeHTTP(w, r)
 }
 
+// Why a GraphQL request is bypassed before its key (the Cache-Status detail).
+const (
+	detailUndecoded = "undecoded" // no graphql_guard decoded it (contract.GraphQLRequestFrom)
+	detailAliased   = "aliased"   // a parameter name another reader may take for a GraphQL one
+)
+
 // key computes the request's key: its scope, document, operation name,
-// variables as sent, and the generation of each of its tags; startSeq is
-// the store's seq at that moment. (*buf)[:baseLen] is the material without
-// the generations (the shared key's). ok is false when the variables cannot
-// be located with certainty.
-func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphql bool, tags tagList) (key cacheKey, startSeq uint64, baseLen int, ok bool) {
+// variables and extensions as sent (from the request graphql_guard decoded:
+// one parser, docs/design.md D40), and the generation of each of its tags;
+// startSeq is the store's seq at that moment. (*buf)[:baseLen] is the
+// material without the generations (the shared key's). refused is why the
+// request is bypassed instead ("" to go on): a GraphQL request no guard
+// decoded, or one with an aliased parameter name.
+func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphql bool, tags tagList) (key cacheKey, startSeq uint64, baseLen int, refused string) {
 	b := *buf
 	for _, p := range h.scope {
 		b = appendField(b, p.value(repl))
 	}
 	if graphql {
+		req, decoded := contract.GraphQLRequestFrom(r.Context())
+		switch {
+		case !decoded:
+			return key, 0, 0, detailUndecoded
+		case req.Aliased:
+			return key, 0, 0, detailAliased
+		}
+		b = appendField(b, keyMethod(r.Method)) // a GET and a POST are answered apart
 		b = appendField(b, replString(repl, contract.GraphQLDocumentHash))
 		b = appendField(b, replString(repl, contract.GraphQLOperationName))
-		var vars string
-		var found bool
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			vars, found, ok = queryParam(r.URL.RawQuery, "variables")
-			b = appendField(b, vars)
-		} else {
-			var raw []byte
-			bodyBuf := getBuffer()
-			body, read := readBody(r, *bodyBuf)
-			if read {
-				raw, found, ok = jsonMember(body, "variables")
-				b = appendBytesField(b, raw)
-				*bodyBuf = body
-			}
-			putBuffer(bodyBuf)
-		}
-		if !ok {
-			return key, 0, 0, false
-		}
-		b = append(b, byte(btoi(found)))
+		b = appendSentField(b, req.Variables)
+		b = appendSentField(b, req.Extensions)
 	} else {
-		b = appendField(b, http.MethodGet) // a HEAD is answered from the GET's entry
+		b = appendField(b, keyMethod(r.Method))
 		b = appendField(b, r.URL.EscapedPath())
 		b = appendField(b, r.URL.RawQuery)
 	}
 	baseLen = len(b)
 	b, startSeq = h.inst.store.generations(b, tags)
 	*buf = b
-	return sumKey(b), startSeq, baseLen, true
+	return sumKey(b), startSeq, baseLen, ""
 }
 
-func btoi(v bool) int {
-	if v {
-		return 1
+// keyMethod is the method a request is keyed by: a HEAD is answered from
+// the GET's entry.
+func keyMethod(method string) string {
+	if method == http.MethodHead {
+		return http.MethodGet
 	}
-	return 0
-}
-
-// readBody returns the request body appended to dst, leaving r.Body
-// readable again. The guard's checked body is read with ReadAt, which
-// neither moves nor copies it; another body is read and replaced.
-func readBody(r *http.Request, dst []byte) ([]byte, bool) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return dst[:0], true
-	}
-	if ra, isReaderAt := r.Body.(interface {
-		io.ReaderAt
-		Size() int64
-	}); isReaderAt {
-		n := int(ra.Size())
-		if cap(dst) < n {
-			dst = make([]byte, n)
-		}
-		dst = dst[:n]
-		if _, err := ra.ReadAt(dst, 0); err != nil && !errors.Is(err, io.EOF) {
-			return nil, false
-		}
-		return dst, true
-	}
-	body, err := io.ReadAll(r.Body)
-	_ = r.Body.Close()
-	r.Body = io.NopCloser(strings.NewReader(string(body)))
-	return body, err == nil
+	return method
 }
 
 // Interface guards

@@ -29,7 +29,10 @@ const adminPort = 2998
 // publish, from request headers, so that the cache can be tested as it runs
 // behind them without a schema or a key store: X-Op (operation type),
 // X-Op-Name, X-Doc (document hash), X-Families ({graphql.families}),
-// X-Caller ({civic.families}), X-Org.
+// X-Caller ({civic.families}), X-Org. It publishes the decoded request
+// (contract.GraphQLRequest) of a JSON body's members unless X-Undecoded is
+// set; X-Aliased marks it Aliased. (The real guard in front of the cache:
+// keying_test.go.)
 type guardStandIn struct{}
 
 func (guardStandIn) CaddyModule() caddy.ModuleInfo {
@@ -44,7 +47,16 @@ func (guardStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 			repl.Set(name, v[0])
 		}
 	}
-	return next.ServeHTTP(w, r)
+	if r.Header.Get("X-Undecoded") != "" {
+		return next.ServeHTTP(w, r)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var members map[string]json.RawMessage
+	_ = json.Unmarshal(body, &members)
+	req := contract.GraphQLRequest{Query: members["query"], Variables: members["variables"], Extensions: members["extensions"],
+		Aliased: r.Header.Get("X-Aliased") != ""}
+	return next.ServeHTTP(w, r.WithContext(contract.WithGraphQLRequest(r.Context(), req)))
 }
 
 func init() {

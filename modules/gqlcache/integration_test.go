@@ -4,9 +4,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 const q1 = `{"query":"query Bill($id: ID!) { bill(id: $id) { title } }","variables":{"id":"hr-1"},"operationName":"Bill"}`
+
+// q1Decoded is q1 as graphql_guard publishes it.
+var q1Decoded = contract.GraphQLRequest{Query: []byte("query Bill($id: ID!) { bill(id: $id) { title } }"),
+	Variables: []byte(`{"id":"hr-1"}`), OperationName: []byte("Bill")}
 
 // TestRepeatedQueryIsAByteIdenticalHit: the second identical query is
 // answered from the store with the miss's status, Content-Type and body,

@@ -50,6 +50,15 @@ func appendBytesField(b, s []byte) []byte {
 	return append(b, s...)
 }
 
+// appendSentField appends a member as sent: absent (nil) and empty are
+// told apart.
+func appendSentField(b, s []byte) []byte {
+	if s == nil {
+		return append(b, 0)
+	}
+	return appendBytesField(append(b, 1), s)
+}
+
 func appendUint(b []byte, n uint64) []byte { return binary.AppendUvarint(b, n) }
 
 // sumKey is the key of the material in b.
@@ -202,24 +211,6 @@ func skipValue(b []byte, i int) int {
 		return -1
 	}
 	return j
-}
-
-// queryParam returns the raw (still percent-encoded) value of the query
-// parameter name in rawQuery; ok is false when it is given twice.
-func queryParam(rawQuery, name string) (value string, found, ok bool) {
-	rest := rawQuery
-	for rest != "" {
-		var kv string
-		kv, rest, _ = strings.Cut(rest, "&")
-		k, v, _ := strings.Cut(kv, "=")
-		if k == name {
-			if found {
-				return "", false, false
-			}
-			value, found = v, true
-		}
-	}
-	return value, found, true
 }
 
 // cacheControl is what the cache reads of a Cache-Control header.

@@ -36,15 +36,6 @@ func TestJSONMemberDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestQueryParam(t *testing.T) {
-	if v, found, ok := queryParam("query=%7Ba%7D&variables=%7B%22a%22%3A1%7D", "variables"); v != "%7B%22a%22%3A1%7D" || !found || !ok {
-		t.Fatal(v, found, ok)
-	}
-	if _, _, ok := queryParam("variables=1&variables=2", "variables"); ok {
-		t.Fatal("a repeated parameter was accepted")
-	}
-}
-
 func TestParseCacheControl(t *testing.T) {
 	cc := parseCacheControl([]string{`public, max-age=30`, `s-maxage="10", private`})
 	if cc.maxAge != 30 || cc.sMaxAge != 10 || !cc.private || cc.noStore {

@@ -45,28 +45,31 @@ func (e *entry) headersAt(now time.Time) *renderedHeaders {
 }
 
 // storable says why a response with this status and headers is not
-// stored ("" if it may be), and the freshness it would be stored with.
-func (h *Handler) storable(status int, hdr http.Header) (string, time.Duration) {
+// stored ("" if it may be), the freshness it would be stored with and the
+// request headers its Vary names (varyNames).
+func (h *Handler) storable(status int, hdr http.Header) (string, time.Duration, []string) {
 	switch {
 	case status != http.StatusOK:
-		return "status", 0
+		return "status", 0, nil
 	case len(hdr["Set-Cookie"]) > 0:
-		return "set-cookie", 0
+		return "set-cookie", 0, nil
 	case hdr.Get("Content-Encoding") != "":
-		return "encoded", 0
-	case hdr.Get("Vary") == "*":
-		return "vary", 0
+		return "encoded", 0, nil
+	}
+	vary, ok := varyNames(hdr["Vary"])
+	if !ok {
+		return "vary", 0, nil
 	}
 	ttl := h.ttl
 	if cc := hdr["Cache-Control"]; len(cc) > 0 {
 		rcc := parseCacheControl(cc)
 		switch {
 		case rcc.private:
-			return "private", 0
+			return "private", 0, nil
 		case rcc.noStore:
-			return "no-store", 0
+			return "no-store", 0, nil
 		case rcc.noCache:
-			return "no-cache", 0
+			return "no-cache", 0, nil
 		}
 		upstream := rcc.sMaxAge
 		if upstream < 0 {
@@ -77,9 +80,9 @@ func (h *Handler) storable(status int, hdr http.Header) (string, time.Duration) 
 		}
 	}
 	if ttl <= 0 {
-		return "ttl=0", 0
+		return "ttl=0", 0, nil
 	}
-	return "", ttl
+	return "", ttl, vary
 }
 
 // newEntry builds the entry of a response to store, with its header value

@@ -89,7 +89,8 @@ func request(doc, families string) (*http.Request, *caddy.Replacer) {
 		repl.Set(k, v)
 	}
 	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(q1))
-	return req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl)), repl
+	ctx := contract.WithGraphQLRequest(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl), q1Decoded)
+	return req.WithContext(ctx), repl
 }
 
 // sharedKey is the Redis key of request(doc, families)'s entry on n.
@@ -98,9 +99,9 @@ func (n *node) sharedKey(t *testing.T, doc, families string) string {
 	req, repl := request(doc, families)
 	buf := getBuffer()
 	defer putBuffer(buf)
-	_, _, baseLen, ok := n.h.key(buf, req, repl, true, tagList{csv: families})
-	if !ok {
-		t.Fatal("no key")
+	_, _, baseLen, refused := n.h.key(buf, req, repl, true, tagList{csv: families})
+	if refused != "" {
+		t.Fatal("no key:", refused)
 	}
 	return n.in.shared.key((*buf)[:baseLen])
 }

@@ -26,6 +26,11 @@ type entry struct {
 	lifetime  int64    // whole seconds of freshness when stored
 	surrogate []string // the tags of its Surrogate-Key header
 	size      int64    // the bytes it is charged (accountedSize)
+	// vary is the request headers named by the upstream's Vary (varyNames;
+	// nil: none) and varySum the digest of their values in the request
+	// that fetched it: it serves only requests with the same (vary.go).
+	vary    []string
+	varySum [32]byte
 
 	prev, next *entry // LRU list, guarded by store.mu
 	rendered   atomic.Pointer[renderedHeaders]
