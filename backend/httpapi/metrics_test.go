@@ -3,9 +3,12 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,7 +129,7 @@ func TestMetricsReplicaStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		reps = store.NewReplicas(primary, []store.Replica{{Name: "1 (self)", Pool: pool}}, store.ReplicaOptions{})
+		reps = store.NewReplicas(primary, []store.Replica{{Name: "1 (self)", Pool: pool}}, store.ReplicaOptions{Logger: slogTo(&lockedWriter{})})
 		return []store.Option{store.WithReplicas(reps)}
 	}})
 	e.seedFixtures()
@@ -154,5 +157,35 @@ func TestMetricsReplicaStates(t *testing.T) {
 	}
 	if _, ok := m[`recordsd_db_pool_total_conns{pool="replica 1 (self)"}`]; !ok {
 		t.Error("no pool series for the replica")
+	}
+	checkDashboardNames(t, m)
+}
+
+// checkDashboardNames: every recordsd metric the Grafana dashboard (deploy/grafana/civicgate.json) queries is
+// one recordsd exports (a histogram by its _bucket, _sum and _count), so the panels cannot drift from the code.
+// e2e/dashboard_test.go checks the gateway's names against a running gateway.
+func checkDashboardNames(t *testing.T, samples map[string]float64) {
+	t.Helper()
+	raw, err := os.ReadFile("../../deploy/grafana/civicgate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(raw) {
+		t.Fatal("deploy/grafana/civicgate.json is not valid JSON")
+	}
+	exported := map[string]bool{}
+	for series := range samples {
+		name, _, _ := strings.Cut(series, "{")
+		exported[name] = true
+	}
+	used := regexp.MustCompile(`\brecordsd_[a-z_]+`).FindAllString(string(raw), -1)
+	if len(used) < 15 {
+		t.Fatalf("the dashboard queries only %d recordsd metrics", len(used))
+	}
+	for _, name := range used {
+		if !exported[name] && !exported[name+"_count"] { // a histogram is also named by its base name
+
+			t.Errorf("the dashboard queries %s, which recordsd does not export", name)
+		}
 	}
 }
