@@ -51,13 +51,25 @@ func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, m member, o
 		nextCur = next.CreatedAt.Format(time.RFC3339Nano) + "_at_" + next.ID
 	}
 	v := h.orgView(m, o, "keys", "Keys", map[string]any{"Keys": keys, "Next": nextCur, "Created": c,
-		"Tiers": h.tierNames(), "Rule": twoKeyRule, "Overlaps": overlapChoices})
+		"Tiers": h.tierNames(), "Rule": twoKeyRule, "Overlaps": overlapChoices, "Picked": picked(r)})
 	v.Notice, v.Error = notice, refusal
 	h.render(w, r, code, "keys", v)
 }
 
 // overlapChoices are the rotation overlaps offered (keys rotate's --overlap).
 var overlapChoices = []string{"24h", "1h", "168h", "0s"}
+
+// pickedForm is what the member chose in the form that was sent: the page
+// answering it shows the same choices again, so a refused rotation keeps
+// the overlap the member picked.
+type pickedForm struct{ Env, Overlap, Tier string }
+
+func picked(r *http.Request) pickedForm {
+	if r.Method != http.MethodPost {
+		return pickedForm{}
+	}
+	return pickedForm{Env: r.PostForm.Get("env"), Overlap: r.PostForm.Get("overlap"), Tier: r.PostForm.Get("tier")}
+}
 
 func formEnv(r *http.Request) (string, bool) {
 	env := r.PostForm.Get("env")
@@ -89,7 +101,8 @@ func (h *Handler) issueKey(w http.ResponseWriter, r *http.Request, m member, o o
 	}
 	is, err := keystore.Issue(r.Context(), h.pool, o.org.Name, t, env)
 	if errors.Is(err, keystore.ErrTooManyKeys) {
-		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not issued. "+twoKeyRule, nil)
+		// The rule itself is on the page above the form: not repeated here.
+		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not issued: the organization already holds two live keys in the "+env+" environment.", nil)
 		return
 	}
 	if err != nil {
@@ -114,7 +127,9 @@ func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, m member, o 
 	rot, err := keystore.Rotate(r.Context(), h.pool, keystore.RotateSpec{Org: o.org.Name, Env: env, Overlap: overlap})
 	switch {
 	case errors.Is(err, keystore.ErrNoOverlapSlot):
-		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not rotated: two keys are active, so the old one cannot stay live during an overlap. "+twoKeyRule, nil)
+		h.renderKeys(w, r, m, o, http.StatusConflict, "",
+			"Not rotated: two "+env+" keys are active, so the old one cannot stay live during an overlap of "+overlap.String()+
+				". Rotate with no overlap, or revoke one first.", nil)
 		return
 	case errors.Is(err, keystore.ErrNothingToRotate):
 		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not rotated: there is no active "+env+" key to rotate. Issue one.", nil)

@@ -133,6 +133,26 @@ func unconfigured(have []string, tiers map[string]tier) []string {
 	return out
 }
 
+// unknownTiers lists the tiers of have that no configuration this console
+// runs with defines — neither its own tier lines nor the civic_webhooks
+// app's (the lines civic_auth reads): every request with such a key is
+// refused 403 (docs/design.md D8), so the organizations page flags them.
+func (h *Handler) unknownTiers(have []string) []string {
+	var out []string
+	for _, t := range unconfigured(have, h.tiers) {
+		if h.hooksApp == nil || !h.hooksApp.KnowsTier(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// listedOrg is a row of the organizations page.
+type listedOrg struct {
+	consolestore.Org
+	UnknownTiers []string
+}
+
 func (h *Handler) orgsPage(w http.ResponseWriter, r *http.Request, m member) {
 	if !m.operator() {
 		h.notFound(w, r)
@@ -148,8 +168,12 @@ func (h *Handler) orgsPage(w http.ResponseWriter, r *http.Request, m member) {
 	if more {
 		next = orgs[len(orgs)-1].Name
 	}
+	rows := make([]listedOrg, len(orgs))
+	for i, o := range orgs {
+		rows[i] = listedOrg{Org: o, UnknownTiers: h.unknownTiers(o.Tiers)}
+	}
 	h.render(w, r, http.StatusOK, "orgs", view{Title: "Organizations", Member: &m, Nav: "orgs",
-		Data: map[string]any{"Orgs": orgs, "Next": next}})
+		Data: map[string]any{"Orgs": rows, "Next": next}})
 }
 
 func (h *Handler) setOrgStatus(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {

@@ -66,7 +66,7 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, m member, o 
 		h.fail(w, r, err)
 		return
 	}
-	live, err := consolestore.LiveKeys(r.Context(), h.pool, o.org.ID)
+	keys, err := consolestore.UsageKeys(r.Context(), h.pool, o.org.ID, from, to, pageSize)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -78,7 +78,7 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, m member, o 
 	}
 	h.render(w, r, http.StatusOK, "usage", h.orgView(m, o, "usage", "Usage", map[string]any{
 		"Chart": usagechart.HTML(pts, usagechart.Options{Title: title, Step: rg.Step}),
-		"Total": usage.Sum(rows), "Range": rg, "Ranges": usageRanges, "KeyID": keyID, "Live": live,
+		"Total": usage.Sum(rows), "Range": rg, "Ranges": usageRanges, "KeyID": keyID, "Keys": keys,
 	}))
 }
 

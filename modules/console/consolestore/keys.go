@@ -93,6 +93,35 @@ func LiveKeys(ctx context.Context, pool *pgxpool.Pool, orgID string) ([]Key, err
 	return keys, nil
 }
 
+// UsageKeys returns the keys the usage page offers for [from, to): every
+// key of the organization with usage in the period — revoked and rotated
+// ones too, which may hold most of it — and its live keys, the most used
+// first, at most limit. Status is the effective one, as KeysPage's.
+func UsageKeys(ctx context.Context, pool *pgxpool.Pool, orgID string, from, to time.Time, limit int) ([]Key, error) {
+	rows, err := pool.Query(ctx, `WITH used AS (
+			SELECT key_id, sum(admitted) + sum(refused) AS n FROM civicgate.usage_hour
+			WHERE org_id = $1 AND start >= $2 AND start < $3 GROUP BY key_id)
+		SELECT k.id, k.env, k.tier, k.key_prefix,
+			CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN 'rotated' ELSE k.status END,
+			k.created_at, k.rotates_out_at
+		FROM civicgate.api_keys k LEFT JOIN used u ON u.key_id = k.id
+		WHERE k.org_id = $1 AND (u.key_id IS NOT NULL OR k.status = 'active' OR (k.status = 'rotating' AND k.rotates_out_at > now()))
+		ORDER BY coalesce(u.n, 0) DESC, k.created_at DESC, k.id LIMIT $4`, orgID, from, to, limit)
+	if err != nil {
+		return nil, fmt.Errorf("consolestore: usage keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RotatesOutAt)
+		k.CreatedAt = k.CreatedAt.UTC()
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consolestore: usage keys: %w", err)
+	}
+	return keys, nil
+}
+
 // KeyOrg returns the organization id of key id (ErrNotFound if none), so a
 // change to a key is refused unless it belongs to the caller's organization.
 func KeyOrg(ctx context.Context, pool *pgxpool.Pool, id string) (string, error) {

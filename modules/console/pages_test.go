@@ -1,0 +1,110 @@
+package console
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/console/consolestore"
+)
+
+// TestRefusedRotateKeepsTheForm: a rotation the two-live-key rule refuses
+// says why once (the rule is already on the page) and shows the environment
+// and overlap the member picked, not the defaults.
+func TestRefusedRotateKeepsTheForm(t *testing.T) {
+	g := startGateway(t)
+	acme := g.newOrg(t, "acme", "paid")
+	if _, err := keystore.Issue(t.Context(), g.pool, acme.name, "paid", keystore.EnvLive); err != nil {
+		t.Fatal(err)
+	}
+	r := g.consoleDo(t, g.session(t, acme, consolestore.RoleAdmin), http.MethodPost, "/orgs/"+acme.id+"/keys/rotate",
+		form("env", "live", "overlap", "168h"))
+	if r.code != http.StatusConflict {
+		t.Fatalf("rotate with two active keys: %d\n%s", r.code, r.body)
+	}
+	if n := strings.Count(r.body, twoKeyRule); n != 1 {
+		t.Errorf("the two-live-key rule appears %d times, want once", n)
+	}
+	if want := "Not rotated: two live keys are active, so the old one cannot stay live during an overlap of 168h0m0s. " +
+		"Rotate with no overlap, or revoke one first."; !strings.Contains(r.body, want) {
+		t.Errorf("the refusal does not say %q:\n%s", want, r.body)
+	}
+	if !strings.Contains(r.body, `<option value="168h" selected>`) {
+		t.Errorf("the overlap picked (168h) is not selected any more:\n%s", r.body)
+	}
+	if strings.Count(r.body, " selected>") != 1 {
+		t.Errorf("want exactly the overlap selected (env live is the first option):\n%s", r.body)
+	}
+	r = g.consoleDo(t, g.session(t, acme, consolestore.RoleAdmin), http.MethodPost, "/orgs/"+acme.id+"/keys/issue", form("env", "live"))
+	if r.code != http.StatusConflict || strings.Count(r.body, twoKeyRule) != 1 ||
+		!strings.Contains(r.body, "Not issued: the organization already holds two live keys in the live environment.") {
+		t.Errorf("issue of a third key: %d, the rule %d times\n%s", r.code, strings.Count(r.body, twoKeyRule), r.body)
+	}
+}
+
+// TestUsageKeySelectorListsRevokedKeys: the usage page offers every key
+// with usage in the period, revoked ones marked, the most used first.
+func TestUsageKeySelectorListsRevokedKeys(t *testing.T) {
+	g := startGateway(t)
+	ctx := t.Context()
+	acme := g.newOrg(t, "acme", "paid")
+	old, err := keystore.Issue(ctx, g.pool, acme.name, "paid", keystore.EnvLive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keystore.Revoke(ctx, g.pool, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	unused, err := keystore.Issue(ctx, g.pool, acme.name, "paid", keystore.EnvTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keystore.Revoke(ctx, g.pool, unused.ID); err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-48 * time.Hour)
+	if _, err := g.pool.Exec(ctx, `INSERT INTO civicgate.usage_hour (key_id, org_id, start, admitted) VALUES ($1, $2, $3, 9000)`,
+		old.ID, acme.id, hour); err != nil {
+		t.Fatal(err)
+	}
+	r := g.consoleDo(t, g.session(t, acme, consolestore.RoleViewer), http.MethodGet, "/orgs/"+acme.id+"/usage?range=7d", nil)
+	if r.code != http.StatusOK {
+		t.Fatalf("usage page: %d\n%s", r.code, r.body)
+	}
+	options := regexp.MustCompile(`<option value="(key_[^"]*)">[^<]*</option>`).FindAllStringSubmatch(r.body, -1)
+	if len(options) != 2 || options[0][1] != old.ID || !strings.HasSuffix(options[0][0], ", revoked)</option>") ||
+		strings.Contains(options[1][0], "revoked") {
+		t.Fatalf("key options %q, want the revoked key with the usage first, marked revoked, then the live key; "+
+			"not the revoked key without usage", options)
+	}
+	// The revoked key's chart is reachable from the selector.
+	r = g.consoleDo(t, g.session(t, acme, consolestore.RoleViewer), http.MethodGet, "/orgs/"+acme.id+"/usage?range=7d&key="+old.ID, nil)
+	if r.code != http.StatusOK || !strings.Contains(r.body, `<option value="`+old.ID+`" selected>`) ||
+		!strings.Contains(r.body, `id="total-admitted">9`+"\u202f"+`000<`) {
+		t.Fatalf("usage of the revoked key: %d\n%s", r.code, r.body)
+	}
+}
+
+// TestOrganizationsFlagUnknownTiers: the organizations page flags an
+// organization whose keys carry a tier no configuration of this gateway
+// defines (each of its requests is refused 403), and only that one.
+func TestOrganizationsFlagUnknownTiers(t *testing.T) {
+	g := startGateway(t)
+	gold := g.newOrg(t, "gold-org", "gold")
+	g.newOrg(t, "paid-org", "paid")
+	r := g.consoleDo(t, g.session(t, org{name: "ops"}, consolestore.RoleOperator), http.MethodGet, "/orgs", nil)
+	if r.code != http.StatusOK {
+		t.Fatalf("organizations: %d\n%s", r.code, r.body)
+	}
+	flag := `<strong class="unknown-tier">tier gold is not defined in this configuration: its keys are refused</strong>`
+	if strings.Count(r.body, flag) != 1 || strings.Count(r.body, `class="unknown-tier"`) != 1 {
+		t.Fatalf("want exactly %s flagged:\n%s", gold.name, r.body)
+	}
+	row := r.body[strings.Index(r.body, `href="/orgs/`+gold.id+`/"`):]
+	if !strings.HasPrefix(row[strings.Index(row, "<td data-label=\"Tiers\">"):], `<td data-label="Tiers">gold `+flag) {
+		t.Fatalf("the flag is not in %s's row:\n%s", gold.name, r.body)
+	}
+}
