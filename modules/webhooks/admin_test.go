@@ -74,10 +74,12 @@ func TestAdminTargets(t *testing.T) {
 // TestAdminEndpointNeverATarget: with every loopback target allowed (make
 // up's insecure_allow_loopback on), Caddy's admin endpoint — its address read
 // from the running configuration (admin localhost:2996 here) — is refused at
-// registration (400 with the reason, by address and by name) and at dial
-// time (an endpoint written straight to the database records "refused
-// address", and the admin API was never reached: the configuration is
-// unchanged). Another loopback port is accepted (control).
+// registration (400 with the reason, by address and by name) and, for an
+// endpoint written straight to the database, at claim (set aside as
+// unusable with "endpoint url no longer allowed", never dialled: the admin
+// API's configuration is unchanged; the dial-time guard behind it is
+// egress's and delivery/TestSSRFTargetsRefused's). Another loopback port is
+// accepted (control).
 func TestAdminEndpointNeverATarget(t *testing.T) {
 	db := feedtest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -120,11 +122,15 @@ func TestAdminEndpointNeverATarget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// An attempt in flight is listed as pending with its attempt already
-		// counted; its outcome is recorded when last_error or the status code is.
-		if len(ds) == 1 && ds[0].Attempts == 1 && ds[0].Status == "pending" && (ds[0].LastError != nil || ds[0].LastStatusCode != nil) {
-			if ds[0].LastError == nil || *ds[0].LastError != "refused address" || ds[0].LastStatusCode != nil {
-				t.Fatalf("delivery to the admin endpoint: last_error %s, last_status_code %s", show(ds[0].LastError), show(ds[0].LastStatusCode))
+		// A stored URL the URL rules refuse is set aside at claim (docs/design.md D39), before any dial:
+		// the delivery failed with no attempt, the endpoint unusable.
+		if len(ds) == 1 && ds[0].Status == "failed" {
+			if ds[0].Attempts != 0 || ds[0].LastError == nil || *ds[0].LastError != store.ReasonURL || ds[0].LastStatusCode != nil {
+				t.Fatalf("delivery to the admin endpoint: %d attempts, last_error %s, last_status_code %s", ds[0].Attempts,
+					show(ds[0].LastError), show(ds[0].LastStatusCode))
+			}
+			if got, err := app.(*App).store.GetEndpoint(ctx, iss.OrgID, ep.ID); err != nil || got.Status != store.StatusUnusable {
+				t.Fatalf("endpoint %+v %v", got, err)
 			}
 			break
 		}
