@@ -20,7 +20,8 @@ type usageRange struct {
 
 var usageRanges = []usageRange{
 	{"24h", "Last 24 hours, by hour", 24 * time.Hour, time.Hour},
-	{"7d", "Last 7 days, by hour", 7 * 24 * time.Hour, time.Hour},
+	// 2-hour bars: 168 hourly ones are too thin to see (usagechart.MinSlot).
+	{"7d", "Last 7 days, by 2 hours", 7 * 24 * time.Hour, 2 * time.Hour},
 	{"90d", "Last 90 days, by day", 90 * 24 * time.Hour, 24 * time.Hour},
 }
 

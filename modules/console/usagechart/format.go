@@ -135,16 +135,19 @@ func labelEvery(slot, w float64, step time.Duration) int {
 	if !(need > 1) {
 		return 1
 	}
-	steps := []int(nil)
-	switch step {
-	case time.Hour:
-		steps = hourSteps
-	case dayLength:
-		steps = daySteps
+	// Buckets of several hours (dividing a day) or days (merged bars) take
+	// the round intervals that are whole multiples of them.
+	var steps []int
+	unit := 1
+	switch {
+	case step > 0 && step%dayLength == 0:
+		steps, unit = daySteps, int(step/dayLength)
+	case step > 0 && step%time.Hour == 0 && dayLength%step == 0:
+		steps, unit = hourSteps, int(step/time.Hour)
 	}
-	for _, k := range steps {
-		if float64(k) >= need {
-			return k
+	for _, s := range steps {
+		if s%unit == 0 && float64(s/unit) >= need {
+			return s / unit
 		}
 	}
 	if need > MaxBuckets {

@@ -110,12 +110,16 @@ func newChart(pts []Point, opt Options) *chart {
 			}
 		}
 	}
+	c.w = float64(clamp(opt.Width, DefaultWidth, 360, 4000))
+	c.h = float64(clamp(opt.Height, DefaultHeight, 140, 2000))
+	if k := bucketsPerBar(len(pts), c.w-plotMargins); k > 1 {
+		c.pts, c.step = merge(pts, k), c.step*time.Duration(k)
+	}
+	pts = c.pts
 	c.daily = c.step%dayLength == 0
 	if c.loc == nil || c.daily {
 		c.loc = time.UTC
 	}
-	c.w = float64(clamp(opt.Width, DefaultWidth, 360, 4000))
-	c.h = float64(clamp(opt.Height, DefaultHeight, 140, 2000))
 	hi := 0.0
 	for _, p := range pts {
 		c.total = c.total.Plus(p.Delta)
@@ -128,6 +132,38 @@ func newChart(pts []Point, opt Options) *chart {
 		c.multiYear = pts[0].Start.In(c.loc).Year() != pts[n-1].Start.In(c.loc).Year()
 	}
 	return c
+}
+
+// MinSlot is the least width, in viewBox units, of one bar's column
+// (bar and gap): a series with more buckets than fit side by side at that
+// width is drawn with k adjacent buckets summed per bar, so bars stay wide
+// enough to see (168 hourly buckets at the default width: 2-hour bars, 6.3
+// units wide) and together span the plot. Its desc and tooltips then speak
+// of k-bucket periods.
+const MinSlot = 7.0
+
+// plotMargins is the width left of and right of the plot (axis labels).
+const plotMargins = 54.0
+
+// bucketsPerBar is how many adjacent buckets one bar sums so that n
+// buckets fit in plotW at MinSlot each.
+func bucketsPerBar(n int, plotW float64) int {
+	fit := max(int(plotW/MinSlot), 1)
+	return (n + fit - 1) / fit
+}
+
+// merge sums each run of k adjacent points into one, starting at the run's
+// first point (the last run may be shorter).
+func merge(pts []Point, k int) []Point {
+	out := make([]Point, 0, (len(pts)+k-1)/k)
+	for i := 0; i < len(pts); i += k {
+		p := Point{Start: pts[i].Start}
+		for _, q := range pts[i:min(i+k, len(pts))] {
+			p.Delta = p.Plus(q.Delta)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func clamp(v, def, lo, hi int) int {
@@ -234,7 +270,7 @@ func (c *chart) legend(w *buf) float64 {
 // layout places the bar plot from top down, the cost plot under it and the
 // x-axis labels at the bottom.
 func (c *chart) layout(top float64) {
-	c.left, c.right = 44, c.w-10
+	c.left, c.right = 44, c.w-(plotMargins-44)
 	bottom := c.h - 22
 	avail := bottom - top
 	costH, gap := math.Max(math.Round(avail*0.22), 24), 14.0

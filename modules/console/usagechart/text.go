@@ -20,7 +20,7 @@ type xLabel struct {
 // midnight; k is computed for the wider date.
 func (c *chart) xLabels() []xLabel {
 	k := labelEvery(c.slot, textW("Nov 23"), c.step)
-	dates := c.daily || (c.step == time.Hour && k%24 == 0)
+	dates := c.daily || time.Duration(k)*c.step%dayLength == 0
 	var out []xLabel
 	last := -k
 	for i := range c.pts {
@@ -115,7 +115,7 @@ func (c *chart) describe() string {
 		}
 	}
 	if most > 0 {
-		unit := "bucket"
+		unit := period(1, c.step, c.daily) // "2 hours" when buckets were merged
 		switch {
 		case c.step == time.Hour:
 			unit = "hour"

@@ -324,7 +324,7 @@ func TestSVGHugeValues(t *testing.T) {
 	if es[0].attrs["viewBox"] != "0 0 360 2000" {
 		t.Errorf("viewBox %q", es[0].attrs["viewBox"])
 	}
-	if !bytes.Contains(svg, []byte("1 000 000 000 000 admitted")) {
+	if !bytes.Contains(svg, []byte("4 000 000 000 000 admitted")) { // 4 hours a bar at this width
 		t.Error("huge counts missing from tooltips")
 	}
 	// Only ones and zeros: the scales must not divide by zero.
@@ -376,7 +376,7 @@ func TestXLabelThinning(t *testing.T) {
 	ny, err := time.LoadLocation("America/New_York")
 	if err == nil { // a DST change in the range: spacing still holds
 		dst := Bucket(nil, "", time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC), time.Hour)
-		ls := checkLabels(t, "dst", dst, Options{Location: ny, Width: 400}, 2)
+		ls := checkLabels(t, "dst", dst, Options{Location: ny, Width: 800}, 2) // one bar an hour
 		if ls[0].text != "Mar 7" {
 			t.Errorf("New York labels %v", ls)
 		}
@@ -409,6 +409,57 @@ func TestPeriod(t *testing.T) {
 	}{{24, time.Hour, false, "24 hours"}, {168, time.Hour, false, "7 days"}, {90, day, true, "90 days"}, {1, day, true, "1 day"}, {1, time.Hour, false, "1 hour"}, {90, time.Minute, false, "90 minutes"}} {
 		if got := period(c.n, c.step, c.daily); got != c.want {
 			t.Errorf("period(%d, %v) = %q, want %q", c.n, c.step, got, c.want)
+		}
+	}
+}
+
+// TestSVGBarsUseTheWidth: a week of hourly buckets (the console's 7-day
+// chart) is drawn with bars wide enough to see — at least 6 viewBox units,
+// where one bar per hour left 3.2 — that together span the plot, whether
+// every hour or a single one has usage; the sums survive the merge.
+func TestSVGBarsUseTheWidth(t *testing.T) {
+	bar := regexp.MustCompile(`M([0-9.]+) [0-9.]+h([0-9.]+)v`)
+	for _, tc := range []struct {
+		name  string
+		hours []int
+	}{
+		{"every hour", func() []int {
+			var hs []int
+			for h := range 168 {
+				hs = append(hs, h)
+			}
+			return hs
+		}()},
+		{"one hour", []int{167}},
+	} {
+		var rows []usage.Row
+		for _, h := range tc.hours {
+			rows = append(rows, row("k", t0.Add(time.Duration(h)*time.Hour), 100, 0, 0, 0, 1))
+		}
+		pts := Bucket(rows, "", t0, t0.Add(168*time.Hour), time.Hour)
+		svg, _ := render(t, pts, Options{Step: time.Hour})
+		ok := regexp.MustCompile(`<path fill="`+colOK+`" d="([^"]*)"`).FindSubmatch(svg)
+		if ok == nil {
+			t.Fatalf("%s: no bars", tc.name)
+		}
+		bars := bar.FindAllSubmatch(ok[1], -1)
+		first, last := 1e9, 0.0
+		for _, b := range bars {
+			x, _ := strconv.ParseFloat(string(b[1]), 64)
+			w, _ := strconv.ParseFloat(string(b[2]), 64)
+			if w < 6 {
+				t.Errorf("%s: a bar %.1f units wide at x=%.1f, want at least 6 of the 720", tc.name, w, x)
+			}
+			first, last = min(first, x), max(last, x+w)
+		}
+		if tc.name == "every hour" && (len(bars) != 84 || first > 44+7 || last < 710-7) {
+			t.Errorf("%s: %d bars from x=%.1f to %.1f, want 84 (2 hours each) spanning the plot 44..710", tc.name, len(bars), first, last)
+		}
+		if !bytes.Contains(svg, []byte("Busiest 2 hours: ")) {
+			t.Errorf("%s: the desc does not speak of the 2-hour bars", tc.name)
+		}
+		if total := strings.Count(string(svg), "200 admitted,"); tc.name == "every hour" && total != 84 {
+			t.Errorf("%s: %d tooltips of 200 admitted (two hours of 100), want 84", tc.name, total)
 		}
 	}
 }
