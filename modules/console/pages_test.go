@@ -108,3 +108,23 @@ func TestOrganizationsFlagUnknownTiers(t *testing.T) {
 		t.Fatalf("the flag is not in %s's row:\n%s", gold.name, r.body)
 	}
 }
+
+// TestUnusableEndpointShown: an endpoint the sidecar set aside shows its
+// state and reason on the list and on its page, as the API's JSON does.
+func TestUnusableEndpointShown(t *testing.T) {
+	g := startGateway(t)
+	acme := g.newOrg(t, "acme", "paid")
+	id := g.createEndpoint(t, acme.key, "https://example.org/hook")
+	const reason = "endpoint secret cannot be opened with the sealing key"
+	if _, err := g.pool.Exec(t.Context(), `UPDATE civicgate.webhook_endpoints SET status = 'unusable', unusable_reason = $2 WHERE id = $1`,
+		id, reason); err != nil {
+		t.Fatal(err)
+	}
+	s := g.session(t, acme, consolestore.RoleViewer)
+	for _, path := range []string{"/orgs/" + acme.id + "/webhooks", "/orgs/" + acme.id + "/webhooks/" + id} {
+		r := g.consoleDo(t, s, http.MethodGet, path, nil)
+		if r.code != http.StatusOK || !strings.Contains(r.body, `class="status-unusable"`) || !strings.Contains(r.body, "unusable ("+reason+")") {
+			t.Errorf("%s: %d, want the state and its reason:\n%s", path, r.code, r.body)
+		}
+	}
+}
