@@ -27,6 +27,12 @@ const (
 	MsgBodyTooLarge     = "Request body too large"
 )
 
+// HeaderRefusedFamily names, on a 403 "Tier not entitled to this endpoint
+// family", the families the request needs and the caller's tier lacks
+// (comma-separated, in name order); the body stays the fixed one clients
+// match on (docs/design.md D41, docs/api.md "Errors").
+const HeaderRefusedFamily = "Civic-Refused-Family"
+
 // The error bodies, pre-encoded: {"error":…} for authentication, entitlement,
 // quota, routing and server faults, {"errors":[{"message":…}]} for a request
 // refused as sent. Written on refusal paths that must not allocate, so they

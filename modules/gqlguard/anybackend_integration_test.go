@@ -222,7 +222,7 @@ func TestAnyBackendGraphQLResponse(t *testing.T) {
 			`{"data":null,"errors":[{"message":"Cannot query field \"nodez\" on type \"BookConnection\". Did you mean \"nodes\"?","locations":[{"line":1,"column":11}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`,
 			400, `{"errors":[{"message":"Cannot query field \"nodez\" on type \"BookConnection\". Did you mean \"nodes\"?","locations":[{"line":1,"column":11}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`},
 		{"not entitled", "/lib", q(borrowMutation), 403, bodyNotEntitled,
-			403, `{"errors":[{"message":"Tier not entitled to this endpoint family","extensions":{"code":"NOT_ENTITLED"}}]}`},
+			403, `{"errors":[{"message":"Tier not entitled to this endpoint family","extensions":{"code":"NOT_ENTITLED","family":"loans"}}]}`},
 		{"operation type not allowed", "/lib/queries", q(borrowMutation), 200, bodyOnlyQueries,
 			400, `{"errors":[{"message":"Only query operations are allowed","locations":[{"line":1,"column":1}],"extensions":{"code":"OPERATION_NOT_ALLOWED"}}]}`},
 		{"malformed body", "/lib", `{"query":`, 400, `{"errors":[{"message":"Request body is not valid JSON: unexpected end of input"}]}`,

@@ -84,7 +84,7 @@ func (g *Guard) chargeSubscribe(ctx context.Context, budget contract.CostBudget,
 	case outcomeInternal:
 		errs = errorList(contract.MsgInternal, "INTERNAL_SERVER_ERROR")
 	case outcomeOverBudget:
-		_, errs = refusalErrors(http.StatusOK, overBudgetBody(op, cost, d.Budget))
+		_, errs = refusalErrors(http.StatusOK, overBudgetBody(op, cost, d.Budget), "")
 	case outcomeRateLimited:
 		errs = rateLimitedErrors(retryAfterSeconds(d.RetryAfter))
 	}

@@ -19,6 +19,10 @@ import (
 
 const mediaGraphQLResponse = "application/graphql-response+json"
 
+// codeNotEntitled is the extensions.code of a 403 "Tier not entitled to this
+// endpoint family" in GraphQL shape.
+const codeNotEntitled = "NOT_ENTITLED"
+
 // refusalRecorder records one refusal written by the checks.
 type refusalRecorder struct {
 	header http.Header
@@ -65,7 +69,7 @@ func (g *graphqlResponseWriter) Write(b []byte) (int, error) { return g.rec.Writ
 // PersistedQueryNotSupported, which APQ clients expect as 200; an
 // {"error": …} body becomes {"errors":[…]} with its status kept.
 func (g *graphqlResponseWriter) finish() {
-	status, errs := refusalErrors(g.rec.status, g.rec.body)
+	status, errs := refusalErrors(g.rec.status, g.rec.body, g.w.Header().Get(contract.HeaderRefusedFamily))
 	if status == http.StatusOK && !persistedQueryMiss(errs) {
 		status = http.StatusBadRequest
 	}
@@ -84,8 +88,10 @@ func persistedQueryMiss(errs []byte) bool {
 
 // refusalErrors returns a refusal's status and its errors as a JSON list of
 // GraphQL errors, each with an extensions.code (added from the status when
-// the body had none).
-func refusalErrors(status int, body []byte) (int, []byte) {
+// the body had none). refusedFamily is the refusal's Civic-Refused-Family
+// header: a NOT_ENTITLED error carries it as extensions.family
+// (docs/design.md D41).
+func refusalErrors(status int, body []byte, refusedFamily string) (int, []byte) {
 	var shape struct {
 		Error  *string           `json:"error"`
 		Errors []json.RawMessage `json:"errors"`
@@ -94,7 +100,11 @@ func refusalErrors(status int, body []byte) (int, []byte) {
 		return http.StatusInternalServerError, errorList(contract.MsgInternal, "INTERNAL_SERVER_ERROR")
 	}
 	if shape.Error != nil {
-		return status, errorList(*shape.Error, codeForStatus(status, *shape.Error))
+		code := codeForStatus(status, *shape.Error)
+		if code != codeNotEntitled {
+			refusedFamily = ""
+		}
+		return status, errorListWithFamily(*shape.Error, code, refusedFamily)
 	}
 	out := []byte{'['}
 	for i, e := range shape.Errors {
@@ -137,15 +147,20 @@ func withCode(e json.RawMessage, code string) []byte {
 
 // errorList renders [{"message":msg,"extensions":{"code":code}}], message
 // first as every other body.
-func errorList(msg, code string) []byte {
+func errorList(msg, code string) []byte { return errorListWithFamily(msg, code, "") }
+
+// errorListWithFamily is errorList with extensions.family after the code
+// when family is not empty.
+func errorListWithFamily(msg, code, family string) []byte {
 	type ext struct {
-		Code string `json:"code"`
+		Code   string `json:"code"`
+		Family string `json:"family,omitempty"`
 	}
 	type item struct {
 		Message    string `json:"message"`
 		Extensions ext    `json:"extensions"`
 	}
-	return marshal([]item{{Message: msg, Extensions: ext{Code: code}}})
+	return marshal([]item{{Message: msg, Extensions: ext{Code: code, Family: family}}})
 }
 
 // codeForStatus names the extensions.code of a refusal that carries none.
@@ -153,7 +168,7 @@ func codeForStatus(status int, msg string) string {
 	switch status {
 	case http.StatusForbidden:
 		if msg == contract.MsgNotEntitled {
-			return "NOT_ENTITLED"
+			return codeNotEntitled
 		}
 		return "FORBIDDEN"
 	case http.StatusMethodNotAllowed:

@@ -61,6 +61,24 @@ func entitled(owned string, check bool, f opFamilies) bool {
 	return true
 }
 
+// refusedFamilies names the families of f the caller does not own,
+// comma-separated in name order (f.list is sorted): what a not-entitled
+// refusal tells (docs/design.md D41). "" when only a root field in no family
+// was refused: no tier owns it.
+func refusedFamilies(owned string, f opFamilies) string {
+	var out strings.Builder
+	for _, fam := range f.list {
+		if listContains(owned, fam) {
+			continue
+		}
+		if out.Len() > 0 {
+			out.WriteByte(',')
+		}
+		out.WriteString(fam)
+	}
+	return out.String()
+}
+
 // listContains reports whether the comma-separated list holds item.
 func listContains(list, item string) bool {
 	for list != "" {

@@ -106,6 +106,17 @@ func marshal(v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
+// writeNotEntitled writes the 403 of an operation the caller's tier is not
+// entitled to: the fixed body clients match on, and the families it lacks in
+// Civic-Refused-Family (docs/design.md D41), which the GraphQL-shaped
+// refusals carry as extensions.family (refusedFamilyOf).
+func writeNotEntitled(w http.ResponseWriter, families string) {
+	if families != "" {
+		w.Header().Set(contract.HeaderRefusedFamily, families)
+	}
+	writeJSON(w, http.StatusForbidden, contract.BodyNotEntitled)
+}
+
 // writeJSON writes a body with Content-Type and Content-Length.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	contract.WithContentLength.Write(w, status, body)

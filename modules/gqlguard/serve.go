@@ -202,7 +202,7 @@ func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req
 // counted and logged and goes on. It returns the outcome, or "" to go on.
 func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *compiledDoc, op *compiledOp, cost int64) string {
 	if !entitled(cl.owned, cl.checkOwned, op.families) {
-		writeJSON(w, http.StatusForbidden, contract.BodyNotEntitled)
+		writeNotEntitled(w, refusedFamilies(cl.owned, op.families))
 		return outcomeNotEntitled
 	}
 	if !g.overAny(doc, op, cost) {

@@ -125,7 +125,7 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 	if outcome != "" {
 		s.g.metrics.requests.WithLabelValues(outcome).Inc()
 		if errs == nil {
-			_, errs = refusalErrors(rec.status, rec.body)
+			_, errs = refusalErrors(rec.status, rec.body, rec.Header().Get(contract.HeaderRefusedFamily))
 		}
 		return nil, errs
 	}
