@@ -438,7 +438,7 @@ func TestSVGBarsUseTheWidth(t *testing.T) {
 		}
 		pts := Bucket(rows, "", t0, t0.Add(168*time.Hour), time.Hour)
 		svg, _ := render(t, pts, Options{Step: time.Hour})
-		ok := regexp.MustCompile(`<path fill="`+colOK+`" d="([^"]*)"`).FindSubmatch(svg)
+		ok := regexp.MustCompile(`<path fill="` + colOK + `" d="([^"]*)"`).FindSubmatch(svg)
 		if ok == nil {
 			t.Fatalf("%s: no bars", tc.name)
 		}
