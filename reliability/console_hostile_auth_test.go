@@ -190,7 +190,7 @@ func (c *consoleEnv) roles(t *testing.T) {
 	r := c.post(t, org+"/keys/issue", c.admin, url.Values{"env": {"test"}, "tier": {"enterprise"}})
 	want(t, "admin issue with tier=enterprise", r, http.StatusOK, "Key issued", "cg_test_")
 	for _, k := range c.keys(t, "acme") {
-		if k.Tier != "free" {
+		if k.Tier != "paid_beta" {
 			t.Errorf("an admin's issue form got a %s key %s (only operators choose tiers)", k.Tier, k.ID)
 		}
 	}

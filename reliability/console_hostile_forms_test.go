@@ -134,10 +134,18 @@ func (c *consoleEnv) webhookForms(t *testing.T) {
 		want(t, "create endpoint with "+name, c.postRaw(t, org+"/webhooks", c.admin, body, "Origin", c.s.ConsoleURL),
 			http.StatusBadRequest, "The form could not be read.")
 	}
-	want(t, "a family the tier lacks", c.post(t, org+"/webhooks", c.admin, url.Values{"url": {"https://example.org/g"}, "env": {"live"},
-		"family": {"regulatory_filings"}}), http.StatusForbidden, `id="error"`, "does not include every family")
 	if n := c.endpoints(t, c.acmeID); n != before {
 		t.Errorf("refused webhook forms created %d endpoints", n-before)
+	}
+	// A tier without the changes family registers nothing, as the API refuses it (docs/design.md D43).
+	key, _ := c.s.IssueKey("frugal", "free", "live")
+	c.secret(key)
+	frugal := c.signIn(t, c.link(t, "frugal", "admin@frugal.example", "admin"))
+	frugalID := c.orgOf(t, frugal)
+	want(t, "a tier without changes", c.post(t, "/orgs/"+frugalID+"/webhooks", frugal, url.Values{"url": {"https://example.org/g"},
+		"env": {"live"}, "family": {"members"}}), http.StatusForbidden, `id="error"`, "does not include the changes family")
+	if n := c.endpoints(t, frugalID); n != 0 {
+		t.Errorf("a free organization registered %d endpoints", n)
 	}
 	// Duplicate families are one family (the webhooks API's rule), not a refusal.
 	dup := c.post(t, org+"/webhooks", c.admin, url.Values{"url": {"https://example.org/dup"}, "env": {"live"}, "family": {"bills", "bills"}})

@@ -36,7 +36,7 @@ type consoleEnv struct {
 	secrets []string // every token, cookie, key and webhook secret seen
 
 	acmeID, rivalID       string // organization ids (console URLs use ids)
-	acmeKey, acmeKeyID    string // acme: free tier, live
+	acmeKey, acmeKeyID    string // acme: paid_beta (webhooks need the changes family), live
 	rivalKey, rivalKeyID  string // rival: paid_beta, live
 	admin, viewer, rAdmin string // session cookie values: acme admin, acme viewer, rival admin
 	acmeEP, rivalEP       string // a webhook endpoint of each
@@ -308,7 +308,7 @@ func TestConsoleHostile(t *testing.T) {
 	s.Setenv("CIVICGATE_WEBHOOKS_DELIVER", "off") // no delivery leaves the machine
 	s.Prepare()
 	c := &consoleEnv{s: s}
-	c.acmeKey, c.acmeKeyID = s.IssueKey("acme", "free", "live")
+	c.acmeKey, c.acmeKeyID = s.IssueKey("acme", "paid_beta", "live")
 	c.rivalKey, c.rivalKeyID = s.IssueKey("rival", "paid_beta", "live")
 	k, _ := s.IssueKey("doomed", "free", "live")
 	c.secret(c.acmeKey, c.rivalKey, k)

@@ -110,7 +110,11 @@ func (h *Handler) createEndpoint(w http.ResponseWriter, r *http.Request, m membe
 	}
 	ep, secret, err := h.hooks.Create(r.Context(), c, strings.TrimSpace(r.PostForm.Get("url")), fams, r.PostForm.Get("description"))
 	if code, text, ok := refusal(m, err); ok {
-		h.renderWebhooks(w, r, m, o, code, "", "Not created. "+text, nil)
+		sep := ". " // a sentence of its own; an input error reads "Not created: url is required."
+		if errors.As(err, new(*webhooks.InputError)) {
+			sep = ": "
+		}
+		h.renderWebhooks(w, r, m, o, code, "", "Not created"+sep+text, nil)
 		return
 	}
 	if err != nil {
