@@ -37,6 +37,7 @@ type filterConn struct {
 	readErr         error
 
 	initTimer *time.Timer
+	acked     atomic.Bool // the upstream's connection_ack is on its way to the client
 	ending    atomic.Bool // terminate ran: the upstream gets a close, then EOF
 	closeOnce sync.Once
 }
@@ -78,8 +79,15 @@ func (c *filterConn) followWatch() {
 }
 
 // upstreamEnded is called by the writer for each upstream complete or
-// error message.
-func (c *filterConn) upstreamEnded(_, id []byte) { c.subs.removeBytes(id) }
+// error message, and for its connection_ack (before the ack's last bytes are
+// written: a frame the filter injects after this waits for them).
+func (c *filterConn) upstreamEnded(typ, id []byte) {
+	if string(typ) == msgConnectionAck {
+		c.acked.Store(true)
+		return
+	}
+	c.subs.removeBytes(id)
+}
 
 // terminate sends the client a close frame of code and reason (between two
 // upstream messages), and makes Read send the upstream a normal close and
@@ -207,7 +215,11 @@ func (c *filterConn) message(msg []byte) error {
 // with an error message.
 func (c *filterConn) subscribe(m clientMessage, tokenInside bool) error {
 	id := *m.ID
-	if !c.initSeen {
+	// Operations only once the upstream has acknowledged the connection
+	// (graphql-transport-ws: else close 4401). A subscribe sent before the
+	// connection_ack reached the client would otherwise get its refusal
+	// before the ack, or reach an upstream that has not acknowledged.
+	if !c.initSeen || !c.acked.Load() {
 		return &closeError{closeUnauthorized, "Unauthorized"}
 	}
 	if c.subs.has(id) {

@@ -69,24 +69,29 @@ func TestRefusedSubscribeKeepsTheSocketOpen(t *testing.T) {
 	expectTicks(t, c, "x", 2)
 }
 
-func TestPipelinedFramesAreFiltered(t *testing.T) {
-	p := startProxy(t, startUpstream(t), defaultConfig(Config{Checker: &policyChecker{}}))
-	c := dial(t, p.addr,
-		text(`{"type":"connection_init"}`),
-		text(`{"id":"bad","type":"subscribe","payload":{"query":"subscription { forbidden }"}}`),
-		text(subscribeMsg("good", 1)))
-	got := map[string]string{}
-	for len(got) < 3 {
-		m := c.next()
-		if m.Type == "next" {
-			continue
-		}
-		got[m.Type+" "+m.ID] = m.Type
-	}
-	for _, want := range []string{"connection_ack ", "error bad", "complete good"} {
-		if _, ok := got[want]; !ok {
-			t.Fatalf("missing %q in %v", want, got)
-		}
+// TestSubscribeBeforeAckCloses4401: frames sent with the upgrade request go
+// through the filter too, and a subscribe sent before the upstream's
+// connection_ack reached the client closes the socket with 4401, as
+// graphql-transport-ws says — refused or not, before anything is checked,
+// charged or forwarded. It used to be checked at once, so a refusal's error
+// message reached the client before the ack.
+func TestSubscribeBeforeAckCloses4401(t *testing.T) {
+	for name, sub := range map[string]string{
+		"refused": `{"id":"bad","type":"subscribe","payload":{"query":"subscription { forbidden }"}}`,
+		"allowed": subscribeMsg("good", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			checker := &policyChecker{}
+			p := startProxy(t, startUpstream(t), defaultConfig(Config{Checker: checker}))
+			c := dial(t, p.addr, text(`{"type":"connection_init"}`), text(sub))
+			op, payload, err := c.readFrame()
+			if err != nil || op != opClose || describeClose(payload) != `4401 "Unauthorized"` {
+				t.Fatalf("first frame: op %d %q %v, want close 4401 Unauthorized and nothing before it", op, payload, err)
+			}
+			if n := checker.admitted.Load(); n != 0 {
+				t.Fatalf("the checker admitted %d subscribes before the ack", n)
+			}
+		})
 	}
 }
 

@@ -15,6 +15,10 @@ const (
 	msgComplete       = "complete"
 )
 
+// msgConnectionAck is the server's answer to connection_init: subscribes are
+// allowed from then on.
+const msgConnectionAck = "connection_ack"
+
 // clientMessage is one decoded client message. Only these members reach
 // the upstream: every forwarded message is re-encoded from them, so the
 // upstream reads exactly what the filter decided on (no duplicate or

@@ -2,9 +2,9 @@ package wsproxy
 
 // typeIDScanner reads the top-level "type" and "id" string members of a
 // JSON object streamed in chunks, without allocating, and stops as soon as
-// the type says the message is of no interest (anything but "complete" and
-// "error"), so that a "next" message whose type precedes its payload costs
-// a few bytes of scanning.
+// the type says the message is of no interest (anything but "complete",
+// "error" and "connection_ack"), so that a "next" message whose type
+// precedes its payload costs a few bytes of scanning.
 type typeIDScanner struct {
 	state    scanState
 	nest     int
@@ -16,7 +16,7 @@ type typeIDScanner struct {
 	keyLen int
 	// capture is the member whose string value is being read.
 	capture  captureTarget
-	typ      [8]byte
+	typ      [16]byte
 	typLen   int
 	id       [128]byte
 	idLen    int
@@ -52,9 +52,15 @@ const (
 func (s *typeIDScanner) reset() { *s = typeIDScanner{} }
 
 // result returns the type and id once both were read and the type is
-// "complete" or "error".
+// "complete" or "error", or the type "connection_ack" (id empty: it has none).
 func (s *typeIDScanner) result() (typ, id []byte, ok bool) {
-	if !s.hasType || !s.hasID || s.overflow || !s.interesting() {
+	if !s.hasType || s.overflow || !s.interesting() {
+		return nil, nil, false
+	}
+	if s.isAck() {
+		return s.typ[:s.typLen], nil, true
+	}
+	if !s.hasID {
 		return nil, nil, false
 	}
 	return s.typ[:s.typLen], s.id[:s.idLen], true
@@ -62,8 +68,10 @@ func (s *typeIDScanner) result() (typ, id []byte, ok bool) {
 
 func (s *typeIDScanner) interesting() bool {
 	t := string(s.typ[:s.typLen])
-	return t == "complete" || t == "error"
+	return t == "complete" || t == "error" || t == "connection_ack"
 }
+
+func (s *typeIDScanner) isAck() bool { return string(s.typ[:s.typLen]) == "connection_ack" }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
