@@ -29,6 +29,10 @@ type Handler struct {
 	// RequireFamily refuses (403) keys whose tier lacks this family.
 	RequireFamily string `json:"require_family,omitempty"`
 
+	// refusedFamily is the Civic-Refused-Family value of a require_family
+	// refusal, made once (docs/design.md D41).
+	refusedFamily []string
+
 	app    *App
 	logger *zap.Logger
 	// refusals logs refused known keys, sampled (refusalLog) so that a
@@ -55,6 +59,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.refusals = refusalLog(h.logger)
 	if h.RequireFamily != "" && !familyRE.MatchString(h.RequireFamily) {
 		return fmt.Errorf("civic_auth: bad require_family %q", h.RequireFamily)
+	}
+	if h.RequireFamily != "" {
+		h.refusedFamily = []string{h.RequireFamily}
 	}
 	app, err := ctx.AppIfConfigured("civic_auth")
 	if err != nil {
@@ -174,6 +181,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 		return h.refuse(w, as, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
 	}
 	if h.RequireFamily != "" && !e.tier.entitled(h.RequireFamily) {
+		w.Header()[contract.HeaderRefusedFamily] = h.refusedFamily
 		return h.refuse(w, as, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
 	}
 	assertion, err := h.app.identityFor(e, now)

@@ -68,7 +68,17 @@ func TestRefusals(t *testing.T) {
 		{"unknown tier", bills, []string{"Authorization", "Bearer " + gold.Key}, 403, `{"error":"Tier not entitled to this endpoint family"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			expectRefusal(t, get(t, c.url, c.header...), c.status, c.body)
+			got := get(t, c.url, c.header...)
+			expectRefusal(t, got, c.status, c.body)
+			// Only require_family's refusal names the family (docs/design.md
+			// D41): an unknown tier has no family to name.
+			want := ""
+			if c.name == "tier not entitled" {
+				want = "changes"
+			}
+			if v := got.header.Values(contract.HeaderRefusedFamily); strings.Join(v, "|") != want {
+				t.Fatalf("%s %q, want %q", contract.HeaderRefusedFamily, v, want)
+			}
 		})
 	}
 	if all := g.upstream.all(); all != "" {
