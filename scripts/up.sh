@@ -31,7 +31,13 @@ CIVICGATE_ENV=live
 CIVICGATE_UPSTREAM=127.0.0.1:8081
 XDG_DATA_HOME=$root/.civicgate/data
 XDG_CONFIG_HOME=$root/.civicgate/config
+CIVICGATE_CADDYFILE=$root/caddyfile/Caddyfile.local
 ENV
+fi
+# .env.local written before `civicgate keys` checked tiers: name the Caddyfile
+# whose tiers they check (docs/operations.md "Key management").
+if ! grep -q '^CIVICGATE_CADDYFILE=' .env.local; then
+	printf 'CIVICGATE_CADDYFILE=%s\n' "$root/caddyfile/Caddyfile.local" >> .env.local
 fi
 # .env.local written before webhooks existed: add their variables once.
 if ! grep -q '^CIVIC_WEBHOOK_SECRET_KEY=' .env.local; then
