@@ -1,6 +1,10 @@
 package contract
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
 
 // GraphQLRequest is a GraphQL-over-HTTP request as graphql_guard decoded it
 // (the POST body's members, or a GET's URL query parameters), published for
@@ -8,10 +12,15 @@ import "context"
 // request the guard checked instead of parsing it again (docs/design.md D40).
 // The byte slices may alias the checked body: read them, never modify them.
 type GraphQLRequest struct {
-	// Query is the document text the guard checked: as sent (JSON-unescaped),
-	// or resolved from a persisted hash or documentId (then Persisted).
-	Query []byte
-	// Persisted: Query was resolved from a persisted hash or documentId.
+	// Query is the query member's text as sent, nil when absent (a persisted
+	// hash in Extensions or a DocumentID named the document): a GET's
+	// parameter percent-decoded; in a POST body the JSON string's contents,
+	// still escaped when QueryEscaped (QueryText decodes them: the guard does
+	// not, to publish without a copy).
+	Query        []byte
+	QueryEscaped bool
+	// Persisted: the guard resolved the document from a persisted hash or a
+	// documentId ({graphql.document_hash} is the resolved document's).
 	Persisted bool
 	// OperationName is the operationName member as sent, decoded; nil when
 	// absent or null.
@@ -34,6 +43,18 @@ type GraphQLRequest struct {
 	// means; another upstream may not, so a response cache must not share
 	// its answer (docs/design.md D40).
 	Aliased bool
+}
+
+// QueryText is Query decoded (JSON escapes resolved).
+func (r *GraphQLRequest) QueryText() (string, error) {
+	if !r.QueryEscaped {
+		return string(r.Query), nil
+	}
+	var s string
+	if err := json.Unmarshal(append(append([]byte{'"'}, r.Query...), '"'), &s); err != nil {
+		return "", fmt.Errorf("contract: graphql request query: %w", err)
+	}
+	return s, nil
 }
 
 // graphQLRequestCtx carries a GraphQLRequest in one allocation.

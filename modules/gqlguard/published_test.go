@@ -1,6 +1,10 @@
 package gqlguard
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
 
 // TestURLAliasesGraphQL: which URL parameter names make a request Aliased
 // (docs/design.md D40).
@@ -45,5 +49,21 @@ func TestDecodeRequestKeepsMembersAsSent(t *testing.T) {
 	req, err = decodeRequest([]byte(`{"query":"{a}","vari\u0061bles":{"a":1}}`))
 	if err != nil || string(req.RawVariables) != `{"a":1}` || !req.EscapedName {
 		t.Fatalf("escaped name: got %q %v %v", req.RawVariables, req.EscapedName, err)
+	}
+}
+
+// TestPublishedQueryIsDecodedOnDemand: a query with escapes is published as
+// sent (no copy) and QueryText decodes it.
+func TestPublishedQueryIsDecodedOnDemand(t *testing.T) {
+	body := []byte(`{"query":"query Q {\n  a(s: \"x\")\n}","operationName":"Q"}`)
+	rq, fast := scanRequest(body)
+	if !fast {
+		t.Fatal("not the fast path")
+	}
+	l := located{raw: rq, fast: true}
+	p := l.published(httptest.NewRequest(http.MethodPost, "/", nil))
+	text, err := p.QueryText()
+	if !p.QueryEscaped || err != nil || text != "query Q {\n  a(s: \"x\")\n}" || string(p.OperationName) != "Q" {
+		t.Fatalf("got %q escaped %v, %q %v", text, p.QueryEscaped, p.OperationName, err)
 	}
 }

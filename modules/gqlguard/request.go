@@ -226,19 +226,14 @@ func locateQueryString(w http.ResponseWriter, r *http.Request) (located, string)
 
 // published is the request as the guard decoded it, for the handlers after
 // it (docs/design.md D40): the fast path's slices of the body as they are
-// (no copy unless the query or operationName had escapes), or what the slow
+// (no copy unless operationName had escapes), or what the slow
 // path or the URL query decoded. A POST whose URL names a GraphQL parameter
 // (any spelling) is Aliased: some servers read URL parameters of a POST too.
 func (l *located) published(r *http.Request) contract.GraphQLRequest {
 	p := l.sent
 	if l.fast {
 		p = contract.GraphQLRequest{Variables: l.raw.varsSent, Extensions: l.raw.extSent, DocumentID: l.raw.docID}
-		p.Query = l.raw.query
-		if l.raw.queryEsc {
-			if q, err := unquote(l.raw.queryQuoted); err == nil {
-				p.Query = []byte(q)
-			}
-		}
+		p.Query, p.QueryEscaped = l.raw.query, l.raw.queryEsc // decoded on demand: QueryText
 		p.OperationName = l.raw.op
 		if l.raw.opEsc {
 			if op, err := unquote(l.raw.opQuoted); err == nil {
