@@ -98,7 +98,7 @@ func TestSharedQuotaOnEngines(t *testing.T) {
 	}
 }
 
-// firstRequestOnCluster (issue 23): a gateway on the Cluster in
+// firstRequestOnCluster (docs/design.md D36): a gateway on the Cluster in
 // on_store_error closed answers its very first request from Redis — the
 // client was warmed at provision, within the 50 ms call deadline — and
 // counts no store error.

@@ -18,7 +18,7 @@ import (
 // testLimiter is one gateway instance's store stack against addr. Its Redis
 // timeouts are generous: the tests cut Redis (connections refused at once),
 // never stall it, and a 50 ms deadline on a loaded 2-core machine turned
-// slow-but-successful calls into store errors and local admissions (issue 16).
+// slow-but-successful calls into store errors and local admissions.
 func testLimiter(t testing.TB, addr, prefix string, share float64) *limiter {
 	t.Helper()
 	const timeout = 2 * time.Second
@@ -107,7 +107,7 @@ func TestTwoInstancesRedisCut(t *testing.T) {
 	proxy.Restore()
 	// Await both breakers' probes. Every probe uses a key of its own: a probe
 	// key reused while the breaker is still open spends its quota locally, and
-	// on a loaded machine the refusal cache then outlived the deadline (issue 16).
+	// on a loaded machine the refusal cache then outlived the deadline.
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
 		_, errA := take1(context.Background(), a, fmt.Sprintf("probe-a-%d", i), r)

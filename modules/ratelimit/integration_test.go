@@ -357,7 +357,8 @@ respond "ok" 200`)
 // every provision, like {env.…}, but from a file the operator can write
 // without restarting (the process's environment is fixed at its start), and
 // never written into the adapted JSON or autosave.json. Switching from the
-// memory store to Redis starts every key's count afresh (issue 20).
+// memory store to Redis starts every key's count afresh (docs/operations.md
+// "Environment variables").
 func TestReloadReadsSecretsFromFile(t *testing.T) {
 	client, prefix := testenv.Redis(t)
 	g := startGateway(t, "", limitRoute("3/m"))

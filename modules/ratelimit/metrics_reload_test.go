@@ -32,9 +32,9 @@ func (g *gateway) scrape(t *testing.T, name string) float64 {
 }
 
 // TestMetricsSurviveReload: the limiter's counters are monotonic across a
-// reload that changes the configuration, the store's included (issue 20:
-// every counter read 0 after a reload, so rates computed over a reload
-// were wrong).
+// reload that changes the configuration, the store's included
+// (docs/operations.md "Metrics, logs and health"; every counter once read 0
+// after a reload, so rates computed over a reload were wrong).
 func TestMetricsSurviveReload(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	g := startGateway(t, redisGlobal("redis://"+testenv.RedisAddr(), prefix, ""), limitRoute("100/m"))

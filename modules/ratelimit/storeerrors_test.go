@@ -17,7 +17,7 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// TestEveryStoreErrorLogged (issue 23): in on_store_error closed, a single
+// TestEveryStoreErrorLogged (docs/design.md D36): in on_store_error closed, a single
 // failed Redis call — which does not open the breaker — is logged with its
 // cause and counted in civicgate_redis_errors_total; a burst of failures is
 // one line per second.
