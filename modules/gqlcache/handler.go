@@ -240,7 +240,7 @@ func (h *Handler) forwardEntry(c *capture, r *http.Request, next caddyhttp.Handl
 		return nil, err
 	}
 	e := c.finish(key, tags, startSeq, h.now())
-	if e != nil && sr != nil && e.vary == nil { // Redis holds no Vary (D40)
+	if e != nil && sr != nil {
 		h.sharePut(sr, e, tags)
 	}
 	return e, nil

@@ -22,7 +22,7 @@ import (
 const (
 	DefaultSharedPrefix  = "civicgate:cache:"
 	defaultSharedTimeout = 50 * time.Millisecond
-	envelopeVersion      = 1
+	envelopeVersion      = 2 // 2: with the Vary names and digest (D40); a 1 is undecodable, a miss overwritten
 	// purgeTimeout bounds a purge (4096 INCRs in one pipeline, and behind
 	// Sentinel the replica's acknowledgement).
 	purgeTimeout = 5 * time.Second
@@ -240,11 +240,13 @@ type sharedEntry struct {
 	epoch     int64    // the purge epoch when the request started
 	stored    time.Time
 	ttl       time.Duration
+	vary      []string // the request headers its Vary names (nil: none)
+	varySum   [32]byte // their values in the request that fetched it
 }
 
 // encodeEnvelope is version, status, seen, epoch, stored (unix ns), ttl
-// (ns) as uvarints, then Content-Type, body, and the two tag lists, each
-// length-prefixed.
+// (ns) as uvarints, then Content-Type, body, the two tag lists and the Vary
+// names, each length-prefixed, and the Vary digest.
 func encodeEnvelope(se *sharedEntry) []byte {
 	b := make([]byte, 0, len(se.body)+len(se.ctype)+64)
 	b = append(b, envelopeVersion)
@@ -253,13 +255,13 @@ func encodeEnvelope(se *sharedEntry) []byte {
 	}
 	b = appendField(b, se.ctype)
 	b = appendBytesField(b, se.body)
-	for _, list := range [][]string{se.tags, se.surrogate} {
+	for _, list := range [][]string{se.tags, se.surrogate, se.vary} {
 		b = binary.AppendUvarint(b, uint64(len(list)))
 		for _, t := range list {
 			b = appendField(b, t)
 		}
 	}
-	return b
+	return appendBytesField(b, se.varySum[:])
 }
 
 // decodeEnvelope reads encodeEnvelope's format; anything else is refused.
@@ -277,7 +279,7 @@ func decodeEnvelope(b []byte) (*sharedEntry, error) {
 	se.stored, se.ttl = time.Unix(0, int64(nums[3])), time.Duration(nums[4])
 	se.ctype = string(d.field())
 	se.body = d.field()
-	for _, list := range []*[]string{&se.tags, &se.surrogate} {
+	for _, list := range []*[]string{&se.tags, &se.surrogate, &se.vary} {
 		n := d.uvarint()
 		if n > uint64(len(d.b)) {
 			return nil, errUndecodable
@@ -285,6 +287,11 @@ func decodeEnvelope(b []byte) (*sharedEntry, error) {
 		for range n {
 			*list = append(*list, string(d.field()))
 		}
+	}
+	if sum := d.field(); len(sum) == len(se.varySum) {
+		copy(se.varySum[:], sum)
+	} else {
+		d.bad = true
 	}
 	if d.bad || len(d.b) != 0 || se.status < 100 || se.status > 999 || se.ttl <= 0 {
 		return nil, errUndecodable

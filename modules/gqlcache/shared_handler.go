@@ -45,7 +45,9 @@ func (h *Handler) sharedLookup(w http.ResponseWriter, r *http.Request, repl *cad
 		return sr, false
 	}
 	now := h.now()
-	if !h.inst.up.Load() || !sh.valid(se) || !now.Before(se.stored.Add(se.ttl)) {
+	if !h.inst.up.Load() || !sh.valid(se) || !now.Before(se.stored.Add(se.ttl)) ||
+		se.vary != nil && varySum(se.vary, r.Header) != se.varySum { // another variant: this answer replaces it
+
 		m.shared(sharedRejected)
 		return sr, false
 	}
@@ -54,6 +56,7 @@ func (h *Handler) sharedLookup(w http.ResponseWriter, r *http.Request, repl *cad
 		hdr["Content-Type"] = []string{se.ctype}
 	}
 	e := h.newEntry(key, se.status, hdr, se.body, se.surrogate, se.stored, se.ttl)
+	e.vary, e.varySum = se.vary, se.varySum
 	// A tag invalidated here since the request started: the entry may
 	// predate it (its change's id may not be above seen in lastChange yet).
 	if h.inst.store.put(e, tags, startSeq) == detailInvalidated {
@@ -70,7 +73,7 @@ func (h *Handler) sharedLookup(w http.ResponseWriter, r *http.Request, repl *cad
 // sharePut shares an entry just stored in memory.
 func (h *Handler) sharePut(sr *sharedReq, e *entry, tags tagList) {
 	se := &sharedEntry{status: e.status, body: e.body, surrogate: e.surrogate, seen: sr.seen, epoch: sr.epoch,
-		stored: e.stored, ttl: e.expires.Sub(e.stored)}
+		stored: e.stored, ttl: e.expires.Sub(e.stored), vary: e.vary, varySum: e.varySum}
 	if e.ctype != nil {
 		se.ctype = e.ctype[0]
 	}

@@ -295,7 +295,8 @@ func TestSharedPurgeAndUndecodable(t *testing.T) {
 
 func TestSharedEnvelopeRoundTrip(t *testing.T) {
 	se := &sharedEntry{status: 200, ctype: "application/json", body: []byte(`{"data":1}`), tags: []string{"bills"},
-		surrogate: []string{"bill:1", "bill:2"}, seen: 42, epoch: 3, stored: time.Unix(0, 1234567), ttl: time.Minute}
+		surrogate: []string{"bill:1", "bill:2"}, seen: 42, epoch: 3, stored: time.Unix(0, 1234567), ttl: time.Minute,
+		vary: []string{"Accept"}, varySum: [32]byte{1, 2, 3}}
 	b := encodeEnvelope(se)
 	got, err := decodeEnvelope(b)
 	if err != nil || fmt.Sprint(*got) != fmt.Sprint(*se) {
