@@ -59,8 +59,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		"negative_cache_size word":       {global("negative_cache_size lots"), `civic_auth: negative_cache_size: want a positive integer, got "lots"`},
 		"failed_lookup_clients negative": {global("failed_lookup_clients -5"), `civic_auth: failed_lookup_clients: want a positive integer, got "-5"`},
 
-		// tier lines with several rates and a cost budget (issue 18): the
-		// refusal names the tier; the rate's own reason belongs to the parser.
+		// tier lines with several rates and a cost budget (docs/design.md D11,
+		// D27): the refusal names the tier; the rate's own reason belongs to
+		// the parser.
 		"tier cost first":        {global("tier paid cost 50000/h bills"), "tier paid: want at least one rate (<quota>/<window>, e.g. 100/m) before cost"},
 		"tier same window twice": {global("tier paid 100/m 200/min bills"), `tier paid: rate list "100/m,200/min": two quotas over`},
 		"tier five rates":        {global("tier paid 1/s 2/m 3/h 4/d 5/2d"), "tier paid: rate list \"1/s,2/m,3/h,4/d,5/2d\": more than 4 rates"},

@@ -108,7 +108,8 @@ func TestProvisionRefusesBadConfig(t *testing.T) {
 		"empty dsn":     func(a *App) { a.Keys = KeysConfig{Source: "postgres", DSN: "{env.CIVIC_AUTH_UNSET_DSN}"} },
 		"bad keys file": func(a *App) { a.Keys.File = writeFile(t, `{"keys":[{"id":"k","sha256":"zz"}]}`) },
 		// A missing or unreadable keys file used to be an empty store: every
-		// key got 401 and nothing was logged (issue 20).
+		// key got 401 and nothing was logged (docs/design.md D8: checked
+		// strictly at provision).
 		"missing keys file":     func(a *App) { a.Keys.File = filepath.Join(t.TempDir(), "none.json") },
 		"keys file a directory": func(a *App) { a.Keys.File = t.TempDir() },
 		"empty keys file":       func(a *App) { a.Keys.File = writeFile(t, ``) },

@@ -90,7 +90,7 @@ func (h *Handler) refuse(w http.ResponseWriter, as *authSpan, status int, body [
 // refuseKnown is refuse for a key the store knows — revoked, rotated out,
 // suspended, of a deleted organization — logged at info with its id and
 // organization (never the key or its hash), so an operator can tell which
-// client keeps using a key it should not (issue 20).
+// client keeps using a key it should not (docs/design.md D8).
 func (h *Handler) refuseKnown(w http.ResponseWriter, as *authSpan, status int, body []byte, outcome string, e *entry) error {
 	l := h.refusals
 	if l == nil {

@@ -19,7 +19,8 @@ import (
 // organization and a rotated-out key are each logged at info with the key
 // id, organization and reason — never the key or its hash — and the log is
 // sampled, so a client hammering with a revoked key writes a bounded number
-// of lines (issue 20: such refusals were counted but never logged per key).
+// of lines (docs/design.md D8; such refusals were once counted but never
+// logged per key).
 func TestRefusedKnownKeysAreLogged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
 	idA, keyA := fileIssue(t, path, "acme")

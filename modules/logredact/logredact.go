@@ -1,6 +1,7 @@
 // Package logredact is the Caddy log encoder caddy.logging.encoders.civic_redact:
 // it wraps another encoder and replaces the secret of every civicgate key in
-// each encoded line with REDACTED (issue 15 item 5). See README.md.
+// each encoded line with REDACTED (docs/design.md D19; docs/security.md
+// "Deployment"). See README.md.
 package logredact
 
 import (

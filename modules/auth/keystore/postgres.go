@@ -66,7 +66,7 @@ var migrations = []string{
 	CREATE INDEX usage_minute_start ON civicgate.usage_minute USING brin (start);
 	-- the hourly rollup: the same columns, key and indexes
 	CREATE TABLE civicgate.usage_hour (LIKE civicgate.usage_minute INCLUDING ALL);`,
-	// 3: rotation with an overlap (issue 20): a rotated key stays accepted as
+	// 3: rotation with an overlap (docs/design.md D8): a rotated key stays accepted as
 	// "rotating" until rotates_out_at and counts as one of the two live keys;
 	// gateways compare the deadline with their clock, so it ends without a
 	// command. Organizations can be deleted (keys revoked, rows kept for
