@@ -236,7 +236,8 @@ func TestClaimInterleavesOrganizationsAndBoundsEach(t *testing.T) {
 // TestRotatingKeyKeepsDeliveries: a key inside its rotation overlap is live
 // for the gateway, so it is live for deliveries too — an organization whose
 // new key is revoked while the old one is still rotating keeps receiving, and
-// only once the overlap has passed are its deliveries parked (issue 20).
+// only once the overlap has passed are its deliveries parked (docs/design.md
+// D8 and D15).
 func TestRotatingKeyKeepsDeliveries(t *testing.T) {
 	db, s := newStore(t)
 	now := time.Now()

@@ -400,8 +400,8 @@ func TestPruneDeletesOnlyOldFinishedDeliveries(t *testing.T) {
 
 // TestReplayWithoutCursorStartsAtRegistration: a replay without from_cursor
 // schedules the events recorded since the endpoint was registered, not the
-// feed's whole history (issue 20: 543 events, some from before the endpoint
-// existed); from a cursor it still replays everything after it.
+// feed's whole history (543 events, some from before the endpoint existed,
+// were once scheduled); from a cursor it still replays everything after it.
 func TestReplayWithoutCursorStartsAtRegistration(t *testing.T) {
 	db, s := newStore(t)
 	ctx := ctxT(t)
