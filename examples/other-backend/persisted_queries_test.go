@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// Issue 17 item 4: Apollo automatic persisted queries are resolved by the
-// gateway (the engine has no APQ): an unknown hash is answered
-// PersistedQueryNotFound without reaching the engine, hash and query
-// register it, and then the hash alone is served — with the engine
+// TestPersistedQueriesThroughTheGateway: Apollo automatic persisted queries
+// are resolved by the gateway (the engine has no APQ): an unknown hash is
+// answered PersistedQueryNotFound without reaching the engine, hash and
+// query register it, and then the hash alone is served — with the engine
 // receiving the full query text.
 func TestPersistedQueriesThroughTheGateway(t *testing.T) {
 	g := newGateway(t, keysInFile)

@@ -10,10 +10,10 @@ import (
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
 )
 
-// Issue 17 item 1: queries and mutations through the gateway for an
-// entitled tier; a tier without the loans family is refused the mutation
-// (403, nothing reaches the engine) and served queries, over POST and GET,
-// and @defer streams back over multipart/mixed.
+// TestQueriesAndMutationsThroughTheGateway: queries and mutations through
+// the gateway for an entitled tier; a tier without the loans family is
+// refused the mutation (403, nothing reaches the engine) and served queries,
+// over POST and GET, and @defer streams back over multipart/mixed.
 func TestQueriesAndMutationsThroughTheGateway(t *testing.T) {
 	g := newGateway(t, keysInFile)
 	partner, _ := g.issue("county-archive", "partner")

@@ -8,9 +8,9 @@ import (
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
 )
 
-// Issue 17 item 3: `civicgate keys revoke` closes an open subscription
-// socket of that key within 2 s with close code 4403 (keys in PostgreSQL,
-// CIVICGATE_KEYS_SOURCE="postgres <dsn>").
+// TestRevokeClosesSubscriptionSocket: `civicgate keys revoke` closes an open
+// subscription socket of that key within 2 s with close code 4403 (keys in
+// PostgreSQL, CIVICGATE_KEYS_SOURCE="postgres <dsn>").
 func TestRevokeClosesSubscriptionSocket(t *testing.T) {
 	g := newGateway(t, keysInPostgres)
 	partner, id := g.issue("county-archive", "partner")

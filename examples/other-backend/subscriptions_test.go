@@ -15,9 +15,9 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// Issue 17 item 2: a loanEvents subscription through the gateway, over
-// graphql-transport-ws and over graphql-sse, receives the events of
-// mutations made through the gateway; item 6: the engine never sees the key
+// TestSubscriptionsThroughTheGateway: a loanEvents subscription through the
+// gateway, over graphql-transport-ws and over graphql-sse, receives the
+// events of mutations made through the gateway; the engine never sees the key
 // (the harness checks everything it received when the test ends, upgrade
 // request, connection_init and subscribe frames included).
 func TestSubscriptionsThroughTheGateway(t *testing.T) {

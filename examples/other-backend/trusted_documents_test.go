@@ -31,10 +31,10 @@ func readManifest(t *testing.T, path string) []manifestOperation {
 	return m.Operations
 }
 
-// Issue 17 item 5: the kiosk tier is trusted_only — its trusted document
-// (by documentId "sha256:<hex>") is served, with the engine receiving the
-// document's text, and an ad-hoc query is refused at the edge; other tiers
-// still send ad-hoc queries.
+// TestTrustedDocumentsThroughTheGateway: the kiosk tier is trusted_only —
+// its trusted document (by documentId "sha256:<hex>") is served, with the
+// engine receiving the document's text, and an ad-hoc query is refused at
+// the edge; other tiers still send ad-hoc queries.
 func TestTrustedDocumentsThroughTheGateway(t *testing.T) {
 	g := newGateway(t, keysInFile)
 	kiosk, _ := g.issue("branch-kiosk", "kiosk")
