@@ -30,10 +30,10 @@ func assertion(t *testing.T, families ...string) string {
 }
 
 // TestEntitlementsEnforcedBehindTheGateway: recordsd refuses, by itself, root
-// fields outside the asserted families (issue 15: a valid free assertion sent
-// straight to recordsd returned lobbying data). Each document is one a guard
-// could be fooled by: fragments shared across operations, chains, aliases,
-// inline fragments, directives.
+// fields outside the asserted families (docs/design.md D7: a valid free
+// assertion sent straight to recordsd once returned lobbying data). Each
+// document is one a guard could be fooled by: fragments shared across
+// operations, chains, aliases, inline fragments, directives.
 func TestEntitlementsEnforcedBehindTheGateway(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.seedFixtures()

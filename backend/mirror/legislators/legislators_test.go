@@ -256,7 +256,7 @@ func TestMalformedStopAndSkip(t *testing.T) {
 	if st.Created != 2 || st.Malformed != 1 || len(reported) != 1 || !strings.Contains(reported[0], `line 12`) || !strings.Contains(reported[0], `"governor"`) {
 		t.Fatalf("stats %+v reported %q", st, reported)
 	}
-	// 2025–2031 Senate term, read in the 119th Congress: only the 119th has met (issue 19).
+	// 2025–2031 Senate term, read in the 119th Congress: only the 119th has met (docs/design.md D33).
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM member_terms WHERE member_id = 'Z000005'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("senate terms %d %v", n, err)
 	}

@@ -46,7 +46,7 @@ func edition(rows int) []byte {
 // BenchmarkImportEdition imports one OMB edition (4,500 rows × 46 amount columns ≈ 207,000 lines, the size
 // of a real release) into an empty database with the default batch size, every line created (row, snapshot
 // and change event). Run with -benchtime 1x: one iteration takes tens of seconds. Results: BENCHMARKS.md
-// "OMB edition import (issue 19)".
+// "OMB edition import".
 func BenchmarkImportEdition(b *testing.B) {
 	const rows = 4500
 	data := edition(rows)
