@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Hostile import files against the real recordsd binary (issue 19): `recordsd sync` with the default flags
-// on malformed CSV, JSON and YAML must exit non-zero with an error that says where and what, and lose
-// nothing — what an earlier import wrote (rows and change events) stays exactly as it was, and the bad file
-// writes no row and no event.
+// Hostile import files against the real recordsd binary (README.md "Hostile requests"): `recordsd sync`
+// with the default flags on malformed CSV, JSON and YAML must exit non-zero with an error that says where
+// and what, and lose nothing — what an earlier import wrote (rows and change events) stays exactly as it
+// was, and the bad file writes no row and no event.
 
 const goodOMB = "Agency Code,Agency Name,Bureau Code,Bureau Name,Account Code,Account Name,Treasury Agency Code," +
 	"Subfunction Code,Subfunction Title,BEA Category,On- or Off- Budget,1976,TQ,1977,2014,2015,2016,2017,2018,2019,2020\r\n" +

@@ -21,8 +21,9 @@ import (
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
-// Hostile keys files against the real civicgate binary (issue 20): what
-// `civicgate validate` and a running gateway do with malformed JSON,
+// Hostile keys files against the real civicgate binary (docs/design.md D8;
+// README.md "Hostile requests"): what `civicgate validate` and a running
+// gateway do with malformed JSON,
 // duplicate ids and hashes, wrong hash lengths, unknown members, a file far
 // over the size bound, a missing file, and a file rewritten in place while
 // the gateway reads it. No error names a hash; a running gateway keeps its

@@ -2,10 +2,10 @@ package reliability
 
 import "strconv"
 
-// securityCorpus holds the requests of the 2026-11 security review (issue 15,
-// docs/security.md): documents shaped to evade the entitlement check, sent
-// with a free key (families bills and members). Each must be refused exactly
-// as the plain request for the paid field is.
+// securityCorpus holds the requests of the 2026-11 security review
+// (docs/security.md "Review of 2026-11"): documents shaped to evade the
+// entitlement check, sent with a free key (families bills and members). Each
+// must be refused exactly as the plain request for the paid field is.
 func securityCorpus() []hostile {
 	const notEntitled = `{"error":"Tier not entitled to this endpoint family"}`
 	free := func(query string) (string, string) {
@@ -65,7 +65,8 @@ func securityCorpus() []hostile {
 
 // webhookTargetCorpus: registration refuses every spelling of a special
 // address with the reason, instead of accepting it and failing at dial time
-// (issue 15, item 6). Sent with the enterprise key (family changes).
+// (docs/security.md "Review of 2026-11", finding 6). Sent with the
+// enterprise key (family changes).
 func webhookTargetCorpus() []hostile {
 	var out []hostile
 	for _, c := range []struct{ url, want string }{
