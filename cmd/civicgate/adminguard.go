@@ -16,9 +16,10 @@ import (
 // Caddy binds its listeners with SO_REUSEPORT, so a second civicgate given
 // the admin address of a running one binds it too and starts without an
 // error; `curl localhost:2019/config/` or a plain `civicgate reload` may then
-// reach either process (issue 20). Before `run` or `start`, the admin address
-// the configuration names is dialled: if something answers there, civicgate
-// refuses to start and says which address to change.
+// reach either process (docs/operations.md "Validate, format, reload").
+// Before `run` or `start`, the admin address the configuration names is
+// dialled: if something answers there, civicgate refuses to start and says
+// which address to change.
 
 // adminTakenError is the refusal: which address, and what to do.
 type adminTakenError struct{ addr string }

@@ -10,8 +10,8 @@ import (
 )
 
 // printVersion writes civicgate's own version and commit, then Caddy's and
-// Go's (`civicgate version`; Caddy's own version command printed only
-// Caddy's, issue 20). The version is the main module's (a tagged build) or
+// Go's (`civicgate version`; Caddy's own version command prints only
+// Caddy's). The version is the main module's (a tagged build) or
 // "(devel)"; the commit comes from the VCS stamp `go build` embeds in a git
 // checkout ("unknown" without one, e.g. a source tree without .git).
 func printVersion(w io.Writer) {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestVersionCommand: the built binary's `version` names civicgate with the
-// commit it was built from, then Caddy and Go (issue 20).
+// commit it was built from, then Caddy and Go.
 func TestVersionCommand(t *testing.T) {
 	bin := binary
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()

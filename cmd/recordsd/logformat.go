@@ -9,8 +9,9 @@ import (
 
 // newLogHandler is recordsd's log format, the gateway's (Caddy's zap JSON):
 // {"level":"info","ts":<unix seconds>,"logger":"recordsd","msg":…, …} — one
-// format for both processes, so one log pipeline reads both (issue 20:
-// recordsd wrote "INFO" and RFC 3339 "time").
+// format for both processes, so one log pipeline reads both
+// (docs/operations.md "Metrics, logs and health"; recordsd once wrote "INFO"
+// and RFC 3339 "time").
 func newLogHandler(w io.Writer) slog.Handler {
 	return slog.NewJSONHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
