@@ -13,7 +13,8 @@ import (
 
 // TestAccessLogNamesTheCaller: an access log line carries the key id,
 // organization and tier of the request (routes.caddy's log_append), never
-// the key; a refused key's line has them empty (issue 20).
+// the key; a refused key's line has them empty (docs/operations.md "Metrics,
+// logs and health").
 func TestAccessLogNamesTheCaller(t *testing.T) {
 	s := stack.New(t, &bins)
 	s.Prepare()

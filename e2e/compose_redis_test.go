@@ -22,7 +22,8 @@ import (
 // puts a real gateway's limiter on it with the REDIS_URL the compose file
 // builds: the ACL must refuse strangers and dangerous commands, yet let the
 // limiter work — through Redis itself, not the local fallback that
-// `on_store_error local` would quietly switch to (issue 15, item 8).
+// `on_store_error local` would quietly switch to (docs/security.md
+// "Deployment"; finding 8 of its "Review of 2026-11").
 func TestComposeRedisACL(t *testing.T) {
 	s := stack.New(t, &bins)
 	c := readCompose(t, s.Root)

@@ -160,7 +160,8 @@ func TestComposeFile(t *testing.T) {
 // checkComposeLeastPrivilege: no service loads the whole env file, each gets
 // only what it reads, the edge holds no secret, every interpolated variable is
 // documented in deploy.env.example, and the networks keep the edge away from
-// recordsd, Redis and PostgreSQL (issue 15, item 8; docs/security.md).
+// recordsd, Redis and PostgreSQL (docs/security.md "Deployment"; finding 8
+// of its "Review of 2026-11").
 func checkComposeLeastPrivilege(t *testing.T, c composeFile, documented map[string]bool) {
 	t.Helper()
 	interpolated := regexp.MustCompile(`\$\{([A-Z0-9_]+)`)

@@ -67,8 +67,9 @@ func procAddr(t *testing.T, s string) string {
 }
 
 // testLoopbackOnly: the development Caddyfile binds every socket of the
-// gateway to loopback (issue 15, item 3: make up listened on all interfaces
-// while allowing webhooks to loopback targets).
+// gateway to loopback (docs/security.md "Deployment"; finding 3 of its
+// "Review of 2026-11": make up listened on all interfaces while allowing
+// webhooks to loopback targets).
 func testLoopbackOnly(t *testing.T, pid int) {
 	addrs := listeningAddrs(t, pid)
 	if len(addrs) < 2 {
