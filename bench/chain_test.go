@@ -1,6 +1,6 @@
 // Package bench holds the in-process half of the side-by-side benchmark
-// (issue 9): the allocations and CPU the civic handlers add to one request
-// inside a provisioned Caddy server. The load-generator half is
+// (docs/performance.md): the allocations and CPU the civic handlers add to
+// one request inside a provisioned Caddy server. The load-generator half is
 // bench/side-by-side.sh and bench/cmd/loadgen; bench/run.sh runs both
 // (make bench).
 package bench
@@ -46,9 +46,9 @@ type chain struct {
 }
 
 // startChain loads the chain. shipped adds what the shipped /v1/graphql
-// route adds since issue 18: the tier's cost budget spent by the guard
-// (`cost {civic.cost_budget}`, a budget never reached) and usage counted per
-// key (flushed to a PostgreSQL database of the test's own).
+// route adds (docs/design.md D27, D28): the tier's cost budget spent by the
+// guard (`cost {civic.cost_budget}`, a budget never reached) and usage
+// counted per key (flushed to a PostgreSQL database of the test's own).
 func startChain(tb testing.TB, shipped bool) *chain {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
@@ -206,7 +206,8 @@ func BenchmarkChain(b *testing.B) {
 	}
 	// The same gateway route with the shipped cost budget and usage counting
 	// (a second configuration, loaded after the first): against gateway above,
-	// what issue 18's policy adds to a request.
+	// what the cost budget and usage counting (docs/design.md D27, D28) add
+	// to a request.
 	b.Run("gateway_cost_usage", func(b *testing.B) {
 		c := startChain(b, true)
 		c.warm(b)
@@ -220,8 +221,9 @@ func BenchmarkChain(b *testing.B) {
 	})
 }
 
-// TestGatewayAddedAllocations pins the allocation budget of issue 9: the
-// civic handlers add at most 15 allocations to a cached, admitted request.
+// TestGatewayAddedAllocations pins the allocation budget (docs/performance.md,
+// BENCHMARKS.md): the civic handlers add at most 15 allocations to a cached,
+// admitted request.
 // Allocation counts do not depend on the machine's load.
 func TestGatewayAddedAllocations(t *testing.T) {
 	c := startChain(t, false)
@@ -242,9 +244,9 @@ func TestGatewayAddedAllocations(t *testing.T) {
 }
 
 // TestShippedPolicyAddedAllocations pins what the shipped route's cost budget
-// and usage counting add to a cached, admitted request (issue 18): the
-// budget's hand-off to the guard (its object, the request's new context) and
-// nothing per request for usage.
+// and usage counting add to a cached, admitted request (docs/design.md D27,
+// D28): the budget's hand-off to the guard (its object, the request's new
+// context) and nothing per request for usage.
 func TestShippedPolicyAddedAllocations(t *testing.T) {
 	measure := func(shipped bool) float64 {
 		c := startChain(t, shipped)

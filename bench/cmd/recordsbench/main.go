@@ -282,7 +282,7 @@ func report(w io.Writer, results []result, counts []int) {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s | %s |\n", r.name, r.clients, r.n, r.items, ms(r.p50), ms(r.p99), ms(r.max))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Targets (issue 2):")
+	fmt.Fprintln(w, "Targets (keyset page p99, deep page against the first, full-text search p99):")
 	fmt.Fprintln(w)
 	maxC := counts[len(counts)-1]
 	var worstKeyset result

@@ -1,9 +1,10 @@
 // Command varsload measures the policy chain's CPU per request when every
 // request carries the same document with a different variable value, so the
-// guard's per-operation variables memo always misses (issue 17). It runs the
-// example library engine (examples/other-backend/library) in-process as the
-// upstream and drives closed-loop HTTP/1.1 keep-alive connections against
-// cells "target:mode" (mode unique: variable $m = "m-<counter>", every request
+// guard's per-operation variables memo always misses (BENCHMARKS.md "Policy
+// chain with per-request-unique variables"). It runs the example library
+// engine (examples/other-backend/library) in-process as the upstream and
+// drives closed-loop HTTP/1.1 keep-alive connections against cells
+// "target:mode" (mode unique: variable $m = "m-<counter>", every request
 // different; mode same: the same variables every time), interleaved for a
 // number of rounds, reading each target process's utime+stime from
 // /proc/<pid>/stat over the measured seconds. Run by bench/unique-vars.sh
