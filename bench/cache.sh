@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cache suite of bench/run.sh (`make bench BENCH=cache`; run it through bench/run.sh, which makes sure
-# PostgreSQL and Redis run). Response cache (issue 22): a polling workload of 50 distinct documents (mix
+# PostgreSQL and Redis run). Response cache (docs/design.md D35): a polling workload of 50 distinct documents (mix
 # `polling` of bench/cmd/loadgen: 25 bills pages, 25 members pages by state), every connection cycling
 # through them, against four targets in one run, interleaved:
 #   cached   the gateway, bench/Caddyfile.gateway (the shipped /v1/graphql route with graphql_cache on,

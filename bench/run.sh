@@ -7,7 +7,7 @@
 #
 #   side-by-side  gateway vs bare Caddy vs recordsd direct, driven by bench/cmd/loadgen (bench/side-by-side.sh);
 #                 rewrites the "Side by side" section of BENCHMARKS.md (BENCH_WRITE=0: print only)
-#   cache         response cache (issue 22): a polling mix of 50 repeated documents at 16 connections against
+#   cache         response cache (docs/design.md D35): a polling mix of 50 repeated documents at 16 connections against
 #                 the gateway with graphql_cache, the same gateway with CIVICGATE_CACHE=off, bare Caddy and recordsd
 #                 direct, driven by bench/cmd/loadgen --mix polling (bench/cache.sh; ≈ 2 min); then the cache's hit
 #                 micro-benchmark (BenchmarkHit, ./modules/gqlcache) and BenchmarkCacheStaleness (./e2e);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The side-by-side suite of bench/run.sh (`make bench`, `make bench BENCH=side-by-side`;
 # run it through bench/run.sh, which makes sure PostgreSQL and Redis run).
-# Side-by-side performance (issue 9). Seeds a throwaway database
+# Side-by-side performance (docs/performance.md). Seeds a throwaway database
 # (small scale), starts recordsd, a bare Caddy reverse_proxy (bench/Caddyfile.bare)
 # and the full gateway (bench/Caddyfile.gateway: the shipped routes with auth,
 # rate limit on Redis, guard), all plain HTTP/1.1 keep-alive on loopback, and runs
@@ -117,7 +117,7 @@ cat "${reports[@]}"
 [ "$write" = 1 ] || exit 0
 section="$work/section.md"
 {
-	echo "## Side by side: gateway vs bare Caddy vs direct (issue 9)"
+	echo "## Side by side: gateway vs bare Caddy vs direct"
 	echo
 	echo "Command: \`make bench\` (its first suite: \`bench/run.sh side-by-side\`, bench/side-by-side.sh; env BENCH_ROUNDS=${rounds} BENCH_DURATION=${duration} BENCH_WARMUP=${warmup} BENCH_CONNS=${conns} BENCH_MIXES=\"${mixes}\")."
 	echo "Machine: ${machine}; $(date -u '+%Y-%m-%d %H:%M UTC'); load average before ${load_before}, after ${load_after}."

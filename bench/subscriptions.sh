@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The subscriptions suite of bench/run.sh (`make bench BENCH=subscriptions`), issue 17:
+# The subscriptions suite of bench/run.sh (`make bench BENCH=subscriptions`):
 # graphql-transport-ws subscriptions directly to the example library engine
 # (run in-process by bench/cmd/subsload, which timestamps each published event),
 # through the same civicgate binary as a plain reverse_proxy

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unique-vars suite of bench/run.sh (`make bench BENCH=unique-vars`; part of the default), issue 17:
+# The unique-vars suite of bench/run.sh (`make bench BENCH=unique-vars`; part of the default):
 # the policy chain's CPU per request when every request carries the same document
 # with a different variable value (graphql_guard's variables memo always misses),
 # against the same civicgate binary as a plain reverse_proxy. bench/cmd/varsload
