@@ -1,4 +1,4 @@
--- 0102 (issue 19): what real upstream files need, and one case rule for every string filter.
+-- 0102 (docs/design.md D29, D32): what real upstream files need, and one case rule for every string filter.
 --
 -- federal_budget_lines: an OMB budget edition is kept per line (edition = budget year of the release, e.g.
 -- 2016 for the FY2016 President's Budget), with `estimate` (the column is an estimate in that edition, not

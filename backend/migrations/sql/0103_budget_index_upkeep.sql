@@ -1,4 +1,4 @@
--- 0103 (issue 19): less index upkeep per imported budget line (docs/design.md D30). An OMB edition is ~204 000
+-- 0103: less index upkeep per imported budget line (docs/design.md D30). An OMB edition is ~204 000
 -- lines; each one was written into eight indexes, two of them useless for its dataset.
 -- * budget_edition_idx (0102) goes: a database holds a few editions, so "edition = X" is a filter on the order
 --   index (budget_order_idx), not worth an index entry per line.

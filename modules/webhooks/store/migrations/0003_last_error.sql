@@ -1,4 +1,4 @@
--- civic_webhooks 0003 (issue 15): every failed attempt's cause (last_error, listed by GET …/deliveries) is one
+-- civic_webhooks 0003 (docs/security.md "Review of 2026-11", finding 6): every failed attempt's cause (last_error, listed by GET …/deliveries) is one
 -- of a documented set (README "Delivery"), never a raw error.
 -- Older free-text reasons are mapped onto the set.
 UPDATE civicgate.webhook_deliveries SET last_error = CASE

@@ -1,4 +1,4 @@
--- civic_webhooks 0004 (issue 15): deliveries honour the organization's status and its current entitlements
+-- civic_webhooks 0004 (docs/design.md D15): deliveries honour the organization's status and its current entitlements
 -- (read from the key store's civicgate.organizations and civicgate.api_keys at fan-out and claim).
 
 -- The key environment ({civic.env}) of the key that registered the endpoint: its entitlements are the tiers
