@@ -12,23 +12,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 func observed() (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	return zap.New(core), logs
-}
-
-// waitFor polls cond until it holds, failing the test after 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline, not a timed assertion
-	}
 }
 
 // minuteSum is the sum of every minute row's counts.
@@ -52,9 +42,9 @@ func TestFlusherWritesWithinAnInterval(t *testing.T) {
 	defer func() { _ = f.Stop(context.Background()) }()
 	ctx := context.Background()
 	m.Add("k", "o", time.Now(), Delta{Admitted: 2, Cost: 7})
-	waitFor(t, "the first flush", func() bool { return minuteSum(t, ctx, pool) == Delta{Admitted: 2, Cost: 7} })
+	testenv.EventuallyTrue(t, 20*time.Second, "the first flush", func() bool { return minuteSum(t, ctx, pool) == Delta{Admitted: 2, Cost: 7} })
 	m.Add("k", "o", time.Now(), Delta{Refused: 1})
-	waitFor(t, "the second flush", func() bool { return minuteSum(t, ctx, pool) == Delta{Admitted: 2, Refused: 1, Cost: 7} })
+	testenv.EventuallyTrue(t, 20*time.Second, "the second flush", func() bool { return minuteSum(t, ctx, pool) == Delta{Admitted: 2, Refused: 1, Cost: 7} })
 	if m.Cells() != 0 {
 		t.Fatalf("%d cells left after flushes", m.Cells())
 	}
@@ -98,7 +88,7 @@ func TestFlusherKeepsCountsThroughAnOutage(t *testing.T) {
 		t.Fatalf("failure log shows connection details: %q", e)
 	}
 	proxy.Restore()
-	waitFor(t, "a flush after the outage", func() bool { return f.FlushNow(ctx) == nil })
+	testenv.Eventually(t, 20*time.Second, "a flush after the outage", func() error { return f.FlushNow(ctx) })
 	if got := minuteSum(t, ctx, pool); got != want {
 		t.Fatalf("after the outage the tables hold %+v, want %+v", got, want)
 	}
@@ -128,13 +118,13 @@ func TestFlusherLoopRecovers(t *testing.T) {
 	f.Start()
 	ctx := context.Background()
 	m.Add("k", "o", time.Now(), Delta{Admitted: 1})
-	waitFor(t, "the first flush", func() bool { return minuteSum(t, ctx, pool).Admitted == 1 })
+	testenv.EventuallyTrue(t, 20*time.Second, "the first flush", func() bool { return minuteSum(t, ctx, pool).Admitted == 1 })
 	proxy.Cut()
 	m.Add("k", "o", time.Now(), Delta{Admitted: 10})
-	waitFor(t, "a failed flush", func() bool { return logs.FilterMessageSnippet("flush to PostgreSQL failed").Len() > 0 })
+	testenv.EventuallyTrue(t, 20*time.Second, "a failed flush", func() bool { return logs.FilterMessageSnippet("flush to PostgreSQL failed").Len() > 0 })
 	m.Add("k", "o", time.Now(), Delta{Admitted: 100})
 	proxy.Restore()
-	waitFor(t, "the counts of the outage", func() bool { return minuteSum(t, ctx, pool).Admitted == 111 })
+	testenv.EventuallyTrue(t, 20*time.Second, "the counts of the outage", func() bool { return minuteSum(t, ctx, pool).Admitted == 111 })
 	if err := f.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +173,7 @@ func TestFlusherPrunesOnFirstFlush(t *testing.T) {
 	f.Start()
 	defer func() { _ = f.Stop(context.Background()) }()
 	m.Add("new", "o", time.Now(), Delta{Admitted: 1})
-	waitFor(t, "the prune", func() bool {
+	testenv.EventuallyTrue(t, 20*time.Second, "the prune", func() bool {
 		rows := tableRows(t, pool, minuteTable)
 		return hasKey(rows, "new") && !hasKey(rows, "old")
 	})
