@@ -11,7 +11,7 @@ package contract
 //
 // The protocol. A writer takes pg_advisory_xact_lock(ChangeEventsLockKey)
 // before it draws event ids and holds it until it commits, and runs
-// pg_notify(ChangeEventsChannel, '') in the same transaction. PostgreSQL makes
+// NOTIFY ChangeEventsChannel in the same transaction. PostgreSQL makes
 // a commit visible before it releases the transaction's locks, so the events
 // any snapshot sees are a gap-free prefix of the ids drawn so far: a reader
 // polling `id > cursor ORDER BY id` never skips a committed event and needs
