@@ -35,7 +35,7 @@ func (e *Engine) writeChunkTx(ctx context.Context, src Source, pc preparedChunk,
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// Single writer for the event feed: taken before any change_events id is drawn, held until commit.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, int64(EventLockKey), EventChannel); err != nil {
+	if err := lockChangeFeed(ctx, tx); err != nil {
 		return fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
 	ids := make([]string, len(pc.recs))

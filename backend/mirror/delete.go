@@ -46,7 +46,7 @@ func (e *Engine) deleteSome(ctx context.Context, src Source, w writer, runStart 
 		return 0, fmt.Errorf("sync %s: begin delete: %w", fam, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, int64(EventLockKey), EventChannel); err != nil {
+	if err := lockChangeFeed(ctx, tx); err != nil {
 		return 0, fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
 	scope := ""
