@@ -310,7 +310,7 @@ func TestCrashedInstancesAttemptDueAfterTheDefaultLease(t *testing.T) {
 }
 
 // TestNotifiedEventsFannedOutAtOnce: with polling an hour apart, events are
-// delivered anyway, because their writer NOTIFYs store.FeedChannel (as
+// delivered anyway, because their writer NOTIFYs contract.ChangeEventsChannel (as
 // feedtest and the records backend's sync do): only the notification can
 // have woken the fan-out. A second batch after the listening connection was
 // killed is delivered too (it listens again).

@@ -103,7 +103,7 @@ func signal(ch chan<- struct{}) {
 }
 
 // fanOutLoop fans out every Poll, and at once when a writer NOTIFYs
-// store.FeedChannel (reports lag every 5 s), signalling work when it created
+// contract.ChangeEventsChannel (reports lag every 5 s), signalling work when it created
 // some.
 func (d *Dispatcher) fanOutLoop(ctx context.Context, feed <-chan struct{}, work chan<- struct{}) {
 	warn := warnEvery(d.cfg.Logger, time.Minute)
@@ -163,7 +163,7 @@ func (d *Dispatcher) reconcileLoop(ctx context.Context, auth <-chan struct{}, wo
 	}
 }
 
-// listen keeps a LISTEN on store.FeedChannel and store.AuthChannel open until
+// listen keeps a LISTEN on contract.ChangeEventsChannel and store.AuthChannel open until
 // ctx ends, signalling feed or auth (coalesced) for each notification. A lost
 // connection is listened again after a backoff of 1 s doubling to 30 s;
 // polling goes on meanwhile.

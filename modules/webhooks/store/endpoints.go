@@ -320,7 +320,7 @@ func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after
 		// Shared feed lock: no writer is between drawing ids and committing, so
 		// this snapshot holds every event the fan-out will not push to the
 		// re-enabled endpoint.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, FeedLockKey); err != nil {
+		if err := lockFeedShared(ctx, tx); err != nil {
 			return fmt.Errorf("store: replay: feed lock: %w", err)
 		}
 		if after == SinceCreation {

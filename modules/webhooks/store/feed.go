@@ -121,11 +121,11 @@ func scanEvents(rows pgx.Rows) ([]Event, error) { return scanEventRows(rows, fal
 // first, and whether more follow.
 //
 // No committed event is ever skipped: writers draw ids and commit while
-// holding pg_advisory_xact_lock(FeedLockKey), and PostgreSQL makes a commit
-// visible before it releases the transaction's locks, so the events a
-// snapshot sees always form a gap-free prefix of the ids drawn so far (ids of
-// rolled-back transactions are never filled). Reading therefore needs no
-// lock; the fan-out additionally takes the lock in shared mode (see FanOut).
+// holding pg_advisory_xact_lock(contract.ChangeEventsLockKey), and PostgreSQL
+// makes a commit visible before it releases the transaction's locks, so the
+// events a snapshot sees always form a gap-free prefix of the ids drawn so far
+// (ids of rolled-back transactions are never filled). Reading therefore needs
+// no lock; the fan-out additionally takes the lock in shared mode (see FanOut).
 func (s *Store) Changes(ctx context.Context, after int64, families []string, limit int) ([]Event, bool, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+eventColumns+` FROM change_events
 		WHERE id > $1 AND family = ANY($2) ORDER BY id LIMIT $3`, after, families, limit+1)

@@ -12,10 +12,11 @@
 // and, if present, traceparent text (recordsd's migration 0104: the W3C traceparent of the span that wrote the
 // event, which a traced delivery links to; see ReadTraceparents),
 //
-// and every writer holds pg_advisory_xact_lock(FeedLockKey) from before it
-// draws ids until it commits, so ids become visible in id order. A writer
-// that also runs NOTIFY FeedChannel in that transaction has its events fanned
-// out at once; without it they are found by the next poll.
+// and every writer holds pg_advisory_xact_lock(contract.ChangeEventsLockKey)
+// from before it draws ids until it commits, so ids become visible in id
+// order. A writer that also runs NOTIFY contract.ChangeEventsChannel in that
+// transaction has its events fanned out at once; without it they are found by
+// the next poll (modules/contract/changefeed.go, docs/design.md D14).
 //
 // It also reads the key store's tables in the same database (written by
 // modules/auth/keystore, read here without importing it):
@@ -40,18 +41,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// FeedLockKey is the advisory lock every change_events writer holds until
-// commit (the value of the records backend's mirror.EventLockKey; copied, not
-// imported: modules never import the backend).
-const FeedLockKey int64 = 7_240_118_100
+// lockFeedShared takes the change feed's lock in shared mode in tx: it waits
+// for a writer between drawing ids and committing, and keeps the next one
+// from starting until tx ends, so tx's snapshot holds every event with an id
+// drawn so far (docs/design.md D14).
+func lockFeedShared(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, contract.ChangeEventsLockKey)
+	return err
+}
 
-// FeedChannel is the channel writers NOTIFY in the transaction that adds
-// change events (the records backend's mirror.EventChannel; copied likewise).
-const FeedChannel = "civicgate_change_events"
-
-// Listen holds one connection LISTENing on FeedChannel and AuthChannel and
+// Listen holds one connection LISTENing on contract.ChangeEventsChannel and AuthChannel and
 // calls notified with the channel of every notification until ctx ends or
 // the connection fails (the error is returned; the caller listens again).
 // ready, if not nil, is called once both LISTENs are in place.
@@ -62,7 +65,7 @@ func (s *Store) Listen(ctx context.Context, ready func(), notified func(channel 
 	}
 	// The connection had a LISTEN: never hand it back to the pool.
 	defer func() { _ = conn.Hijack().Close(context.WithoutCancel(ctx)) }()
-	for _, ch := range []string{FeedChannel, AuthChannel} {
+	for _, ch := range []string{contract.ChangeEventsChannel, AuthChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return fmt.Errorf("store: listen: %w", err)
 		}

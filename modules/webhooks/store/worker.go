@@ -39,7 +39,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, batch int, tiers Tier
 		if err != nil {
 			return fmt.Errorf("store: fan-out position: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, FeedLockKey); err != nil {
+		if err := lockFeedShared(ctx, tx); err != nil {
 			return fmt.Errorf("store: fan-out: feed lock: %w", err)
 		}
 		// Events older than every active endpoint are pushed to none: skip them.
