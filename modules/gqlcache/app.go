@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/redisconn"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
@@ -32,9 +33,9 @@ var instances = caddy.NewUsagePool()
 const (
 	defaultMaxBytes      = 64 << 20
 	defaultMaxEntryBytes = 1 << 20
-	// DefaultChannel is the channel the records backend NOTIFYs in every
-	// transaction that adds change events.
-	DefaultChannel = "civicgate_change_events"
+	// DefaultChannel is the channel every change feed writer NOTIFYs in the
+	// transaction that adds change events (modules/contract/changefeed.go).
+	DefaultChannel = contract.ChangeEventsChannel
 )
 
 // App is the graphql_cache global option: the store every graphql_cache

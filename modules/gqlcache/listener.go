@@ -156,8 +156,9 @@ func (in *instance) invalidatePayload(payload string) {
 }
 
 // invalidateFeed invalidates the families of the feed's rows past cursor
-// and returns the new cursor. Writers hold the feed's advisory lock until
-// they commit, so ids become visible in order and none is skipped.
+// and returns the new cursor. Writers hold the feed's advisory lock
+// (contract.ChangeEventsLockKey) until they commit, so ids become visible in
+// order and none is skipped (modules/contract/changefeed.go).
 func (in *instance) invalidateFeed(ctx context.Context, conn *pgx.Conn, cursor int64) (int64, error) {
 	rows, err := conn.Query(ctx, "SELECT family, max(id) FROM "+feedTable(in.listen.feed)+" WHERE id > $1 AND family IS NOT NULL GROUP BY family", cursor)
 	if err != nil {
