@@ -1,21 +1,18 @@
 package e2e
 
 import (
-	"testing"
+	"context"
 
-	"github.com/civicgate/civicgate/backend/mirror"
-	"github.com/civicgate/civicgate/modules/webhooks/store"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// TestChangeFeedContract: the webhooks module copies the records backend's
-// change-feed constants instead of importing them (modules never import the
-// backend); they must stay equal, or the fan-out would read the feed without
-// the writers' lock and miss their notifications.
-func TestChangeFeedContract(t *testing.T) {
-	if store.FeedLockKey != mirror.EventLockKey {
-		t.Errorf("webhooks store.FeedLockKey %d, backend sync.EventLockKey %d", store.FeedLockKey, int64(mirror.EventLockKey))
-	}
-	if store.FeedChannel != mirror.EventChannel {
-		t.Errorf("webhooks store.FeedChannel %q, backend sync.EventChannel %q", store.FeedChannel, mirror.EventChannel)
-	}
+// asFeedWriter does in tx what every change_events writer does before it
+// draws an event id (modules/contract/changefeed.go, docs/design.md D14):
+// it holds the feed's lock until commit and NOTIFYs the feed's channel, which
+// PostgreSQL delivers at commit.
+func asFeedWriter(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, contract.ChangeEventsLockKey, contract.ChangeEventsChannel)
+	return err
 }

@@ -12,7 +12,11 @@
 //   - the rate syntax of tiers and limits (ParseRate; docs/design.md D11), so that a
 //     tier civic_auth accepts is one civic_rate_limit can enforce;
 //   - the exact client-facing error bodies (docs/api.md "Errors", docs/design.md
-//     D10) and the writer that sends them (JSON.Write, WriteJSON).
+//     D10) and the writer that sends them (JSON.Write, WriteJSON);
+//   - the change feed the records backend writes and the webhooks and the
+//     response cache read: table, advisory lock key and NOTIFY channel
+//     (ChangeEventsTable, ChangeEventsLockKey, ChangeEventsChannel;
+//     docs/design.md D14).
 //
 // It depends on the standard library and golang-jwt only, never on Caddy or
 // another module, so an upstream (backend/ imports nothing else of modules/)
