@@ -163,13 +163,9 @@ func fileApp(t *testing.T, path string) (*App, *observer.ObservedLogs) {
 func awaitPolls(t *testing.T, a *App, n int64) {
 	t.Helper()
 	target := a.files.polls.Load() + n
-	deadline := time.Now().Add(10 * time.Second)
-	for a.files.polls.Load() < target {
-		if time.Now().After(deadline) {
-			t.Fatalf("the keys file was not polled %d times", n)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval
-	}
+	testenv.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("%d polls of the keys file", n), func() bool {
+		return a.files.polls.Load() >= target
+	})
 }
 
 func problems(logs *observer.ObservedLogs) []observer.LoggedEntry {
@@ -301,15 +297,14 @@ func TestKeyFileSameStatRewrite(t *testing.T) {
 	if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, "the same-size rewrite to be applied", func() error {
 		rec, err := a.store.lookup(context.Background(), keystore.HashKey(keyA))
-		if err == nil && rec.Tier == "paid" {
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the same-size rewrite was not applied: %+v %v", rec, err)
+		if rec.Tier != "paid" {
+			return fmt.Errorf("the key's tier is %q", rec.Tier)
 		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
+		return nil
+	})
 }

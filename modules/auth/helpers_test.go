@@ -242,18 +242,25 @@ func expectRefusal(t *testing.T, got response, status int, body string) {
 	}
 }
 
-// awaitBody polls url until it answers want, failing after within.
+// notifyWithin bounds the wait for a key change that reaches a gateway by
+// LISTEN/NOTIFY (docs/design.md D8: about 25 ms, bound by the TTL). The tests
+// using it cache the key, or recheck its watch, only once a minute, so a
+// change seen within half of that can only have come from the notification —
+// the property they check. The 2 s docs/api.md promises is logged, not
+// asserted: a loaded machine delays the test's own requests past it.
+const notifyWithin = 30 * time.Second
+
+// awaitBody polls url with key until it answers want, failing after within,
+// and returns how long that took.
 func awaitBody(t *testing.T, url, key, want string, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
+	testenv.Eventually(t, within, url+" to answer "+want, func() error {
 		got := get(t, url, "Authorization", "Bearer "+key)
-		if got.body == want {
-			return time.Since(start)
+		if got.body != want {
+			return fmt.Errorf("it answers %d %q", got.status, got.body)
 		}
-		if time.Since(start) > within {
-			t.Fatalf("%s still answers %d %q after %s, want %q", url, got.status, got.body, within, want)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a wait-and-hope
-	}
+		return nil
+	})
+	return time.Since(start)
 }

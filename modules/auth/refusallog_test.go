@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
@@ -43,13 +44,9 @@ func TestRefusedKnownKeysAreLogged(t *testing.T) {
 	}
 	fileCLI(t, path, "revoke", idA)
 	fileCLI(t, path, "suspend", "--org", "beta")
-	deadline := time.Now().Add(10 * time.Second)
-	for call(keyA) != http.StatusUnauthorized || call(keyB) != http.StatusForbidden {
-		if time.Now().After(deadline) {
-			t.Fatal("the keys file's changes were never applied")
-		}
-		time.Sleep(10 * time.Millisecond) // awaiting the keys file poll
-	}
+	testenv.EventuallyTrue(t, 20*time.Second, "the keys file's changes to be applied", func() bool {
+		return call(keyA) == http.StatusUnauthorized && call(keyB) == http.StatusForbidden
+	})
 	for range 200 { // hammering: sampled
 		call(keyA)
 	}
