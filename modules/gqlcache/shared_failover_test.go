@@ -132,17 +132,16 @@ func serveUnderLoad(a, b *node, docs []string) (stop func(t *testing.T)) {
 // hit for B: the tier works again through the new master.
 func awaitSharedHit(t *testing.T, a, b *node, doc func(i int) string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; ; i++ {
+	i := 0
+	testenv.Eventually(t, 20*time.Second, "a shared hit through the new master", func() error {
 		d := doc(i)
+		i++
 		a.serve(t, d, "bills")
-		if w, _ := b.serve(t, d, "bills"); w.Header().Get("Cache-Status") == sharedHitStatus {
-			return
+		if w, _ := b.serve(t, d, "bills"); w.Header().Get("Cache-Status") != sharedHitStatus {
+			return fmt.Errorf("B answers Cache-Status %q", w.Header().Get("Cache-Status"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no shared hit through the new master within 20s")
-		}
-	}
+		return nil
+	})
 }
 
 // noStaleAfterChange commits a bills change (version 2) and checks that
