@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -249,6 +250,16 @@ func asList(err error) gqlerror.List {
 // white space, commas and comments (a document that parsed and validated with
 // no operation can be nothing else). GraphQL over HTTP: a 400.
 const msgBlankQuery = `Request body must contain a non-empty "query" string`
+
+// operationError is a refused operation selection: a 400 whose message is
+// shown to the client verbatim.
+type operationError struct{ msg string }
+
+func (e *operationError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &operationError{msg: fmt.Sprintf(format, args...)}
+}
 
 // operation selects the operation to run (GraphQL spec GetOperation).
 func (d *compiledDoc) operation(name string) (*compiledOp, error) {

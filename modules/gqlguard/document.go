@@ -3,6 +3,8 @@ package gqlguard
 import (
 	"net/http"
 	"strings"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/request"
 )
 
 // The request's document: its compiled form (cached), the refusals it
@@ -11,25 +13,12 @@ import (
 // lookupDocument returns the compiled document of req and settles the
 // operation name: on the fast path the raw name is kept when it holds no
 // escapes, and decoded (if scanBearer has not) when it does.
-func (g *Guard) lookupDocument(req *located) *compiledDoc {
-	if !req.fast {
-		return g.lookup(req.query)
+func (g *Guard) lookupDocument(req *request.Located) *compiledDoc {
+	text, escaped, ok := req.QueryText()
+	if !ok {
+		return g.lookup(req.Query())
 	}
-	var doc *compiledDoc
-	if req.resolvedBy != "" {
-		doc = g.lookup(req.query)
-	} else {
-		doc = g.lookupRaw(req.raw, req.query)
-	}
-	if req.raw.opEsc && req.opName == "" {
-		var err error
-		if req.opName, err = unquote(req.raw.opQuoted); err != nil {
-			panic(err) // validJSON said it decodes
-		}
-	} else if !req.raw.opEsc {
-		req.rawOp = req.raw.op
-	}
-	return doc
+	return g.lookupRaw(text, escaped, req)
 }
 
 // lookup returns the compiled document from the cache, compiling (and
@@ -43,23 +32,19 @@ func (g *Guard) lookup(query string) *compiledDoc {
 	return g.compileAndCache(key, query, query)
 }
 
-// lookupRaw is lookup for a located request: the cache key is the raw
-// (JSON-escaped) query text, so a hit decodes nothing. decoded is the
-// decoded query if the caller has it already.
-func (g *Guard) lookupRaw(rq rawRequest, decoded string) *compiledDoc {
-	key := g.cache.keyBytes(g.schema.hash, rq.query, rq.queryEsc)
-	if doc := g.cache.getBytes(key, rq.query); doc != nil {
+// lookupRaw is lookup for a request located in place: the cache key is the
+// query text as it appears in the body (still JSON-escaped when escaped), so
+// a hit decodes nothing.
+func (g *Guard) lookupRaw(raw []byte, escaped bool, req *request.Located) *compiledDoc {
+	key := g.cache.keyBytes(g.schema.hash, raw, escaped)
+	if doc := g.cache.getBytes(key, raw); doc != nil {
 		g.metrics.cacheHits.Inc()
 		return doc
 	}
-	text := string(rq.query)
-	if !rq.queryEsc {
-		decoded = text
-	} else if decoded == "" {
-		var err error
-		if decoded, err = unquote(rq.queryQuoted); err != nil {
-			panic(err) // validJSON said it decodes
-		}
+	text := string(raw)
+	decoded := text
+	if escaped {
+		decoded = req.Query()
 	}
 	return g.compileAndCache(key, text, decoded)
 }
@@ -98,15 +83,15 @@ func screenDocument(w http.ResponseWriter, doc *compiledDoc, token string, hasTo
 // selectOperation picks the operation req names from doc, refusing an
 // unknown or ambiguous name, anything but a query, and introspection when
 // it is off; it returns the operation, or the refusal's outcome.
-func (g *Guard) selectOperation(w http.ResponseWriter, doc *compiledDoc, req *located) (*compiledOp, string) {
+func (g *Guard) selectOperation(w http.ResponseWriter, doc *compiledDoc, req *request.Located) (*compiledOp, string) {
 	var (
 		op  *compiledOp
 		err error
 	)
-	if req.rawOp != nil {
-		op, err = doc.operationBytes(req.rawOp)
+	if raw, name := req.OperationName(); raw != nil {
+		op, err = doc.operationBytes(raw)
 	} else {
-		op, err = doc.operation(req.opName)
+		op, err = doc.operation(name)
 	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // The limit walker (docs/design.md D12) measures one operation with its fragments
@@ -246,7 +248,7 @@ func toLimit(v any) (int64, bool) {
 // coercion and toLimit would: absent → the definition's default, null or no
 // default → none, negative → 0.
 func rawLimit(raw []byte, defs ast.VariableDefinitionList, name string) (int64, bool) {
-	v := memberOf(raw, name)
+	v := rawjson.MemberOf(raw, name)
 	if v == nil {
 		def := defs.ForName(name)
 		if def == nil || def.DefaultValue == nil || def.DefaultValue.Kind != ast.IntValue {

@@ -22,14 +22,14 @@ func BenchmarkPersistedHit(b *testing.B) {
 	g, body := persistedBenchGuard(b)
 	w := httptest.NewRecorder()
 	cl := &caller{ctx: context.Background()}
-	located, outcome := locateRequest(w, body)
+	located, outcome := locateBody(w, body)
 	if outcome != "" {
 		b.Fatal(outcome)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		req := located
-		if outcome := g.resolvePersisted(w, cl, &req); outcome != "" {
+		if _, outcome := g.resolvePersisted(w, cl, &req); outcome != "" {
 			b.Fatal(outcome)
 		}
 		if doc := g.lookupDocument(&req); doc == nil || doc.refusal != nil {
@@ -70,8 +70,8 @@ func TestPersistedHitAllocatesNothing(t *testing.T) {
 	w := httptest.NewRecorder()
 	cl := &caller{ctx: context.Background()}
 	allocs := testing.AllocsPerRun(100, func() {
-		req, _ := locateRequest(w, body)
-		_ = g.resolvePersisted(w, cl, &req)
+		req, _ := locateBody(w, body)
+		_, _ = g.resolvePersisted(w, cl, &req)
 		_ = g.lookupDocument(&req)
 	})
 	if allocs != 0 {

@@ -2,7 +2,6 @@ package gqlguard
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
+	"github.com/civicgate/civicgate/modules/gqlguard/request"
 )
 
 // Persisted documents (docs/design.md D23): Apollo's Automatic Persisted
@@ -99,69 +99,70 @@ func int64OrDefault(v, def int64) int64 {
 	return v
 }
 
+// apqRegistration is an APQ hash a request sent with its query: the
+// document is registered under it once it compiles (registerPersisted).
+type apqRegistration struct {
+	hash    persisted.Hash
+	pending bool
+}
+
 // resolvePersisted settles a request that names its document by hash or id:
 // the text is looked up (manifest first, then the APQ store), a hash sent
-// with its text is verified (and remembered for registration). It returns
+// with its text is verified (and returned for registration). It returns
 // the refusal's outcome, or "" to go on.
-func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *located) string {
-	ext, docID := req.ext, req.docID
-	if req.fast {
-		ext = req.raw.ext
-		if req.raw.docID != nil {
-			docID = string(req.raw.docID)
-		}
-	}
+func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *request.Located) (apqRegistration, string) {
+	var reg apqRegistration
+	ext, docID := req.Extensions(), req.DocumentID()
 	if docID != "" {
 		if g.manifest == nil {
 			writeJSON(w, http.StatusBadRequest, bodyDocumentsNotEnabled)
-			return outcomeBadRequest
+			return reg, outcomeBadRequest
 		}
-		if !req.noQuery {
+		if req.HasQuery() {
 			writeJSON(w, http.StatusBadRequest, bodyDocumentIDAndQuery)
-			return outcomeBadRequest
+			return reg, outcomeBadRequest
 		}
 		text, ok := g.manifest.ByID(docID)
 		if !ok {
 			writeJSON(w, http.StatusOK, bodyPersistedNotFound)
-			return outcomePersistedMissing
+			return reg, outcomePersistedMissing
 		}
-		req.query, req.resolvedBy, req.byDocumentID = text, resolvedByManifest, true
-		return ""
+		req.Resolve(text, resolvedByManifest, true)
+		return reg, ""
 	}
-	rawHash, version, ok := persistedHashOf(ext)
+	rawHash, version, ok := request.PersistedHash(ext)
 	if !ok {
-		return ""
+		return reg, ""
 	}
 	if string(version) != "1" {
 		writeJSON(w, http.StatusBadRequest, bodyPersistedVersion)
-		return outcomeBadRequest
+		return reg, outcomeBadRequest
 	}
 	var h persisted.Hash
 	if len(rawHash) != 2*len(h) {
 		writeJSON(w, http.StatusBadRequest, bodyPersistedMismatch)
-		return outcomeBadRequest
+		return reg, outcomeBadRequest
 	}
 	if _, err := hex.Decode(h[:], rawHash); err != nil {
 		writeJSON(w, http.StatusBadRequest, bodyPersistedMismatch)
-		return outcomeBadRequest
+		return reg, outcomeBadRequest
 	}
-	if !req.noQuery {
-		if queryHash(req) != h {
+	if req.HasQuery() {
+		if req.QueryHash() != h {
 			writeJSON(w, http.StatusBadRequest, bodyPersistedMismatch)
-			return outcomeBadRequest
+			return reg, outcomeBadRequest
 		}
-		req.apqHash, req.apqPending = h, g.apq != nil
-		return ""
+		return apqRegistration{hash: h, pending: g.apq != nil}, ""
 	}
 	if g.manifest != nil {
 		if text, ok := g.manifest.ByHash(h); ok {
-			req.query, req.resolvedBy = text, resolvedByManifest
-			return ""
+			req.Resolve(text, resolvedByManifest, false)
+			return reg, ""
 		}
 	}
 	if g.apq == nil {
 		writeJSON(w, http.StatusOK, bodyPersistedNotSupported)
-		return outcomePersistedMissing
+		return reg, outcomePersistedMissing
 	}
 	// A store error is a miss: the client sends the text again on
 	// PersistedQueryNotFound, so an outage costs a round trip, not the
@@ -174,39 +175,21 @@ func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *located
 	}
 	if !ok {
 		writeJSON(w, http.StatusOK, bodyPersistedNotFound)
-		return outcomePersistedMissing
+		return reg, outcomePersistedMissing
 	}
-	req.query, req.resolvedBy = text, resolvedByAPQ
-	return ""
-}
-
-// queryHash is SHA-256 of the request's query text.
-func queryHash(req *located) persisted.Hash {
-	if !req.fast {
-		return sha256.Sum256([]byte(req.query))
-	}
-	if !req.raw.queryEsc {
-		return sha256.Sum256(req.raw.query)
-	}
-	if req.query == "" {
-		q, err := unquote(req.raw.queryQuoted)
-		if err != nil {
-			panic(err) // validJSON said it decodes
-		}
-		req.query = q
-	}
-	return sha256.Sum256([]byte(req.query))
+	req.Resolve(text, resolvedByAPQ, false)
+	return reg, ""
 }
 
 // registerPersisted stores a verified APQ registration whose document
 // compiled without refusal (a flood of invalid documents registers nothing).
-func (g *Guard) registerPersisted(cl *caller, req *located, doc *compiledDoc) {
-	if !req.apqPending || doc.refusal != nil {
+func (g *Guard) registerPersisted(cl *caller, reg apqRegistration, doc *compiledDoc) {
+	if !reg.pending || doc.refusal != nil {
 		return
 	}
 	// a failed Redis call is counted and logged by the client's Reporter
 	// (the document is in this gateway's memory anyway)
-	if err := g.apq.Put(cl.ctx, req.apqHash, doc.query); errors.Is(err, persisted.ErrTooLarge) {
+	if err := g.apq.Put(cl.ctx, reg.hash, doc.query); errors.Is(err, persisted.ErrTooLarge) {
 		g.logger.Warn("persisted query store registration failed", zap.Error(err))
 	}
 }
@@ -215,8 +198,8 @@ func (g *Guard) registerPersisted(cl *caller, req *located, doc *compiledDoc) {
 // was resolved by hash or id: the document's text added as "query", and a
 // documentId replaced by it (an upstream that knows documentId refuses a
 // body with both, as the guard does).
-func forwardBody(body []byte, req *located, doc *compiledDoc) []byte {
-	if !req.byDocumentID {
+func forwardBody(body []byte, req *request.Located, doc *compiledDoc) []byte {
+	if !req.ByDocumentID() {
 		return withQuery(body, doc)
 	}
 	var members map[string]json.RawMessage

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/request"
 	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
@@ -101,10 +103,10 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 	}()
 	var (
 		body []byte
-		req  located
+		req  request.Located
 	)
 	if r.Method == http.MethodGet && g.allowGET {
-		if req, outcome = locateQueryString(w, r); outcome != "" {
+		if req, outcome = locateURLQuery(w, r.URL.RawQuery); outcome != "" {
 			return adm, outcome
 		}
 	} else {
@@ -114,7 +116,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 		if body, outcome = g.readBodyChecked(w, r); outcome != "" {
 			return adm, outcome
 		}
-		if req, outcome = locateRequest(w, body); outcome != "" {
+		if req, outcome = locateBody(w, body); outcome != "" {
 			return adm, outcome
 		}
 	}
@@ -131,13 +133,37 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 			return admitted{}, outcome
 		}
 	}
-	if r.Method == http.MethodGet && req.resolvedBy != "" {
+	if r.Method == http.MethodGet && req.ResolvedBy() != "" {
 		adm.query = r.URL.Query()
-		adm.query.Set("query", req.query)
+		adm.query.Set("query", req.Query())
 	}
 	exportPlaceholders(repl, adm.op, adm.co)
-	adm.request = req.published(r)
+	adm.request = req.Published(r)
 	return adm, outcomeAllowed
+}
+
+// locateBody locates the members of a POST body or a subscribe payload,
+// refusing one that does not decode as a request (400); it returns the
+// outcome, or "" to go on.
+func locateBody(w http.ResponseWriter, body []byte) (request.Located, string) {
+	req, err := request.Locate(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
+		return req, outcomeBadRequest
+	}
+	return req, ""
+}
+
+// locateURLQuery reads a GET request's members from its URL query,
+// refusing a query that holds no request (400); it returns the outcome, or
+// "" to go on.
+func locateURLQuery(w http.ResponseWriter, rawQuery string) (request.Located, string) {
+	req, err := request.FromURLQuery(rawQuery)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
+		return req, outcomeBadRequest
+	}
+	return req, ""
 }
 
 // admitted is what a check lets through: the body to forward (nil for GET),
@@ -145,7 +171,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 // the operation and its coerced cost.
 type admitted struct {
 	body  []byte
-	query urlValues
+	query url.Values
 	op    *compiledOp
 	co    coerced
 	via   transport
@@ -158,14 +184,13 @@ type admitted struct {
 // the bearer token scan, persisted documents, the document, the operation,
 // the transport, trusted documents, variables and the policy. body is the
 // raw request (the POST body, a subscribe payload; nil for GET).
-func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req *located) (admitted, string) {
-	var outcome string
-	if cl.hasToken {
-		if outcome = scanBearer(w, body, req, cl.token); outcome != "" {
-			return admitted{}, outcome
-		}
+func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req *request.Located) (admitted, string) {
+	if cl.hasToken && req.ContainsBearer(body, cl.token) {
+		writeJSON(w, http.StatusBadRequest, messageBody(msgBearerInDocument))
+		return admitted{}, outcomeBearer
 	}
-	if outcome = g.resolvePersisted(w, cl, req); outcome != "" {
+	reg, outcome := g.resolvePersisted(w, cl, req)
+	if outcome != "" {
 		return admitted{}, outcome
 	}
 	doc := g.lookupDocument(req)
@@ -189,9 +214,9 @@ func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req
 	if outcome = g.applyPolicy(w, cl, doc, op, co.cost); outcome != "" {
 		return admitted{}, outcome
 	}
-	g.registerPersisted(cl, req, doc)
+	g.registerPersisted(cl, reg, doc)
 	fwd := body
-	if req.resolvedBy != "" && body != nil {
+	if req.ResolvedBy() != "" && body != nil {
 		fwd = forwardBody(body, req, doc)
 	}
 	return admitted{body: fwd, op: op, co: co, via: cl.via, keyID: cl.keyID}, ""

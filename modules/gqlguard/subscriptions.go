@@ -106,7 +106,7 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 				outcome = outcomeInternal
 			}
 		}()
-		req, outcome := locateRequest(&rec, payload)
+		req, outcome := locateBody(&rec, payload)
 		if outcome != "" {
 			return outcome
 		}

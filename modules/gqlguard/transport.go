@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/request"
 )
 
 // How an operation arrives and who sends it: the transport decides which
@@ -112,8 +113,8 @@ func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *compiledOp
 
 // checkTrusted refuses a document that is not in the trusted-documents
 // manifest when the caller's tier may send only trusted documents.
-func (g *Guard) checkTrusted(w http.ResponseWriter, cl *caller, doc *compiledDoc, req *located) string {
-	if len(g.TrustedOnly) == 0 || doc.trusted || req.resolvedBy == resolvedByManifest {
+func (g *Guard) checkTrusted(w http.ResponseWriter, cl *caller, doc *compiledDoc, req *request.Located) string {
+	if len(g.TrustedOnly) == 0 || doc.trusted || req.ResolvedBy() == resolvedByManifest {
 		return ""
 	}
 	if g.TrustedOnly[0] != "*" && !containsString(g.TrustedOnly, cl.tier) {

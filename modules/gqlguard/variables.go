@@ -10,13 +10,16 @@ import (
 	"github.com/vektah/gqlparser/v2/validator"
 
 	"github.com/civicgate/civicgate/internal/intscalar"
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+	"github.com/civicgate/civicgate/modules/gqlguard/request"
 )
 
 // coerceVariables coerces req's variables for op and evaluates its cost,
 // refusing variables that do not coerce (400); it returns the result, or
 // the refusal's outcome.
-func (g *Guard) coerceVariables(w http.ResponseWriter, op *compiledOp, req *located) (coerced, string) {
-	co, err := g.coerce(op, req.fast, req.raw.vars, req.vars, req.haveVars)
+func (g *Guard) coerceVariables(w http.ResponseWriter, op *compiledOp, req *request.Located) (coerced, string) {
+	raw, vars, decoded := req.Variables()
+	co, err := g.coerce(op, req.Fast(), raw, vars, decoded)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, messageBody(variableMessage(err)))
 		return coerced{}, outcomeBadRequest
@@ -42,7 +45,7 @@ func (g *Guard) coerce(op *compiledOp, fast bool, raw []byte, vars map[string]an
 	}
 	if !haveVars {
 		var err error
-		if vars, err = decodeVariables(raw); err != nil {
+		if vars, err = rawjson.DecodeObject(raw); err != nil {
 			return coerced{}, err
 		}
 	}

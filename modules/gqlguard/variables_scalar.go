@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // scalarVariablesValid is the allocation-free check of the usual variables
@@ -22,13 +24,13 @@ func scalarVariablesValid(schema *ast.Schema, defs ast.VariableDefinitionList, r
 	}
 	var seen uint64
 	if raw != nil {
-		i := skipWS(raw, 0)
+		i := rawjson.SkipWS(raw, 0)
 		if i >= len(raw) || raw[i] != '{' {
 			return false
 		}
 		i++
 		for {
-			i = skipWS(raw, i)
+			i = rawjson.SkipWS(raw, i)
 			if i >= len(raw) {
 				return false
 			}
@@ -36,12 +38,12 @@ func scalarVariablesValid(schema *ast.Schema, defs ast.VariableDefinitionList, r
 				break
 			}
 			if raw[i] == ',' {
-				i = skipWS(raw, i+1)
+				i = rawjson.SkipWS(raw, i+1)
 			}
 			if i >= len(raw) || raw[i] != '"' {
 				return false
 			}
-			ks, ke, kesc := scanString(raw, i)
+			ks, ke, kesc := rawjson.ScanString(raw, i)
 			if kesc {
 				return false
 			}
@@ -56,13 +58,13 @@ func scalarVariablesValid(schema *ast.Schema, defs ast.VariableDefinitionList, r
 				return false
 			}
 			seen |= 1 << idx
-			i = skipWS(raw, ke+1)
-			i = skipWS(raw, i+1) // ':'
+			i = rawjson.SkipWS(raw, ke+1)
+			i = rawjson.SkipWS(raw, i+1) // ':'
 			if i >= len(raw) {
 				return false
 			}
 			vs := i
-			ve, kind, esc := skipValue(raw, i)
+			ve, kind, esc := rawjson.SkipValue(raw, i)
 			if !scalarLiteralValid(schema, defs[idx].Type, raw[vs:ve], kind, esc) {
 				return false
 			}

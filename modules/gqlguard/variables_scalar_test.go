@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // TestScalarVariablesAgreeWithCoercion: the fast check never admits
@@ -61,7 +63,7 @@ func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 		}
 		raw := []byte("{" + strings.Join(members, ",") + "}")
 		fast := scalarVariablesValid(g.schema.schema, op.vars.VariableDefinitions, raw)
-		vars, err := decodeVariables(raw)
+		vars, err := rawjson.DecodeObject(raw)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,50 +1,44 @@
-package gqlguard
+package request
 
 import (
 	"bytes"
-	"net/http"
+	"fmt"
 	"strings"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // The bearer token must not travel in the request (docs/api.md "Errors").
 
-// scanBearer refuses a request whose body, or any decoded member of it,
-// holds token. On the fast path it decodes only the members holding
-// escapes, and keeps what it decoded in req. It returns the outcome, or ""
-// to go on.
-func scanBearer(w http.ResponseWriter, body []byte, req *located, token string) string {
-	var bearer bool
-	if req.fast {
-		bearer = containsToken(body, token)
-		var err error
-		if !bearer && req.raw.queryEsc {
-			if req.query, err = unquote(req.raw.queryQuoted); err != nil {
-				panic(err) // validJSON said it decodes
-			}
-			bearer = strings.Contains(req.query, token)
-		}
-		if !bearer && req.raw.opEsc {
-			if req.opName, err = unquote(req.raw.opQuoted); err != nil {
-				panic(err)
-			}
-			bearer = strings.Contains(req.opName, token)
-		}
-		if !bearer && req.raw.varsEsc {
-			if req.vars, err = decodeVariables(req.raw.vars); err != nil {
-				panic(err)
-			}
-			req.haveVars = true
-			bearer = containsInValue(req.vars, token)
-		}
-	} else {
-		bearer = containsToken(body, token) || strings.Contains(req.query, token) ||
-			strings.Contains(req.opName, token) || containsInValue(req.vars, token)
+// ContainsBearer reports whether body, or any decoded member of the request
+// located in it, holds token (JSON escapes decoded). On the fast path it
+// decodes only the members holding escapes, and keeps what it decoded for
+// the later steps.
+func (l *Located) ContainsBearer(body []byte, token string) bool {
+	if !l.fast {
+		return containsToken(body, token) || strings.Contains(l.query, token) ||
+			strings.Contains(l.opName, token) || containsInValue(l.vars, token)
 	}
-	if bearer {
-		writeJSON(w, http.StatusBadRequest, messageBody(msgBearerInDocument))
-		return outcomeBearer
+	if containsToken(body, token) {
+		return true
 	}
-	return ""
+	if l.raw.queryEsc && strings.Contains(l.Query(), token) {
+		return true
+	}
+	if l.raw.opEsc {
+		if _, name := l.OperationName(); strings.Contains(name, token) {
+			return true
+		}
+	}
+	if l.raw.varsEsc {
+		vars, err := rawjson.DecodeObject(l.raw.vars)
+		if err != nil {
+			panic(fmt.Errorf("request: variables of valid JSON did not decode: %w", err)) // rawjson.Valid said it decodes
+		}
+		l.vars, l.haveVars = vars, true
+		return containsInValue(l.vars, token)
+	}
+	return false
 }
 
 // containsToken reports whether b holds token (without converting either).

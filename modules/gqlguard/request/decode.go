@@ -1,4 +1,4 @@
-package gqlguard
+package request
 
 import (
 	"bytes"
@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // gqlRequest is a decoded GraphQL-over-HTTP request body.
@@ -27,13 +28,14 @@ type gqlRequest struct {
 	EscapedName                 bool
 }
 
-// requestError is a 400 whose message is shown to the client verbatim.
-type requestError struct{ msg string }
+// Error is a request refused with HTTP 400; its message is shown to the
+// client verbatim (docs/api.md "Errors").
+type Error struct{ msg string }
 
-func (e *requestError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.msg }
 
 func badRequest(format string, args ...any) error {
-	return &requestError{msg: fmt.Sprintf(format, args...)}
+	return &Error{msg: fmt.Sprintf(format, args...)}
 }
 
 // decodeRequest decodes body strictly: one JSON object with a string "query",
@@ -177,24 +179,24 @@ type rawRequest struct {
 // valid body this path does not handle, such as escaped key names).
 func scanRequest(body []byte) (rawRequest, bool) {
 	var rq rawRequest
-	if !utf8.Valid(body) || !validJSON(body) {
+	if !utf8.Valid(body) || !rawjson.Valid(body) {
 		return rq, false
 	}
-	i := skipWS(body, 0)
+	i := rawjson.SkipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return rq, false
 	}
 	i++
 	var seen uint8
 	for {
-		i = skipWS(body, i)
+		i = rawjson.SkipWS(body, i)
 		if body[i] == '}' {
 			break
 		}
 		if body[i] == ',' {
-			i = skipWS(body, i+1)
+			i = rawjson.SkipWS(body, i+1)
 		}
-		ks, ke, kesc := scanString(body, i)
+		ks, ke, kesc := rawjson.ScanString(body, i)
 		if kesc {
 			return rq, false
 		}
@@ -217,10 +219,10 @@ func scanRequest(body []byte) (rawRequest, bool) {
 			return rq, false
 		}
 		seen |= bit
-		i = skipWS(body, ke+1)
-		i = skipWS(body, i+1) // ':'
+		i = rawjson.SkipWS(body, ke+1)
+		i = rawjson.SkipWS(body, i+1) // ':'
 		vs := i
-		ve, kind, esc := skipValue(body, i)
+		ve, kind, esc := rawjson.SkipValue(body, i)
 		i = ve
 		switch bit {
 		case 1:
@@ -262,100 +264,4 @@ func scanRequest(body []byte) (rawRequest, bool) {
 		}
 	}
 	return rq, seen&1 != 0 || rq.docID != nil || hasPersistedHash(rq.ext)
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// scanString returns the bounds of the contents of the (valid) JSON string
-// starting at b[i] == '"': b[start:end] are the contents, b[end] the closing
-// quote; esc reports a backslash inside. It jumps from quote to quote
-// (IndexByte): a quote preceded by an odd run of backslashes is escaped.
-func scanString(b []byte, i int) (start, end int, esc bool) {
-	start = i + 1
-	j := start
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return start, len(b), bytes.IndexByte(b[start:], '\\') >= 0
-		}
-		q := j + k
-		n := 0
-		for p := q - 1; p >= start && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return start, q, bytes.IndexByte(b[start:q], '\\') >= 0
-		}
-		j = q + 1
-	}
-}
-
-// skipValue skips the (valid) JSON value at b[i] and returns the index after
-// it, its kind (the first byte: '"', '{', '[', 'n', 't', 'f', or '0' for a
-// number) and whether a string inside it holds a backslash.
-func skipValue(b []byte, i int) (end int, kind byte, esc bool) {
-	switch c := b[i]; c {
-	case '"':
-		_, e, esc := scanString(b, i)
-		return e + 1, '"', esc
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				_, e, sesc := scanString(b, j)
-				esc = esc || sesc
-				j = e
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, c, esc
-				}
-			}
-		}
-		return len(b), c, esc
-	case 'n':
-		return i + 4, 'n', false
-	case 't':
-		return i + 4, 't', false
-	case 'f':
-		return i + 5, 'f', false
-	default:
-		j := i
-		for j < len(b) && strings.IndexByte("+-.0123456789eE", b[j]) >= 0 {
-			j++
-		}
-		return j, '0', false
-	}
-}
-
-// unquote decodes a raw JSON string literal (with its quotes).
-func unquote(quoted []byte) (string, error) {
-	var s string
-	if err := json.Unmarshal(quoted, &s); err != nil {
-		return "", fmt.Errorf("graphql_guard: unquote: %w", err)
-	}
-	return s, nil
-}
-
-// decodeVariables decodes a raw variables object as decodeRequest does
-// (numbers stay json.Number); nil for none.
-func decodeVariables(raw []byte) (map[string]any, error) {
-	if raw == nil {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("graphql_guard: variables: %w", err)
-	}
-	return m, nil
 }

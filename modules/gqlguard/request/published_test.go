@@ -1,4 +1,4 @@
-package gqlguard
+package request
 
 import (
 	"net/http"
@@ -60,8 +60,8 @@ func TestPublishedQueryIsDecodedOnDemand(t *testing.T) {
 	if !fast {
 		t.Fatal("not the fast path")
 	}
-	l := located{raw: rq, fast: true}
-	p := l.published(httptest.NewRequest(http.MethodPost, "/", nil))
+	l := Located{raw: rq, fast: true}
+	p := l.Published(httptest.NewRequest(http.MethodPost, "/", nil))
 	text, err := p.QueryText()
 	if !p.QueryEscaped || err != nil || text != "query Q {\n  a(s: \"x\")\n}" || string(p.OperationName) != "Q" {
 		t.Fatalf("got %q escaped %v, %q %v", text, p.QueryEscaped, p.OperationName, err)

@@ -1,11 +1,11 @@
-package gqlguard
+package request
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // scanBodies are request bodies the fast path must treat exactly like
@@ -73,7 +73,7 @@ func checkScanAgrees(t *testing.T, body []byte) bool {
 	}
 	query := string(rq.query)
 	if rq.queryEsc {
-		if query, err = unquote(rq.queryQuoted); err != nil {
+		if query, err = rawjson.Unquote(rq.queryQuoted); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,14 +82,14 @@ func checkScanAgrees(t *testing.T, body []byte) bool {
 	}
 	op := string(rq.op)
 	if rq.opEsc {
-		if op, err = unquote(rq.opQuoted); err != nil {
+		if op, err = rawjson.Unquote(rq.opQuoted); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if op != req.OperationName {
 		t.Fatalf("%q: operationName %q, decodeRequest %q", body, op, req.OperationName)
 	}
-	vars, err := decodeVariables(rq.vars)
+	vars, err := rawjson.DecodeObject(rq.vars)
 	if err != nil {
 		t.Fatalf("%q: variables: %v", body, err)
 	}
@@ -100,52 +100,4 @@ func checkScanAgrees(t *testing.T, body []byte) bool {
 		t.Fatalf("%q: a backslash in the variables was not flagged", body)
 	}
 	return true
-}
-
-// On the fast path a token hidden by JSON escapes in the query, the
-// operation name or the variables is still found, and the memoised
-// coercion still refuses bad variables and prices new ones.
-func TestFastPathChecks(t *testing.T) {
-	g := provisioned(t, &Guard{})
-	const token = "cg_test_abcdefghijklmnopqrstuvwxyz012345"
-	esc := `\u0063` + token[1:]
-	send := func(body string) (int, string) {
-		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Authorization", "Bearer "+token)
-		w := httptest.NewRecorder()
-		if err := g.ServeHTTP(w, r, &recordNext{}); err != nil {
-			t.Fatal(err)
-		}
-		return w.Code, w.Body.String()
-	}
-	const refused = `{"errors":[{"message":"Request must not contain the bearer token"}]}`
-	for name, body := range map[string]string{
-		"query":         `{"query":"{ bills(input: {q: \"` + esc + `\"}) { nextCursor } }"}`,
-		"operationName": `{"query":"query Q { bills { nextCursor } }","operationName":"` + esc + `"}`,
-		"variables":     `{"query":"query($q: String) { bills(input: {q: $q}) { nextCursor } }","variables":{"q":"` + esc + `"}}`,
-		"variable name": `{"query":"{ bills { nextCursor } }","variables":{"` + esc + `":1}}`,
-	} {
-		if _, ok := scanRequest([]byte(body)); !ok {
-			t.Fatalf("%s: not on the fast path", name)
-		}
-		if code, got := send(body); code != http.StatusBadRequest || got != refused {
-			t.Errorf("%s: %d %s", name, code, got)
-		}
-	}
-	q := `{"query":"query Q($n: Int) { bills(input: {limit: $n}) { items { id } nextCursor } }","operationName":"\u0051","variables":`
-	for range 2 { // the second time from the memo
-		if code, body := send(q + `{"n":5}}`); code != http.StatusNoContent {
-			t.Fatalf("valid: %d %s", code, body)
-		}
-		if code, body := send(q + `{"n":"x"}}`); code != 400 || !strings.Contains(body, `Variable \"$n\" is invalid`) {
-			t.Fatalf("bad variable: %d %s", code, body)
-		}
-		if code, body := send(q + `{"n":100000}}`); code != 200 || !strings.Contains(body, "QUERY_TOO_COMPLEX") {
-			t.Fatalf("cost from variables: %d %s", code, body)
-		}
-	}
-	if code, body := send(`{"query":"query Q { bills { nextCursor } }","operationName":"R"}`); code != 400 || !strings.Contains(body, `Unknown operation named \"R\"`) {
-		t.Fatalf("unknown operation: %d %s", code, body)
-	}
 }

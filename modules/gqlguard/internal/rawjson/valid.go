@@ -1,16 +1,23 @@
-package gqlguard
+// Package rawjson reads request JSON in place for graphql_guard's steps: a
+// validity check as exact as encoding/json.Valid and faster on a body that
+// is mostly one long string, and helpers that locate strings, values and
+// object members in JSON already known to be valid. It decodes nothing
+// unless asked (Unquote, DecodeObject). The request step uses it to locate
+// a body's members; the analysis and variables steps read limits and
+// scalar variables from the raw variables text with it.
+package rawjson
 
 import "encoding/json"
 
-// validJSON reports whether b is one valid JSON value (RFC 8259), exactly as
+// Valid reports whether b is one valid JSON value (RFC 8259), exactly as
 // encoding/json.Valid does, in one tight pass: the request body is mostly
 // one long "query" string, and json.Valid's per-byte state machine was half
 // of the guard's own CPU on a cached request (BENCHMARKS.md). Nesting deeper
 // than maxFastDepth is left to json.Valid. FuzzValidJSON holds the two equal.
-func validJSON(b []byte) bool {
+func Valid(b []byte) bool {
 	var stack [maxFastDepth]byte // '{' or '['
 	depth := 0
-	i := skipWS(b, 0)
+	i := SkipWS(b, 0)
 	for {
 		// a value at b[i]
 		if i >= len(b) {
@@ -23,7 +30,7 @@ func validJSON(b []byte) bool {
 			}
 			stack[depth] = c
 			depth++
-			i = skipWS(b, i+1)
+			i = SkipWS(b, i+1)
 			if i < len(b) && ((c == '{' && b[i] == '}') || (c == '[' && b[i] == ']')) {
 				depth--
 				i++
@@ -62,7 +69,7 @@ func validJSON(b []byte) bool {
 	after:
 		// after a value: close containers, or a separator and the next value
 		for {
-			i = skipWS(b, i)
+			i = SkipWS(b, i)
 			if depth == 0 {
 				return i == len(b)
 			}
@@ -72,7 +79,7 @@ func validJSON(b []byte) bool {
 			top := stack[depth-1]
 			switch {
 			case b[i] == ',':
-				i = skipWS(b, i+1)
+				i = SkipWS(b, i+1)
 				if top == '{' {
 					if i = validMemberName(b, i); i < 0 {
 						return false
@@ -101,10 +108,10 @@ func validMemberName(b []byte, i int) int {
 	if i = validString(b, i); i < 0 {
 		return -1
 	}
-	if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
+	if i = SkipWS(b, i); i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	return skipWS(b, i+1)
+	return SkipWS(b, i+1)
 }
 
 func hasAt(b []byte, i int, lit string) bool {

@@ -1,0 +1,95 @@
+package request
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+)
+
+// Published is the request as the guard decoded it, for the handlers after
+// it (docs/design.md D40): the fast path's slices of the body as they are
+// (no copy unless operationName had escapes), or what the slow
+// path or the URL query decoded. A POST whose URL names a GraphQL parameter
+// (any spelling) is Aliased: some servers read URL parameters of a POST too.
+func (l *Located) Published(r *http.Request) contract.GraphQLRequest {
+	p := l.sent
+	if l.fast {
+		p = contract.GraphQLRequest{Variables: l.raw.varsSent, Extensions: l.raw.extSent, DocumentID: l.raw.docID}
+		p.Query, p.QueryEscaped = l.raw.query, l.raw.queryEsc // decoded on demand: QueryText
+		p.OperationName = l.raw.op
+		if l.raw.opEsc {
+			if op, err := rawjson.Unquote(l.raw.opQuoted); err == nil {
+				p.OperationName = []byte(op)
+			}
+		}
+	}
+	p.Persisted = l.resolvedBy != ""
+	if r.Method != http.MethodGet && r.URL.RawQuery != "" && urlAliasesGraphQL(r.URL.RawQuery, true) {
+		p.Aliased = true
+	}
+	return p
+}
+
+// graphQLParams are the names GraphQL over HTTP gives a meaning to.
+var graphQLParams = [...]string{"query", "variables", "operationName", "extensions", "documentId"}
+
+// urlAliasesGraphQL says whether a name in the raw URL query could be read
+// as a GraphQL parameter without being spelled exactly as one: written with
+// percent-escapes or '+' that decode to one (net/url reads it so, and so do
+// the guard and Go upstreams), or equal to one after cutting at '[' or NUL,
+// trimming white space and ignoring case (readers that are lenient read it
+// so). With anyName, an exact name counts too (a POST's URL). Pairs are
+// split at '&' and ';' (some readers split at both; net/url refuses ';').
+// A name that does not decode counts as an alias.
+func urlAliasesGraphQL(rawQuery string, anyName bool) bool {
+	for rawQuery != "" {
+		var pair string
+		if i := strings.IndexAny(rawQuery, "&;"); i >= 0 {
+			pair, rawQuery = rawQuery[:i], rawQuery[i+1:]
+		} else {
+			pair, rawQuery = rawQuery, ""
+		}
+		raw, _, _ := strings.Cut(pair, "=")
+		name := raw
+		if strings.ContainsAny(raw, "%+") {
+			var err error
+			if name, err = url.QueryUnescape(raw); err != nil {
+				return true
+			}
+		}
+		exact := name == raw && isGraphQLParam(name)
+		if exact && !anyName {
+			continue
+		}
+		if exact || looseGraphQLParam(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func isGraphQLParam(name string) bool {
+	for _, p := range graphQLParams {
+		if name == p {
+			return true
+		}
+	}
+	return false
+}
+
+// looseGraphQLParam: name is a GraphQL parameter to a lenient reader.
+func looseGraphQLParam(name string) bool {
+	if i := strings.IndexAny(name, "[\x00"); i >= 0 {
+		name = name[:i]
+	}
+	name = strings.TrimSpace(name)
+	for _, p := range graphQLParams {
+		if strings.EqualFold(name, p) {
+			return true
+		}
+	}
+	return false
+}
