@@ -10,15 +10,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/spf13/cobra"
 
+	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
@@ -36,15 +35,7 @@ gateways configured with "keys file PATH"), with the same rules. usage prints
 the requests counted per key (admitted, refused, 4xx, 5xx, cost) by minute or
 hour.
 `,
-		CobraFunc: func(cmd *cobra.Command) {
-			cmd.DisableFlagParsing = true
-			cmd.RunE = func(c *cobra.Command, args []string) error {
-				if code := Run(c.Context(), args, os.Stdout, os.Stderr, os.Getenv); code != 0 {
-					os.Exit(code)
-				}
-				return nil
-			}
-		},
+		CobraFunc: clirun.Cobra(Run),
 	})
 }
 
@@ -90,12 +81,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usageText)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if code, done := clirun.Help(args, stderr, usageText); done {
+		return code
 	}
 	sub, rest := args[0], args[1:]
 	if sub == "usage" {
@@ -132,18 +119,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		o.overlap = d
 		return run(ctx, sub, positional, o, stdout, stderr, getenv)
 	}()
-	if errors.Is(err, errUsage) {
-		fmt.Fprintf(stderr, "civicgate keys %s: %v\n%s", sub, err, usageText)
-		return 2
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "civicgate keys %s: %v\n", sub, err)
-		return 1
-	}
-	return 0
+	return clirun.Exit(stderr, "civicgate keys "+sub, err, usageText)
 }
 
-var errUsage = errors.New("bad usage")
+// errUsage is a refusal of the command line (exit 2): its messages read "bad usage: …".
+var errUsage = clirun.ErrUsage
 
 // parseOverlap reads a Go duration (0 allowed) or whole days ("7d").
 func parseOverlap(s string) (time.Duration, error) {
@@ -267,17 +247,13 @@ func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []str
 	_ = consolestore.Audit(ctx, pool, e)
 }
 
-// openPool opens DATABASE_URL.
+// openPool opens DATABASE_URL; without it, it points at --file.
 func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
-	dsn := getenv("DATABASE_URL")
-	if dsn == "" {
-		return nil, errors.New("DATABASE_URL is not set (or use --file PATH for a keys file)")
+	pool, err := clirun.OpenPool(ctx, getenv)
+	if errors.Is(err, clirun.ErrNoDatabaseURL) {
+		return nil, fmt.Errorf("%w (or use --file PATH for a keys file)", err)
 	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		return nil, errors.New("cannot parse DATABASE_URL") // never echo the DSN: it may hold a password
-	}
-	return pool, nil
+	return pool, err
 }
 
 func printIssued(out io.Writer, iss keystore.Issued) {

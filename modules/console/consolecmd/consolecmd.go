@@ -14,15 +14,13 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/spf13/cobra"
 
+	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
@@ -41,7 +39,7 @@ organization; --org may be omitted). The link works once, for 15 minutes;
 only its SHA-256 hash is stored. The console's address is --url, else
 CIVICGATE_CONSOLE_URL, else https://localhost:8444.
 `,
-		CobraFunc: wrap(RunConsole),
+		CobraFunc: clirun.Cobra(RunConsole),
 	})
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "audit",
@@ -52,34 +50,8 @@ Prints the audit log, newest first: who (a console member's email, or
 cli:<user> for the key commands), role, organization, action, target, detail,
 client address and time. --org narrows to one organization (name or id).
 `,
-		CobraFunc: wrap(RunAudit),
+		CobraFunc: clirun.Cobra(RunAudit),
 	})
-}
-
-type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int
-
-func wrap(run runFunc) func(*cobra.Command) {
-	return func(cmd *cobra.Command) {
-		cmd.DisableFlagParsing = true
-		cmd.RunE = func(c *cobra.Command, args []string) error {
-			if code := run(c.Context(), args, os.Stdout, os.Stderr, os.Getenv); code != 0 {
-				os.Exit(code)
-			}
-			return nil
-		}
-	}
-}
-
-func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
-	dsn := getenv("DATABASE_URL")
-	if dsn == "" {
-		return nil, errors.New("DATABASE_URL is not set")
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		return nil, errors.New("cannot parse DATABASE_URL") // never echo the DSN: it may hold a password
-	}
-	return pool, nil
 }
 
 // RunConsole runs `civicgate console <sub>` and returns the exit code.
@@ -108,7 +80,7 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	}
 	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](ctx, context.Background()), 30*time.Second)
 	defer cancel()
-	pool, err := openPool(ctx, getenv)
+	pool, err := clirun.OpenPool(ctx, getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "civicgate console link:", err)
 		return 1
@@ -146,7 +118,7 @@ func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](ctx, context.Background()), 30*time.Second)
 	defer cancel()
-	pool, err := openPool(ctx, getenv)
+	pool, err := clirun.OpenPool(ctx, getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "civicgate audit:", err)
 		return 1

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -24,13 +25,13 @@ func endpointFlags(name string, args []string, needID bool) (org, id string, err
 		fs.StringVar(&id, "id", "", "endpoint id (we_…)")
 	}
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return "", "", usageError{fmt.Sprintf("endpoints %s takes --org ORG%s", name, map[bool]string{true: " --id ID"}[needID])}
+		return "", "", clirun.Usage(fmt.Sprintf("endpoints %s takes --org ORG%s", name, map[bool]string{true: " --id ID"}[needID]))
 	}
 	if org == "" {
-		return "", "", usageError{"--org is required"}
+		return "", "", clirun.Usage("--org is required")
 	}
 	if needID && id == "" {
-		return "", "", usageError{"--id is required"}
+		return "", "", clirun.Usage("--id is required")
 	}
 	return org, id, nil
 }

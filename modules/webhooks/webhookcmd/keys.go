@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
@@ -78,7 +79,7 @@ func rekey(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.SetOutput(io.Discard)
 	batch := fs.Int("batch", 500, "endpoints per transaction")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *batch < 1 || *batch > 10000 {
-		return usageError{"rekey takes only --batch N (1 to 10000)"}
+		return clirun.Usage("rekey takes only --batch N (1 to 10000)")
 	}
 	b, err := box(getenv, true)
 	if err != nil {

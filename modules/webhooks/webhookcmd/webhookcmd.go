@@ -6,17 +6,15 @@ package webhookcmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/spf13/cobra"
 
+	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -34,15 +32,7 @@ CIVIC_WEBHOOK_PREVIOUS_SECRET_KEY). endpoints list and delete manage an
 organization's endpoints. The database is DATABASE_URL. See
 civicgate webhooks --help.
 `,
-		CobraFunc: func(cmd *cobra.Command) {
-			cmd.DisableFlagParsing = true
-			cmd.RunE = func(c *cobra.Command, args []string) error {
-				if code := Run(c.Context(), args, os.Stdout, os.Stderr, os.Getenv); code != 0 {
-					os.Exit(code)
-				}
-				return nil
-			}
-		},
+		CobraFunc: clirun.Cobra(Run),
 	})
 }
 
@@ -62,12 +52,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if code, done := clirun.Help(args, stderr, usage); done {
+		return code
 	}
 	if slices.Contains(args[1:], "--help") || slices.Contains(args[1:], "-h") {
 		fmt.Fprint(stderr, usage)
@@ -96,22 +82,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintf(stderr, "civicgate webhooks: unknown command or arguments %q\n%s", args, usage)
 		return 2
 	}
-	var ue usageError
-	switch {
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "civicgate webhooks %s: %v\n%s", cmd, err, usage)
-		return 2
-	case err != nil:
-		fmt.Fprintf(stderr, "civicgate webhooks %s: %v\n", cmd, err)
-		return 1
-	}
-	return 0
+	return clirun.Exit(stderr, "civicgate webhooks "+cmd, err, usage)
 }
-
-// usageError is a refusal of the command line (exit 2).
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
 
 // withPool runs f on a pool over DATABASE_URL (for 30 s at most).
 func withPool(ctx context.Context, getenv func(string) string, f func(context.Context, *pgxpool.Pool) error) error {
@@ -120,13 +92,9 @@ func withPool(ctx context.Context, getenv func(string) string, f func(context.Co
 
 // withPoolFor runs f on a pool over DATABASE_URL for at most d.
 func withPoolFor(ctx context.Context, d time.Duration, getenv func(string) string, f func(context.Context, *pgxpool.Pool) error) error {
-	dsn := getenv("DATABASE_URL")
-	if dsn == "" {
-		return errors.New("DATABASE_URL is not set")
-	}
-	pool, err := pgxpool.New(ctx, dsn)
+	pool, err := clirun.OpenPool(ctx, getenv)
 	if err != nil {
-		return errors.New("cannot parse DATABASE_URL") // never echo the DSN: it may hold a password
+		return err
 	}
 	defer pool.Close()
 	ctx, cancel := context.WithTimeout(ctx, d)

@@ -1,0 +1,58 @@
+package consolecmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/civicgate/civicgate/internal/clirun"
+)
+
+// TestExitCodesAndMessages pins what `civicgate console link` and `civicgate
+// audit` answer before they reach a database: exit 2 and the usage for a bad
+// command line, exit 1 and the reason without DATABASE_URL, and a DSN that
+// does not parse never echoed (it may hold a password).
+func TestExitCodesAndMessages(t *testing.T) {
+	const (
+		linkUsage  = "usage: civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]\n"
+		auditUsage = "usage: civicgate audit [--org ORG] [--since 24h] [--limit 100] [--json]\n"
+		linkNeeds  = "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator\n"
+	)
+	none := func(string) string { return "" }
+	secretDSN := func(k string) string {
+		return map[string]string{"DATABASE_URL": "postgres://u:hunter2@127.0.0.1:1/x?sslmode=bogus"}[k]
+	}
+	for _, tc := range []struct {
+		name   string
+		run    clirun.Func
+		args   []string
+		getenv func(string) string
+		code   int
+		stderr string
+	}{
+		{"console", RunConsole, nil, none, 2, linkUsage},
+		{"console", RunConsole, []string{"unlink"}, none, 2, linkUsage},
+		{"console", RunConsole, []string{"link", "--email", "a@example.com"}, none, 2, linkNeeds},
+		{"console", RunConsole, []string{"link", "--org", "acme", "--email", "a@example.com", "--role", "owner"}, none, 2, linkNeeds},
+		{"console", RunConsole, []string{"link", "--org", "acme", "--email", "a@example.com", "--url", "http://console.example"}, none, 2,
+			"civicgate console link: --url must be an https:// address\n"},
+		{"console", RunConsole, []string{"link", "--org", "acme", "--email", "a@example.com"}, none, 1,
+			"civicgate console link: DATABASE_URL is not set\n"},
+		{"console", RunConsole, []string{"link", "--email", "op@example.com", "--role", "operator"}, secretDSN, 1,
+			"civicgate console link: cannot parse DATABASE_URL\n"},
+		{"audit", RunAudit, []string{"--limit", "0"}, none, 2, auditUsage},
+		{"audit", RunAudit, []string{"extra"}, none, 2, auditUsage},
+		{"audit", RunAudit, nil, none, 1, "civicgate audit: DATABASE_URL is not set\n"},
+		{"audit", RunAudit, []string{"--org", "acme"}, secretDSN, 1, "civicgate audit: cannot parse DATABASE_URL\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := tc.run(context.Background(), tc.args, &stdout, &stderr, tc.getenv)
+		if code != tc.code || stderr.String() != tc.stderr || stdout.Len() != 0 {
+			t.Errorf("%s %q: exit %d, stderr %q, stdout %q; want %d, %q", tc.name, tc.args, code, stderr.String(), stdout.String(), tc.code, tc.stderr)
+		}
+		if strings.Contains(stderr.String(), "hunter2") {
+			t.Errorf("%s %q: the password reached the output", tc.name, tc.args)
+		}
+	}
+}
