@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,12 +109,32 @@ func limitRoute(rate string) string {
 }`, rate)
 }
 
-func wantRefused(t *testing.T, r reply, policy, quotaHdr string, retry int) {
+// wantRefused checks a refusal's exact body and headers, with a Retry-After
+// (and RateLimit t=) between lo and hi seconds: retryRange gives the values
+// the client's clock allows.
+func wantRefused(t *testing.T, r reply, policy, quotaHdr string, lo, hi int) {
 	t.Helper()
+	retry, err := strconv.Atoi(r.retryAfter)
+	if err != nil || retry < lo || retry > hi {
+		t.Fatalf("refusal: Retry-After %q, want %d..%d: %+v", r.retryAfter, lo, hi, r)
+	}
 	want := reply{429, `{"error":"Rate limit exceeded"}`, quotaHdr, fmt.Sprintf(`"%s";r=0;t=%d`, policy, retry), fmt.Sprint(retry), "application/json"}
 	if r != want {
 		t.Fatalf("refusal:\n got %+v\nwant %+v", r, want)
 	}
+}
+
+// retryRange is the Retry-After a refusal can carry (whole seconds, rounded
+// up, as the handler sends it) when the server decided at a moment in
+// [sent, got] — the client's clock just before the request and just after
+// its answer — and the quota is whole again at a moment in [wholeFrom,
+// wholeBy]. A test asserting it cannot fail on a loaded machine: a slow
+// request widens the range instead. On a quiet machine the range is one
+// value; the exact arithmetic is TestWindowBurstThenRetryAfter's, on a fake
+// clock.
+func retryRange(wholeFrom, wholeBy, sent, got time.Time) (lo, hi int) {
+	ceil := func(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Second)) }
+	return ceil(wholeFrom.Sub(got)), ceil(wholeBy.Sub(sent))
 }
 
 // TestQuotaThen429 (Redis): exactly the quota passes with exact headers, then
@@ -122,9 +143,15 @@ func TestQuotaThen429(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	g := startGateway(t, redisGlobal("redis://"+testenv.RedisAddr(), prefix, ""), limitRoute("5/m"))
 	const pol = `"gold";q=5;w=60`
-	first := time.Now()
+	var first, firstAnswered time.Time // the first request was admitted between the two
 	for i := 1; i <= 5; i++ {
+		if i == 1 {
+			first = time.Now()
+		}
 		r := g.get(t, "/a", "k1", "gold")
+		if i == 1 {
+			firstAnswered = time.Now()
+		}
 		// t: until the quota is whole again, when this request leaves the window
 		want := reply{200, "ok", pol, fmt.Sprintf(`"gold";r=%d;t=60`, 5-i), "", r.ctype}
 		if r != want {
@@ -132,10 +159,14 @@ func TestQuotaThen429(t *testing.T) {
 		}
 	}
 	// Retry-After: when the first request leaves the window, 60 s after it
-	// (less what has elapsed since, rounded up)
-	retry := 60 - int(time.Since(first)/time.Second)
-	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, retry)
-	wantRefused(t, g.get(t, "/a", "k1", "gold"), "gold", pol, 60-int(time.Since(first)/time.Second)) // denied requests are not counted
+	// (less what has elapsed since, rounded up); denied requests are not
+	// counted, so the second refusal counts down to the same moment.
+	for range 2 {
+		sent := time.Now()
+		r := g.get(t, "/a", "k1", "gold")
+		lo, hi := retryRange(first.Add(time.Minute), firstAnswered.Add(time.Minute), sent, time.Now())
+		wantRefused(t, r, "gold", pol, lo, hi)
+	}
 	if r := g.get(t, "/a", "k2", "gold"); r.status != 200 || r.limit != `"gold";r=4;t=60` {
 		t.Fatalf("other key not isolated: %+v", r)
 	}
@@ -148,23 +179,52 @@ func TestQuotaThen429(t *testing.T) {
 }
 
 // TestRetryAfterHonoured: sooner than Retry-After is refused, at Retry-After
-// it is allowed.
+// it is allowed. Each step asserts what the client's clock proves about when
+// the server decided (retryRange): a request sent at half the Retry-After and
+// answered after the quota could be whole again proves nothing, and the
+// scenario is run again with a fresh key (the machine was stalled for most
+// of a second).
 func TestRetryAfterHonoured(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	g := startGateway(t, redisGlobal("redis://"+testenv.RedisAddr(), prefix, ""), limitRoute("1/2s"))
-	if r := g.get(t, "/a", "k", "t"); r.status != 200 {
-		t.Fatalf("first: %+v", r)
-	}
-	refused := time.Now()
-	r := g.get(t, "/a", "k", "t")
-	wantRefused(t, r, "t", `"t";q=1;w=2`, 2)
-	time.Sleep(time.Until(refused.Add(time.Second))) // half the Retry-After
-	if r := g.get(t, "/a", "k", "t"); r.status != 429 || r.retryAfter != "1" {
-		t.Fatalf("sooner than Retry-After: %+v", r)
-	}
-	time.Sleep(time.Until(refused.Add(2 * time.Second))) // waiting Retry-After is the behaviour under test
-	if r := g.get(t, "/a", "k", "t"); r.status != 200 {
-		t.Fatalf("after Retry-After: %+v", r)
+	const window = 2 * time.Second
+	for attempt := 1; ; attempt++ {
+		key := fmt.Sprintf("k%d", attempt)
+		first := time.Now()
+		if r := g.get(t, "/a", key, "t"); r.status != 200 {
+			t.Fatalf("first: %+v", r)
+		}
+		answered := time.Now() // the first request was admitted in [first, answered]
+		// refused reports whether a request sent now is refused, or false
+		// when it was answered too late to prove anything.
+		refused := func(step string) bool {
+			sent := time.Now()
+			r := g.get(t, "/a", key, "t")
+			got := time.Now()
+			if !got.Before(first.Add(window)) {
+				if attempt == 5 {
+					t.Fatalf("%s: 5 attempts each stalled past the window", step)
+				}
+				t.Logf("attempt %d, %s: answered after the window; again with a fresh key", attempt, step)
+				return false
+			}
+			lo, hi := retryRange(first.Add(window), answered.Add(window), sent, got)
+			wantRefused(t, r, "t", `"t";q=1;w=2`, lo, hi)
+			return true
+		}
+		if !refused("at once") {
+			continue
+		}
+		time.Sleep(time.Until(first.Add(window / 2))) // half the Retry-After
+		if !refused("at half the Retry-After") {
+			continue
+		}
+
+		time.Sleep(time.Until(answered.Add(window))) // waiting Retry-After is the behaviour under test
+		if r := g.get(t, "/a", key, "t"); r.status != 200 {
+			t.Fatalf("after Retry-After: %+v", r)
+		}
+		return
 	}
 }
 
@@ -220,17 +280,20 @@ func TestRedisCutLocalMode(t *testing.T) {
 	}
 	proxy.Restore()
 	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; ; i++ { // await the breaker's probe: a fresh key shows up in Redis
-		probe := fmt.Sprintf("probe%d", i)
+	probes := 0 // every probe uses a key of its own
+	testenv.Eventually(t, 20*time.Second, "the breaker's probe to go back to Redis", func() error {
+		probe := fmt.Sprintf("probe%d", probes)
+		probes++
 		g.get(t, "/a", probe, "t")
-		if n, err := client.Exists(ctx, prefix+"{"+probe+"}:t:5/60000").Result(); err == nil && n == 1 {
-			break
+		n, err := client.Exists(ctx, prefix+"{"+probe+"}:t:5/60000").Result()
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("never went back to Redis")
+		if n != 1 {
+			return fmt.Errorf("%s counted in memory, not in Redis", probe)
 		}
-	}
+		return nil
+	})
 	// Redis still holds the 2 counted before the cut (memory would refuse)
 	if r := g.get(t, "/a", "k", "t"); r.status != 200 || !strings.HasPrefix(r.limit, `"t";r=2;`) {
 		t.Fatalf("not back to shared counting: %+v", r)
@@ -257,12 +320,12 @@ func TestStoreErrorOpenAndClosed(t *testing.T) {
 		}
 	}
 	proxy.Restore()
-	deadline := time.Now().Add(10 * time.Second)
-	for g.get(t, "/a", "k", "t").status != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("closed mode never recovered")
+	testenv.Eventually(t, 20*time.Second, "closed mode to recover", func() error {
+		if r := g.get(t, "/a", "k", "t"); r.status != 200 {
+			return fmt.Errorf("it answers %+v", r)
 		}
-	}
+		return nil
+	})
 	if r := g.get(t, "/a", "k", "t"); r.status != 429 {
 		t.Fatalf("recovered but not limiting: %+v", r)
 	}
@@ -344,12 +407,20 @@ func TestStandaloneRemoteHost(t *testing.T) {
 	policy anonymous
 }
 respond "ok" 200`)
+	first := time.Now()
+	var answered time.Time // the first request was admitted in [first, answered]
 	for i := 1; i <= 3; i++ {
 		if r := g.get(t, "/", "", ""); r.status != 200 || r.limit != fmt.Sprintf(`"anonymous";r=%d;t=3600`, 3-i) {
 			t.Fatalf("request %d: %+v", i, r)
 		}
+		if i == 1 {
+			answered = time.Now()
+		}
 	}
-	wantRefused(t, g.get(t, "/", "", ""), "anonymous", `"anonymous";q=3;w=3600`, 3600)
+	sent := time.Now()
+	r := g.get(t, "/", "", "")
+	lo, hi := retryRange(first.Add(time.Hour), answered.Add(time.Hour), sent, time.Now())
+	wantRefused(t, r, "anonymous", `"anonymous";q=3;w=3600`, lo, hi)
 }
 
 // TestReloadReadsSecretsFromFile: a reload that adds the Redis store reads
