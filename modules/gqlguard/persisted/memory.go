@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/civicgate/civicgate/internal/boundedlru"
 )
 
 // EntryOverhead is what each Memory entry is accounted beyond its query's
@@ -24,19 +26,8 @@ type Memory struct {
 	maxEntries int
 	maxBytes   int64
 
-	mu        sync.Mutex
-	entries   map[Hash]*memoryEntry
-	newest    *memoryEntry // most recently used
-	oldest    *memoryEntry // next to evict
-	bytes     int64
-	evictions uint64
-}
-
-type memoryEntry struct {
-	hash          Hash
-	query         string
-	newer, older  *memoryEntry
-	accountedSize int64
+	mu  sync.Mutex
+	lru *boundedlru.LRU[Hash, string] // guarded by mu
 }
 
 // MemoryStats is a snapshot of a Memory's accounting.
@@ -58,46 +49,36 @@ func NewMemory(maxEntries int, maxBytes int64) *Memory {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMemoryBytes
 	}
-	return &Memory{maxEntries: maxEntries, maxBytes: maxBytes, entries: make(map[Hash]*memoryEntry)}
+	return &Memory{maxEntries: maxEntries, maxBytes: maxBytes, lru: boundedlru.New(boundedlru.Options[Hash, string]{
+		MaxLen: maxEntries, MaxCost: maxBytes, Cost: accountedSize})}
 }
+
+// accountedSize is what a document is charged against the byte budget.
+func accountedSize(query string) int64 { return int64(len(query)) + EntryOverhead }
 
 // Get returns the query registered under h and marks it recently used. It
 // never fails.
 func (m *Memory) Get(_ context.Context, h Hash) (string, bool, error) {
 	m.mu.Lock()
-	e, ok := m.entries[h]
-	if !ok {
-		m.mu.Unlock()
-		return "", false, nil
-	}
-	m.touch(e)
-	q := e.query
+	q, ok := m.lru.Get(h)
 	m.mu.Unlock()
-	return q, true, nil
+	return q, ok, nil
 }
 
 // Put registers query under h, evicting the least recently used entries
 // until both bounds hold. A query larger than the whole byte budget is not
 // kept (ErrTooLarge). The text is copied, so a caller's larger buffer is not
-// retained.
+// retained. A hash already held keeps its text and is marked recently used.
 func (m *Memory) Put(_ context.Context, h Hash, query string) error {
-	size := int64(len(query)) + EntryOverhead
-	if size > m.maxBytes {
+	if size := accountedSize(query); size > m.maxBytes {
 		return fmt.Errorf("persisted: memory store: %d bytes for hash %s over a budget of %d: %w", size, h, m.maxBytes, ErrTooLarge)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.entries[h]; ok {
-		m.touch(e)
+	if _, ok := m.lru.Get(h); ok {
 		return nil
 	}
-	e := &memoryEntry{hash: h, query: strings.Clone(query), accountedSize: size}
-	m.entries[h] = e
-	m.pushNewest(e)
-	m.bytes += size
-	for len(m.entries) > m.maxEntries || m.bytes > m.maxBytes {
-		m.evictOldest()
-	}
+	m.lru.Put(h, strings.Clone(query))
 	return nil
 }
 
@@ -105,48 +86,6 @@ func (m *Memory) Put(_ context.Context, h Hash, query string) error {
 func (m *Memory) Stats() MemoryStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return MemoryStats{Entries: len(m.entries), Bytes: m.bytes, Evictions: m.evictions,
+	return MemoryStats{Entries: m.lru.Len(), Bytes: m.lru.Cost(), Evictions: m.lru.Evictions(),
 		MaxEntries: m.maxEntries, MaxBytes: m.maxBytes}
-}
-
-// touch moves e to the newest end. m.mu is held.
-func (m *Memory) touch(e *memoryEntry) {
-	if m.newest == e {
-		return
-	}
-	m.unlink(e)
-	m.pushNewest(e)
-}
-
-func (m *Memory) pushNewest(e *memoryEntry) {
-	e.older, e.newer = m.newest, nil
-	if m.newest != nil {
-		m.newest.newer = e
-	}
-	m.newest = e
-	if m.oldest == nil {
-		m.oldest = e
-	}
-}
-
-func (m *Memory) unlink(e *memoryEntry) {
-	if e.newer != nil {
-		e.newer.older = e.older
-	} else {
-		m.newest = e.older
-	}
-	if e.older != nil {
-		e.older.newer = e.newer
-	} else {
-		m.oldest = e.newer
-	}
-	e.newer, e.older = nil, nil
-}
-
-func (m *Memory) evictOldest() {
-	e := m.oldest
-	m.unlink(e)
-	delete(m.entries, e.hash)
-	m.bytes -= e.accountedSize
-	m.evictions++
 }

@@ -66,6 +66,24 @@ func TestMemoryEvictsLeastRecentlyUsedByEntries(t *testing.T) {
 	}
 }
 
+// TestMemoryPutAgainMarksUsed: registering a held hash again keeps its text,
+// counts once, and makes it the most recently used.
+func TestMemoryPutAgainMarksUsed(t *testing.T) {
+	m := persisted.NewMemory(2, 1<<20)
+	a := put(t, m, "{ a }")
+	b := put(t, m, "{ b }")
+	if err := m.Put(context.Background(), a, "{ a }"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, m, "{ c }") // b is now the least recently used
+	if !has(t, m, a) || has(t, m, b) {
+		t.Fatal("want b evicted and a kept")
+	}
+	if st := m.Stats(); st.Entries != 2 || st.Evictions != 1 {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
 func TestMemoryEvictsByBytes(t *testing.T) {
 	doc := func(c byte) string { return strings.Repeat(string(c), 10) }
 	m := persisted.NewMemory(100, 3*(10+persisted.EntryOverhead))
