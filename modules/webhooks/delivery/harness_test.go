@@ -299,15 +299,3 @@ func contextUntil(e *env, stop <-chan struct{}) (context.Context, context.Cancel
 	}()
 	return ctx, cancel
 }
-
-// waitFor polls cond until it holds (or fails the test after 30s).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 30s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

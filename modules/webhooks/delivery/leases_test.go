@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -46,20 +47,16 @@ func TestTwoSidecarsDeliverEachAttemptOnce(t *testing.T) {
 			Metrics: countDeliveries{&counts[i]}}, stop, &wg)
 	}
 	want := events + events/2 // ep1 gets all, ep2 the members
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventually(t, 60*time.Second, "every delivery", func() error {
 		var done int
 		if err := e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM civicgate.webhook_deliveries WHERE status = 'delivered'`).Scan(&done); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if done == want {
-			break
+		if done != want {
+			return fmt.Errorf("%d of %d delivered", done, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d delivered", done, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	close(stop)
 	wg.Wait()
 	var attempts int
@@ -126,7 +123,7 @@ func TestInFlightBoundedPerEndpoint(t *testing.T) {
 	for range 2 {
 		e.start(delivery.Config{Store: e.store, Client: dev.Client(5 * time.Second), Workers: 8, MaxInFlight: 2, Poll: 5 * time.Millisecond}, stop, &wg)
 	}
-	waitFor(t, func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inside == 2 })
+	testenv.EventuallyTrue(t, 30*time.Second, "two attempts to be held", func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inside == 2 })
 	// Both engines keep polling; give them many polls to overstep the bound.
 	var inflight int
 	for range 20 {
@@ -139,7 +136,7 @@ func TestInFlightBoundedPerEndpoint(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	close(release)
-	waitFor(t, func() bool { return len(rc.succeeded()) == 12 })
+	testenv.EventuallyTrue(t, 30*time.Second, "the 12 deliveries", func() bool { return len(rc.succeeded()) == 12 })
 	close(stop)
 	wg.Wait()
 	rc.mu.Lock()
@@ -177,11 +174,11 @@ func TestDeliveriesContinueWhileAWriterHoldsTheFeed(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); d.Run(ctx) }()
-	waitFor(t, func() bool { return len(rc.succeeded()) == 1 }) // delivered while the writer holds the lock
+	testenv.EventuallyTrue(t, 30*time.Second, "the delivery made while the writer holds the lock", func() bool { return len(rc.succeeded()) == 1 }) // delivered while the writer holds the lock
 	if err := tx.Commit(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(rc.succeeded()) == 2 }) // and the writer's event once it commits
+	testenv.EventuallyTrue(t, 30*time.Second, "the writer's event once it commits", func() bool { return len(rc.succeeded()) == 2 }) // and the writer's event once it commits
 	close(stop)
 	<-done
 }
@@ -247,14 +244,14 @@ func TestLeaseRenewedWhileAnAttemptOutlastsIt(t *testing.T) {
 	var wg sync.WaitGroup
 	cfg := delivery.Config{Store: e.store, Client: dev.Client(30 * time.Second), Timeout: 30 * time.Second, Lease: lease, Poll: 5 * time.Millisecond}
 	e.start(cfg, stop, &wg)
-	waitFor(t, func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inside == 1 })
+	testenv.EventuallyTrue(t, 30*time.Second, "the attempt to be held", func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inside == 1 })
 	var first time.Time
 	if err := e.db.Pool.QueryRow(e.ctx, `SELECT lease_until FROM civicgate.webhook_deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&first); err != nil {
 		t.Fatal(err)
 	}
 	e.start(cfg, stop, &wg) // the second instance, polling every 5ms
 	// Await renewals that carry the lease three leases past its first end.
-	waitFor(t, func() bool {
+	testenv.EventuallyTrue(t, 30*time.Second, "lease renewals three leases past its first end", func() bool {
 		var until time.Time
 		if err := e.db.Pool.QueryRow(e.ctx, `SELECT lease_until FROM civicgate.webhook_deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&until); err != nil {
 			t.Fatal(err)
@@ -262,8 +259,8 @@ func TestLeaseRenewedWhileAnAttemptOutlastsIt(t *testing.T) {
 		return until.Sub(first) >= 3*lease
 	})
 	close(release)
-	waitFor(t, func() bool { return len(rc.succeeded()) == 1 })
-	waitFor(t, func() bool { r := e.deliveryRows(ep.ID); return len(r) == 1 && r[0].Status == "delivered" })
+	testenv.EventuallyTrue(t, 30*time.Second, "the held delivery", func() bool { return len(rc.succeeded()) == 1 })
+	testenv.EventuallyTrue(t, 30*time.Second, "the delivery to be recorded as delivered", func() bool { r := e.deliveryRows(ep.ID); return len(r) == 1 && r[0].Status == "delivered" })
 	close(stop)
 	wg.Wait()
 	if n := len(rc.requests()); n != 1 {
@@ -329,9 +326,9 @@ func TestNotifiedEventsFannedOutAtOnce(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, func() bool { return listeners() == 1 })
+	testenv.EventuallyTrue(t, 30*time.Second, "the engine to listen", func() bool { return listeners() == 1 })
 	e.db.Insert(t, "bills", 3)
-	waitFor(t, func() bool { return len(rc.succeeded()) == 3 })
+	testenv.EventuallyTrue(t, 30*time.Second, "the 3 deliveries", func() bool { return len(rc.succeeded()) == 3 })
 
 	// The listening connection dies; the engine listens again and, once it
 	// does, looks for what it may have missed.
@@ -340,7 +337,7 @@ func TestNotifiedEventsFannedOutAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.db.Insert(t, "members", 2) // possibly while nobody listens
-	waitFor(t, func() bool { return len(rc.succeeded()) == 5 })
+	testenv.EventuallyTrue(t, 30*time.Second, "the 2 events inserted while nobody listened", func() bool { return len(rc.succeeded()) == 5 })
 	close(stop)
 	wg.Wait()
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/signature"
@@ -82,7 +83,7 @@ func TestPoisonedEndpointSetAsideWhileOthersAreDelivered(t *testing.T) {
 		CheckURL: func(u string) error { _, err := dev.CheckURL(u); return err }}, stop, &wg)
 	defer func() { close(stop); wg.Wait() }()
 
-	waitFor(t, func() bool {
+	testenv.EventuallyTrue(t, 30*time.Second, "the healthy endpoints' deliveries and the poisoned one's failures", func() bool {
 		return e.statusCount(healthyA.ID)["delivered:"] == events && e.statusCount(healthyB.ID)["delivered:"] == events &&
 			e.statusCount(poisoned.ID)["failed:"+store.ReasonSecret] == events
 	})
