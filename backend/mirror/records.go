@@ -32,21 +32,19 @@ type Bill struct{ records.Bill }
 // RecordID implements Record.
 func (b *Bill) RecordID() string { return b.ID }
 
-// Member is a normalized member with its per-Congress terms (state and district are stored on
-// member_terms; the API's MemberTerm shows congress, chamber, party).
+// Member is a normalized member: the API's member (records.Member) with the terms as the sync stores them.
+// Its Terms replaces records.Member.Terms, which stays empty here (encoding/json and field selection both take
+// the shallower field), so the record's JSON keeps records.Member's field order.
 type Member struct {
-	MemberID   string       `json:"member_id"`
-	BioguideID string       `json:"bioguide_id"`
-	Name       string       `json:"name"`
-	State      *string      `json:"state"`
-	Terms      []MemberTerm `json:"terms"`
+	records.Member
+	Terms []MemberTerm `json:"terms"`
 }
 
-// MemberTerm is one Congress served in one chamber.
+// MemberTerm is one Congress served in one chamber (records.MemberTerm: congress, chamber, party) with the
+// state and district stored on member_terms and carried by member events, which the API's MemberTerm does not
+// show.
 type MemberTerm struct {
-	Congress int     `json:"congress"`
-	Chamber  string  `json:"chamber"`
-	Party    *string `json:"party"`
+	records.MemberTerm
 	State    *string `json:"state"`
 	District *int    `json:"district"`
 }

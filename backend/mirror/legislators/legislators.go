@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/backend/mirror"
+	"github.com/civicgate/civicgate/backend/records"
 	"gopkg.in/yaml.v3"
 )
 
@@ -102,7 +103,7 @@ func normalize(l *legislator, current int) (*mirror.Member, error) {
 	if len(l.Terms) == 0 {
 		return nil, errors.New("terms are missing")
 	}
-	m := &mirror.Member{MemberID: id, BioguideID: id, Name: name}
+	m := &mirror.Member{Member: records.Member{MemberID: id, BioguideID: id, Name: name}}
 	var g groups
 	var latest time.Time
 	for j, t := range l.Terms {
@@ -133,7 +134,7 @@ func normalize(l *legislator, current int) (*mirror.Member, error) {
 			from, to := congressStart(c), congressStart(c+1)
 			for _, p := range parties {
 				if p.start.Before(to) && p.end.After(from) { // held during Congress c
-					g.add(mirror.MemberTerm{Congress: c, Chamber: chamber, Party: p.party, State: state, District: district})
+					g.add(mirror.MemberTerm{MemberTerm: records.MemberTerm{Congress: c, Chamber: chamber, Party: p.party}, State: state, District: district})
 				}
 			}
 		}
