@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator/core"
 
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -49,7 +50,7 @@ type compiledOp struct {
 	// vars carries only the variable definitions, enough for
 	// validator.VariableValues without pinning the whole document.
 	vars     *ast.OperationDefinition
-	measures opMeasures
+	measures analysis.Measures
 
 	// Per-request values computed once: the boxed name for
 	// {graphql.operation_name}, the root field names for
@@ -62,7 +63,7 @@ type compiledOp struct {
 	rootFieldsVal any
 	familiesVal   any
 	docHashVal    any // {graphql.document_hash}, shared by the document's operations
-	families      opFamilies
+	families      analysis.OperationFamilies
 	memo          varMemo
 	// provider answers the {graphql.*} placeholders but the cost (built
 	// once, so forwarding adds no closure and no replacer map entries).
@@ -164,11 +165,10 @@ func (c *compiler) compile(query string) *compiledDoc {
 		return doc
 	}
 	docHash := normalHash(parsed)
-	w := newWalker(parsed, c.limitArg, c.defaultSize)
-	w.schema = c.schema
+	w := analysis.NewWalker(parsed, c.schema, c.limitArg, c.defaultSize)
 	for _, op := range parsed.Operations {
-		m := w.measure(op)
-		static := m.cost.static
+		m := w.Measure(op)
+		static := m.Cost.Static()
 		doc.ops = append(doc.ops, &compiledOp{
 			static:           coerced{cost: static, costVal: strconv.FormatInt(static, 10)},
 			varsNeedCoercion: !scalarVariableTypes(c.schema, op.VariableDefinitions),
@@ -179,7 +179,7 @@ func (c *compiler) compile(query string) *compiledDoc {
 			measures:         m,
 			nameVal:          op.Name,
 			kindVal:          string(op.Operation),
-			rootFieldsVal:    strings.Join(m.rootNames, ","),
+			rootFieldsVal:    strings.Join(m.RootNames, ","),
 			docHashVal:       docHash,
 		})
 	}

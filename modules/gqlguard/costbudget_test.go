@@ -14,6 +14,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
+	"github.com/civicgate/civicgate/modules/gqlguard/internal/reference"
 )
 
 // The key's cost budget (costbudget.go): what the guard spends, when, and
@@ -124,10 +126,10 @@ func referenceCost(t *testing.T, c *compiler, query, op string) int64 {
 	if errs := validate(c.schema, parsed, c.rules); len(errs) > 0 { // sets field definitions
 		t.Fatal(errs)
 	}
-	ref := newReference(parsed)
+	ref := reference.New(parsed, DefaultListSize)
 	for _, o := range parsed.Operations {
 		if o.Name == op {
-			return ref.measure(o).cost
+			return ref.Measure(o).Cost
 		}
 	}
 	t.Fatalf("no operation %q in %s", op, query)
@@ -312,7 +314,7 @@ func TestCostBudgetWindowNames(t *testing.T) {
 			t.Errorf("%v: %s, want the message %q", r, got, want)
 		}
 	}
-	if got := string(overBudgetBody(op, saturated, hourly)); !strings.Contains(got, "Query cost (overflowing) exceeds") {
-		t.Errorf("saturated cost: %s", got)
+	if got := string(overBudgetBody(op, analysis.Saturated, hourly)); !strings.Contains(got, "Query cost (overflowing) exceeds") {
+		t.Errorf("analysis.Saturated cost: %s", got)
 	}
 }

@@ -54,8 +54,8 @@ func (g *Guard) compileAndCache(key cacheKey, text, query string) *compiledDoc {
 	doc := g.compiler.compile(query)
 	doc.trusted = g.manifest != nil && g.manifest.Contains(query)
 	for _, op := range doc.ops {
-		op.families = g.familiesOf(op.kind, op.measures.rootNames)
-		op.familiesVal = strings.Join(op.families.list, ",")
+		op.families = g.fieldFamily.Of(op.kind, op.measures.RootNames)
+		op.familiesVal = strings.Join(op.families.List, ",")
 	}
 	g.cache.put(key, text, doc)
 	return doc
@@ -103,9 +103,9 @@ func (g *Guard) selectOperation(w http.ResponseWriter, doc *compiledDoc, req *re
 		}}))
 		return nil, outcomeOperation
 	}
-	if !*g.Introspection && op.measures.introspection != nil {
+	if !*g.Introspection && op.measures.Introspection != nil {
 		writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{
-			Message: msgIntrospectionDisabled, Locations: locationsOf(op.measures.introspection), Code: codeIntrospectionOff,
+			Message: msgIntrospectionDisabled, Locations: locationsOf(op.measures.Introspection), Code: codeIntrospectionOff,
 		}}))
 		return nil, outcomeIntrospection
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 )
 
 // FuzzLimits: the token scanner, parser, validator and limit walker never
@@ -30,18 +32,18 @@ func FuzzLimits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, query string) {
 		scan := scanTokens(query, 5000, false)
 		if doc, err := parser.ParseQuery(&ast.Source{Input: query}); err == nil {
-			w := newWalker(doc, "limit", 25)
+			w := analysis.NewWalker(doc, nil, "limit", 25)
 			for _, op := range doc.Operations {
-				m := w.measure(op)
-				_ = m.cost.evaluate(map[string]any{"n": int64(1000)})
+				m := w.Measure(op)
+				_ = m.Cost.Evaluate(map[string]any{"n": int64(1000)})
 			}
-			if limit := 2*int64(scan.count) + 2; w.steps > limit {
-				t.Fatalf("walker took %d steps for %d tokens", w.steps, scan.count)
+			if limit := 2*int64(scan.count) + 2; w.Steps() > limit {
+				t.Fatalf("walker took %d steps for %d tokens", w.Steps(), scan.count)
 			}
 		}
 		doc := c.compile(query)
 		for _, op := range doc.ops {
-			_ = op.measures.cost.evaluate(nil)
+			_ = op.measures.Cost.Evaluate(nil)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
@@ -99,7 +100,7 @@ type Guard struct {
 	schema      *loadedSchema
 	compiler    *compiler
 	cache       *docCache
-	fieldFamily map[rootField]string
+	fieldFamily analysis.Families
 	allowedOps  uint8 // opBit of each operation type that passes
 	// entKey is the placeholder name when Entitlements is exactly one
 	// placeholder, so that "unset" and "set to empty" can be told apart.
@@ -168,7 +169,7 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
 	g.schema = s
-	if g.fieldFamily, err = buildFieldFamilies(s.schema, g.Families); err != nil {
+	if g.fieldFamily, err = analysis.NewFamilies(s.schema, g.Families); err != nil {
 		return fmt.Errorf("graphql_guard: %w (schema %s)", err, g.Schema)
 	}
 	for _, w := range g.Operations {

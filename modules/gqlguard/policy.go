@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 )
 
 // The decisions on an admitted, compiled operation: entitlements (403) and
@@ -14,8 +16,8 @@ import (
 // overAny reports whether violations would list anything.
 func (g *Guard) overAny(doc *compiledDoc, op *compiledOp, cost int64) bool {
 	m := op.measures
-	return doc.tokenOver != nil || m.depth > g.MaxDepth || m.aliases > g.MaxAliases ||
-		m.rootFields > g.MaxRootFields || m.directives > g.MaxDirectives || cost > g.MaxCost
+	return doc.tokenOver != nil || m.Depth > g.MaxDepth || m.Aliases > g.MaxAliases ||
+		m.RootFields > g.MaxRootFields || m.Directives > g.MaxDirectives || cost > g.MaxCost
 }
 
 // ownedFamilies returns the families the caller owns and whether they are
@@ -25,7 +27,7 @@ func (g *Guard) overAny(doc *compiledDoc, op *compiledOp, cost int64) bool {
 // A placeholder set to the empty string (a tier entitled to no family) owns
 // nothing.
 func (g *Guard) ownedFamilies(repl *caddy.Replacer) (owned string, check bool) {
-	if len(g.fieldFamily) == 0 || repl == nil {
+	if !g.fieldFamily.Configured() || repl == nil {
 		return "", false
 	}
 	if g.entKey != "" {
@@ -40,55 +42,6 @@ func (g *Guard) ownedFamilies(repl *caddy.Replacer) (owned string, check bool) {
 	}
 	owned = strings.TrimSpace(repl.ReplaceAll(g.Entitlements, ""))
 	return owned, owned != ""
-}
-
-// entitled reports whether the caller owns every family the operation
-// touches. A root field in no family is refused while checking: a field
-// forgotten in the configuration must not bypass entitlements.
-// Introspection fields belong to no family and are never refused here.
-func entitled(owned string, check bool, f opFamilies) bool {
-	if !check {
-		return true
-	}
-	if f.orphan {
-		return false
-	}
-	for _, fam := range f.list {
-		if !listContains(owned, fam) {
-			return false
-		}
-	}
-	return true
-}
-
-// refusedFamilies names the families of f the caller does not own,
-// comma-separated in name order (f.list is sorted): what a not-entitled
-// refusal tells (docs/design.md D41). "" when only a root field in no family
-// was refused: no tier owns it.
-func refusedFamilies(owned string, f opFamilies) string {
-	var out strings.Builder
-	for _, fam := range f.list {
-		if listContains(owned, fam) {
-			continue
-		}
-		if out.Len() > 0 {
-			out.WriteByte(',')
-		}
-		out.WriteString(fam)
-	}
-	return out.String()
-}
-
-// listContains reports whether the comma-separated list holds item.
-func listContains(list, item string) bool {
-	for list != "" {
-		var part string
-		part, list, _ = strings.Cut(list, ",")
-		if strings.TrimSpace(part) == item {
-			return true
-		}
-	}
-	return false
 }
 
 // violations lists every limit the operation exceeds.
@@ -107,16 +60,16 @@ func (g *Guard) violations(doc *compiledDoc, op *compiledOp, cost int64) []gqlEr
 			})
 		}
 	}
-	check(m.depth, g.MaxDepth, codeTooDeep, "Query depth")
-	check(m.aliases, g.MaxAliases, codeTooManyAliases, "Alias count")
-	check(m.rootFields, g.MaxRootFields, codeTooManyRootFields, "Root field count")
-	check(m.directives, g.MaxDirectives, codeTooManyDirectives, "Directive count")
+	check(m.Depth, g.MaxDepth, codeTooDeep, "Query depth")
+	check(m.Aliases, g.MaxAliases, codeTooManyAliases, "Alias count")
+	check(m.RootFields, g.MaxRootFields, codeTooManyRootFields, "Root field count")
+	check(m.Directives, g.MaxDirectives, codeTooManyDirectives, "Directive count")
 	check(cost, g.MaxCost, codeTooCostly, "Query cost")
 	return errs
 }
 
 func formatCount(v int64) string {
-	if v >= saturated {
+	if v >= analysis.Saturated {
 		return "(overflowing)"
 	}
 	return strconv.FormatInt(v, 10)

@@ -2,6 +2,8 @@ package gqlguard
 
 import (
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 )
 
 // gqlparser's validation is not linear in every document: its walker
@@ -69,7 +71,7 @@ func validationWork(doc *ast.QueryDocument, budget int64) (int64, bool) {
 }
 
 func (c *workCounter) add(n int64) bool {
-	c.work = satAdd(c.work, n)
+	c.work = analysis.SatAdd(c.work, n)
 	return c.work <= c.budget
 }
 
@@ -110,7 +112,7 @@ func (c *workCounter) overlap(sel ast.SelectionSet) bool {
 		return false
 	}
 	for _, n := range c.keys {
-		if !c.add(satMul(n, n)) {
+		if !c.add(analysis.SatMul(n, n)) {
 			return false
 		}
 	}

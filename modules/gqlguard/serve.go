@@ -226,8 +226,8 @@ func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req
 // one over a document limit; under measure_only an over-limit operation is
 // counted and logged and goes on. It returns the outcome, or "" to go on.
 func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *compiledDoc, op *compiledOp, cost int64) string {
-	if !entitled(cl.owned, cl.checkOwned, op.families) {
-		writeNotEntitled(w, refusedFamilies(cl.owned, op.families))
+	if !op.families.Entitled(cl.owned, cl.checkOwned) {
+		writeNotEntitled(w, op.families.Refused(cl.owned))
 		return outcomeNotEntitled
 	}
 	if !g.overAny(doc, op, cost) {

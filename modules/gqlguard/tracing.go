@@ -51,7 +51,7 @@ func endGuardSpan(span trace.Span, adm *admitted, outcome string) {
 			attribute.String("graphql.operation.name", name),
 			attribute.String("graphql.operation.type", string(op.kind)),
 			attribute.Int64("civicgate.graphql.cost", adm.co.cost),
-			attribute.StringSlice("civicgate.graphql.families", op.families.list),
+			attribute.StringSlice("civicgate.graphql.families", op.families.List),
 		)
 	}
 	span.SetAttributes(attrs...)

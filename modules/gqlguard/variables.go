@@ -33,10 +33,10 @@ func (g *Guard) coerceVariables(w http.ResponseWriter, op *compiledOp, req *requ
 func (g *Guard) coerce(op *compiledOp, fast bool, raw []byte, vars map[string]any, haveVars bool) (coerced, error) {
 	if fast {
 		if !op.varsNeedCoercion && scalarVariablesValid(g.schema.schema, op.vars.VariableDefinitions, raw) {
-			if !op.measures.cost.dynamic {
+			if !op.measures.Cost.Dynamic() {
 				return op.static, nil
 			}
-			cost := op.measures.cost.evaluateRaw(raw, op.vars.VariableDefinitions)
+			cost := op.measures.Cost.EvaluateRaw(raw, op.vars.VariableDefinitions)
 			return coerced{cost: cost, costVal: strconv.FormatInt(cost, 10)}, nil
 		}
 		if c, ok := op.memo.get(raw); ok {
@@ -56,7 +56,7 @@ func (g *Guard) coerce(op *compiledOp, fast bool, raw []byte, vars map[string]an
 	if err := intscalar.Variables(g.schema.schema, op.vars.VariableDefinitions, coercedVars); err != nil {
 		return coerced{}, err
 	}
-	cost := op.measures.cost.evaluate(coercedVars)
+	cost := op.measures.Cost.Evaluate(coercedVars)
 	c := coerced{cost: cost, costVal: strconv.FormatInt(cost, 10)}
 	if fast {
 		op.memo.put(raw, c)

@@ -25,8 +25,8 @@ func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 		t.Fatal(string(doc.refusal))
 	}
 	op := doc.ops[0]
-	if op.varsNeedCoercion || !op.measures.cost.dynamic {
-		t.Fatalf("want scalar variables and a cost that depends on them (needs coercion %v, dynamic %v)", op.varsNeedCoercion, op.measures.cost.dynamic)
+	if op.varsNeedCoercion || !op.measures.Cost.Dynamic() {
+		t.Fatalf("want scalar variables and a cost that depends on them (needs coercion %v, dynamic %v)", op.varsNeedCoercion, op.measures.Cost.Dynamic())
 	}
 	values := map[string][]string{
 		"c":  {`118`, `-1`, `2147483647`, `2147483648`, `1.5`, `1e3`, `"118"`, `null`, `true`, `[1]`, `{}`},
@@ -73,7 +73,7 @@ func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 		}
 		if fast {
 			fastAdmitted++
-			if got := op.measures.cost.evaluateRaw(raw, op.vars.VariableDefinitions); got != slow.cost {
+			if got := op.measures.Cost.EvaluateRaw(raw, op.vars.VariableDefinitions); got != slow.cost {
 				t.Fatalf("%s: cost from the raw variables %d, from coercion %d", raw, got, slow.cost)
 			}
 		}

@@ -1,4 +1,4 @@
-package gqlguard
+package analysis
 
 import (
 	"encoding/json"
@@ -16,36 +16,41 @@ import (
 // however deeply) fragments spread each other; a fragment cycle is cut and
 // reported instead of followed. Counts saturate instead of overflowing.
 
-const saturated = math.MaxInt64 / 4
+// Saturated is where counts and costs stop growing instead of overflowing.
+const Saturated = math.MaxInt64 / 4
 
-func satAdd(a, b int64) int64 {
-	if s := a + b; s < saturated {
+// SatAdd adds, saturating at Saturated.
+func SatAdd(a, b int64) int64 {
+	if s := a + b; s < Saturated {
 		return s
 	}
-	return saturated
+	return Saturated
 }
 
-func satMul(a, b int64) int64 {
+// SatMul multiplies non-negative counts, saturating at Saturated.
+func SatMul(a, b int64) int64 {
 	if a == 0 || b == 0 {
 		return 0
 	}
-	if a >= saturated/b {
-		return saturated
+	if a >= Saturated/b {
+		return Saturated
 	}
 	return a * b
 }
 
-// opMeasures are an operation's variable-independent measures.
-type opMeasures struct {
-	depth      int64
-	aliases    int64
-	rootFields int64
-	directives int64
-	// rootNames are the distinct root field names, introspection fields excluded.
-	rootNames []string
-	// introspection is the first __schema/__type field reached at the root, if any.
-	introspection *ast.Position
-	cost          opCost
+// Measures are an operation's variable-independent measures, fragments
+// expanded (docs/design.md D12); counts saturate at Saturated.
+type Measures struct {
+	Depth      int64
+	Aliases    int64
+	RootFields int64
+	Directives int64
+	// RootNames are the distinct root field names, sorted, introspection
+	// fields and __typename excluded.
+	RootNames []string
+	// Introspection is the first __schema/__type field reached at the root, if any.
+	Introspection *ast.Position
+	Cost          Cost
 }
 
 // limitRef says where a field's limit argument comes from.
@@ -92,26 +97,32 @@ type costPlan struct {
 	defaultSize int64
 }
 
-// opCost is one operation's cost: a constant, or evaluated per request from
-// the coerced variables when a limit comes from a variable.
-type opCost struct {
+// Cost is one operation's cost: a constant, or evaluated per request from
+// the coerced variables when a limit comes from a variable (Dynamic).
+type Cost struct {
 	plan    *costPlan
 	root    int32
 	dynamic bool
 	static  int64
 }
 
-// evaluate returns the operation cost for the coerced variables vars.
-func (c opCost) evaluate(vars map[string]any) int64 {
+// Dynamic reports whether the cost depends on the variables.
+func (c Cost) Dynamic() bool { return c.dynamic }
+
+// Static is the cost when it does not depend on the variables.
+func (c Cost) Static() int64 { return c.static }
+
+// Evaluate returns the operation cost for the coerced variables vars.
+func (c Cost) Evaluate(vars map[string]any) int64 {
 	if !c.dynamic {
 		return c.static
 	}
 	return c.plan.cost(c.root, costVars{coerced: vars})
 }
 
-// evaluateRaw returns the operation cost for raw variables that
-// scalarVariablesValid admitted, reading the limits from the JSON text.
-func (c opCost) evaluateRaw(raw []byte, defs ast.VariableDefinitionList) int64 {
+// EvaluateRaw returns the operation cost for raw variables that the
+// variables step's scalar check admitted, reading the limits from the JSON text.
+func (c Cost) EvaluateRaw(raw []byte, defs ast.VariableDefinitionList) int64 {
 	if !c.dynamic {
 		return c.static
 	}
@@ -144,7 +155,7 @@ func (p *costPlan) cost(root int32, vars costVars) int64 {
 		done = make([]bool, len(p.sets))
 	}
 	a, b := p.eval(root, vars, memo, done)
-	return satAdd(a, satMul(p.defaultSize, b))
+	return SatAdd(a, SatMul(p.defaultSize, b))
 }
 
 // eval returns (A, B): the set's cost is A + size×B where size is the limit
@@ -160,21 +171,21 @@ func (p *costPlan) eval(idx int32, vars costVars, memo [][2]int64, done []bool) 
 	for _, it := range p.sets[idx].items {
 		ca, cb := p.eval(it.set, vars, memo, done)
 		if it.merge {
-			a, b = satAdd(a, ca), satAdd(b, cb)
+			a, b = SatAdd(a, ca), SatAdd(b, cb)
 			continue
 		}
 		obj := it.weight
-		a = satAdd(a, it.argWeight)
+		a = SatAdd(a, it.argWeight)
 		l, own := it.limit.resolve(vars)
 		switch {
 		case it.list && own:
-			a = satAdd(a, satMul(l, satAdd(obj, satAdd(ca, satMul(p.defaultSize, cb)))))
+			a = SatAdd(a, SatMul(l, SatAdd(obj, SatAdd(ca, SatMul(p.defaultSize, cb)))))
 		case it.list:
-			b = satAdd(b, satAdd(obj, satAdd(ca, satMul(p.defaultSize, cb))))
+			b = SatAdd(b, SatAdd(obj, SatAdd(ca, SatMul(p.defaultSize, cb))))
 		case own:
-			a = satAdd(a, satAdd(obj, satAdd(ca, satMul(l, cb))))
+			a = SatAdd(a, SatAdd(obj, SatAdd(ca, SatMul(l, cb))))
 		default:
-			a = satAdd(a, satAdd(obj, satAdd(ca, satMul(p.defaultSize, cb))))
+			a = SatAdd(a, SatAdd(obj, SatAdd(ca, SatMul(p.defaultSize, cb))))
 		}
 	}
 	if p.sets[idx].shared {
@@ -225,14 +236,14 @@ func toLimit(v any) (int64, bool) {
 	case int64:
 		n = x
 	case float64:
-		if x >= float64(saturated) {
-			return saturated, true
+		if x >= float64(Saturated) {
+			return Saturated, true
 		}
 		n = int64(x)
 	case json.Number:
 		i, err := x.Int64()
 		if err != nil {
-			return saturated, true
+			return Saturated, true
 		}
 		n = i
 	default:
@@ -261,7 +272,7 @@ func rawLimit(raw []byte, defs ast.VariableDefinitionList, name string) (int64, 
 	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
-		return saturated, true
+		return Saturated, true
 	}
 	return max(n, 0), true
 }
@@ -269,13 +280,13 @@ func rawLimit(raw []byte, defs ast.VariableDefinitionList, name string) (int64, 
 func parseLimitLiteral(raw string) int64 {
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		return saturated // out-of-range literal: treat as huge
+		return Saturated // out-of-range literal: treat as huge
 	}
 	if n < 0 {
 		return 0
 	}
-	if n > saturated {
-		return saturated
+	if n > Saturated {
+		return Saturated
 	}
 	return n
 }

@@ -1,4 +1,4 @@
-package gqlguard
+package analysis
 
 import (
 	"math/bits"
@@ -34,7 +34,7 @@ type rootAttr struct {
 
 // merge adds b, met after everything already in a.
 func (a *rootAttr) merge(b *rootAttr) {
-	a.fields = satAdd(a.fields, b.fields)
+	a.fields = SatAdd(a.fields, b.fields)
 	a.names.union(b.names)
 	if a.intro == nil {
 		a.intro = b.intro
@@ -80,12 +80,12 @@ func (s *nameSet) words(f func(base int, word uint64)) {
 }
 
 // root adds the root attribution of sel to into.
-func (w *walker) root(sel ast.SelectionSet, into *rootAttr) {
+func (w *Walker) root(sel ast.SelectionSet, into *rootAttr) {
 	for _, s := range sel {
 		w.steps++
 		switch s := s.(type) {
 		case *ast.Field:
-			into.fields = satAdd(into.fields, 1)
+			into.fields = SatAdd(into.fields, 1)
 			switch s.Name {
 			case "__schema", "__type":
 				if into.intro == nil {
@@ -107,7 +107,7 @@ func (w *walker) root(sel ast.SelectionSet, into *rootAttr) {
 
 // fragmentRoot attributes the named fragment once; nil for an unknown
 // fragment or a spread that would close a cycle.
-func (w *walker) fragmentRoot(name string) *rootAttr {
+func (w *Walker) fragmentRoot(name string) *rootAttr {
 	fm := w.frag(name)
 	switch fm.rootState {
 	case 1:
@@ -130,7 +130,7 @@ func (w *walker) fragmentRoot(name string) *rootAttr {
 // intern returns the index of a root field name. A document names a few
 // root fields, kept in the walker and found by a scan; past internScan names
 // a map takes over.
-func (w *walker) intern(name string) int {
+func (w *Walker) intern(name string) int {
 	if w.rootIndex == nil {
 		for i, n := range w.firstNames[:w.nNames] {
 			if n == name {
@@ -158,7 +158,7 @@ func (w *walker) intern(name string) int {
 
 const internScan = 16
 
-func (w *walker) rootName(i int) string {
+func (w *Walker) rootName(i int) string {
 	if i < internScan {
 		return w.firstNames[i]
 	}
@@ -166,7 +166,7 @@ func (w *walker) rootName(i int) string {
 }
 
 // namesOf returns the names in s, sorted; nil for none.
-func (w *walker) namesOf(s nameSet) []string {
+func (w *Walker) namesOf(s nameSet) []string {
 	n := bits.OnesCount64(s.lo)
 	for _, v := range s.more {
 		n += bits.OnesCount64(v)

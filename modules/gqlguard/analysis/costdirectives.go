@@ -1,4 +1,4 @@
-package gqlguard
+package analysis
 
 import (
 	"math"
@@ -31,7 +31,7 @@ const (
 // fieldWeight returns f's own weight under the cost directives (counted
 // per element of a list) and the weight of its arguments (counted once);
 // object says f selects fields (a composite).
-func (w *walker) fieldWeight(f *ast.Field, object bool) (weight, args int64) {
+func (w *Walker) fieldWeight(f *ast.Field, object bool) (weight, args int64) {
 	if object {
 		weight = 1
 	}
@@ -51,7 +51,7 @@ func (w *walker) fieldWeight(f *ast.Field, object bool) (weight, args int64) {
 	for _, a := range f.Arguments {
 		if ad := def.Arguments.ForName(a.Name); ad != nil {
 			if v, ok := costWeight(ad.Directives); ok {
-				args = satAdd(args, v)
+				args = SatAdd(args, v)
 			}
 		}
 	}
@@ -76,8 +76,8 @@ func costWeight(list ast.DirectiveList) (int64, bool) {
 		if err != nil || f <= 0 || math.IsNaN(f) {
 			return 0, err == nil
 		}
-		if f >= float64(saturated) {
-			return saturated, true
+		if f >= float64(Saturated) {
+			return Saturated, true
 		}
 		return int64(math.Ceil(f)), true
 	}

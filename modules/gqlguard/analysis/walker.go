@@ -1,10 +1,10 @@
-package gqlguard
+package analysis
 
 import (
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// walker measures operations of one parsed document. It does not rely on
+// Walker measures operations of one parsed document. It does not rely on
 // validation: unknown fields count as scalars, unknown fragments as empty,
 // and fragment cycles are cut (and reported) rather than followed.
 //
@@ -16,7 +16,7 @@ import (
 // a fragment shared by two operations were once, and the second operation
 // then touched no family). This file is the cost, depth, alias and
 // directive walk; rootattr.go attributes root fields.
-type walker struct {
+type Walker struct {
 	fragments   map[string]*ast.FragmentDefinition
 	limitArg    string
 	defaultSize int64
@@ -51,9 +51,14 @@ type fragMeasure struct {
 	root      rootAttr
 }
 
-func newWalker(doc *ast.QueryDocument, limitArg string, defaultSize int64) *walker {
-	w := &walker{
+// NewWalker returns a walker for the operations of doc. schema, when not
+// nil, supplies the types' @cost; limitArg names the argument (or
+// input-object member) sizing a list, defaultSize a list's size when
+// nothing sizes it.
+func NewWalker(doc *ast.QueryDocument, schema *ast.Schema, limitArg string, defaultSize int64) *Walker {
+	w := &Walker{
 		fragments:   make(map[string]*ast.FragmentDefinition, len(doc.Fragments)),
+		schema:      schema,
 		limitArg:    limitArg,
 		defaultSize: defaultSize,
 		plan:        &costPlan{defaultSize: defaultSize},
@@ -67,35 +72,35 @@ func newWalker(doc *ast.QueryDocument, limitArg string, defaultSize int64) *walk
 	return w
 }
 
-// measure returns the measures of op. Fragments measured for an earlier
+// Measure returns the measures of op. Fragments measured for an earlier
 // operation of the document are reused.
-func (w *walker) measure(op *ast.OperationDefinition) opMeasures {
+func (w *Walker) Measure(op *ast.OperationDefinition) Measures {
 	root, depth, aliases, directives, dynamic := w.selectionSet(op.SelectionSet)
-	m := opMeasures{
-		depth:      depth,
-		aliases:    aliases,
-		directives: satAdd(directives, int64(len(op.Directives))),
+	m := Measures{
+		Depth:      depth,
+		Aliases:    aliases,
+		Directives: SatAdd(directives, int64(len(op.Directives))),
 	}
 	for _, v := range op.VariableDefinitions {
-		m.directives = satAdd(m.directives, int64(len(v.Directives)))
+		m.Directives = SatAdd(m.Directives, int64(len(v.Directives)))
 	}
-	m.cost = opCost{plan: w.plan, root: root, dynamic: dynamic}
+	m.Cost = Cost{plan: w.plan, root: root, dynamic: dynamic}
 	if !dynamic {
-		m.cost.static = w.plan.cost(root, costVars{})
+		m.Cost.static = w.plan.cost(root, costVars{})
 	}
 
 	var ra rootAttr
 	w.root(op.SelectionSet, &ra)
-	m.rootFields = ra.fields
-	m.introspection = ra.intro
-	m.rootNames = w.namesOf(ra.names)
+	m.RootFields = ra.fields
+	m.Introspection = ra.intro
+	m.RootNames = w.namesOf(ra.names)
 	return m
 }
 
 // selectionSet builds the cost set of sel and returns its index with the
 // set's depth (fields below, counting fragments through), aliases and
 // directives (fragments expanded) and whether its cost depends on variables.
-func (w *walker) selectionSet(sel ast.SelectionSet) (idx int32, depth, aliases, directives int64, dynamic bool) {
+func (w *Walker) selectionSet(sel ast.SelectionSet) (idx int32, depth, aliases, directives int64, dynamic bool) {
 	idx = int32(len(w.plan.sets))
 	w.plan.sets = append(w.plan.sets, costSet{})
 	items := make([]costItem, 0, len(sel))
@@ -109,8 +114,8 @@ func (w *walker) selectionSet(sel ast.SelectionSet) (idx int32, depth, aliases, 
 				var ca, cd int64
 				var cdyn bool
 				it.set, d, ca, cd, cdyn = w.selectionSet(s.SelectionSet)
-				aliases = satAdd(aliases, ca)
-				directives = satAdd(directives, cd)
+				aliases = SatAdd(aliases, ca)
+				directives = SatAdd(directives, cd)
 				dynamic = dynamic || cdyn
 				it.object = true
 			}
@@ -128,26 +133,26 @@ func (w *walker) selectionSet(sel ast.SelectionSet) (idx int32, depth, aliases, 
 				dynamic = true
 			}
 			if s.Alias != "" && s.Alias != s.Name {
-				aliases = satAdd(aliases, 1)
+				aliases = SatAdd(aliases, 1)
 			}
-			directives = satAdd(directives, int64(len(s.Directives)))
+			directives = SatAdd(directives, int64(len(s.Directives)))
 			depth = max(depth, d+1)
 			items = append(items, it)
 		case *ast.InlineFragment:
 			cidx, d, ca, cd, cdyn := w.selectionSet(s.SelectionSet)
-			aliases = satAdd(aliases, ca)
-			directives = satAdd(directives, satAdd(cd, int64(len(s.Directives))))
+			aliases = SatAdd(aliases, ca)
+			directives = SatAdd(directives, SatAdd(cd, int64(len(s.Directives))))
 			dynamic = dynamic || cdyn
 			depth = max(depth, d)
 			items = append(items, costItem{merge: true, set: cidx})
 		case *ast.FragmentSpread:
-			directives = satAdd(directives, int64(len(s.Directives)))
+			directives = SatAdd(directives, int64(len(s.Directives)))
 			fm := w.fragment(s.Name)
 			if fm == nil {
 				continue
 			}
-			aliases = satAdd(aliases, fm.aliases)
-			directives = satAdd(directives, fm.directives)
+			aliases = SatAdd(aliases, fm.aliases)
+			directives = SatAdd(directives, fm.directives)
 			dynamic = dynamic || fm.dynamic
 			depth = max(depth, fm.depth)
 			items = append(items, costItem{merge: true, set: fm.set})
@@ -159,7 +164,7 @@ func (w *walker) selectionSet(sel ast.SelectionSet) (idx int32, depth, aliases, 
 
 // fragment measures the named fragment once; nil for an unknown fragment or
 // a spread that would close a cycle.
-func (w *walker) fragment(name string) *fragMeasure {
+func (w *Walker) fragment(name string) *fragMeasure {
 	fm := w.frag(name)
 	switch fm.state {
 	case 1:
@@ -176,14 +181,18 @@ func (w *walker) fragment(name string) *fragMeasure {
 	}
 	fm.state = 1
 	fm.set, fm.depth, fm.aliases, fm.directives, fm.dynamic = w.selectionSet(def.SelectionSet)
-	fm.directives = satAdd(fm.directives, int64(len(def.Directives)))
+	fm.directives = SatAdd(fm.directives, int64(len(def.Directives)))
 	w.plan.sets[fm.set].shared = true
 	fm.state = 2
 	return fm
 }
 
+// Steps is the number of selections visited so far: linear in the
+// document (FuzzLimits holds it to twice the tokens).
+func (w *Walker) Steps() int64 { return w.steps }
+
 // frag returns the named fragment's measures, creating them unmeasured.
-func (w *walker) frag(name string) *fragMeasure {
+func (w *Walker) frag(name string) *fragMeasure {
 	fm := w.frags[name]
 	if fm == nil {
 		fm = &fragMeasure{}
@@ -195,7 +204,7 @@ func (w *walker) frag(name string) *fragMeasure {
 // limitOf finds the field's limit argument: `limit: 10`, `limit: $n`,
 // `input: {limit: 10}`, `input: {limit: $n}` or `input: $in` (the member of
 // the coerced input object).
-func (w *walker) limitOf(f *ast.Field) limitRef {
+func (w *Walker) limitOf(f *ast.Field) limitRef {
 	for _, a := range f.Arguments {
 		if a.Value == nil {
 			continue
