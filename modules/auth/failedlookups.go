@@ -10,28 +10,23 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/civicgate/civicgate/internal/boundedlru"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // failLimiter limits, per client address, the store lookups of keys that turn
 // out unknown (GCRA: a burst of N, then one more every window/N). Its table of
-// addresses is bounded; the least recently seen address is dropped first.
+// addresses is bounded; the least recently seen address is dropped first, and
+// a new address takes over its slot (no allocation under a flood).
 type failLimiter struct {
 	interval  int64 // ns: window / N
 	tolerance int64 // ns: (N-1) × interval, so N in a row pass
-	max       int
 
-	mu     sync.Mutex
-	slots  map[netip.Addr]*failSlot
-	newest *failSlot // most recently seen; newest.older … oldest
-	oldest *failSlot
-}
-
-type failSlot struct {
-	addr         netip.Addr
-	tat          int64 // GCRA theoretical arrival time, unix ns
-	newer, older *failSlot
+	mu sync.Mutex
+	// tats holds each address's GCRA theoretical arrival time (unix ns),
+	// most recently seen first. Guarded by mu.
+	tats *boundedlru.LRU[netip.Addr, int64]
 }
 
 // newFailLimiter returns the limiter for a failed_lookups value ("" is the
@@ -49,8 +44,8 @@ func newFailLimiter(rate string, clients int) (*failLimiter, error) {
 	}
 	interval := int64(r.Window) / r.Quota
 	return &failLimiter{
-		interval: interval, tolerance: (r.Quota - 1) * interval, max: clients,
-		slots: make(map[netip.Addr]*failSlot),
+		interval: interval, tolerance: (r.Quota - 1) * interval,
+		tats: boundedlru.New(boundedlru.Options[netip.Addr, int64]{MaxLen: clients}),
 	}, nil
 }
 
@@ -63,68 +58,23 @@ func (l *failLimiter) reserve(addr netip.Addr, now time.Time) (wait time.Duratio
 	t := now.UnixNano()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := l.slot(addr)
-	tat := max(s.tat, t)
+	tat, _ := l.tats.Get(addr) // seen: now the most recent (an unseen address passes)
+	tat = max(tat, t)
 	if tat-t > l.tolerance {
 		return time.Duration(tat - t - l.tolerance), false
 	}
-	s.tat = tat + l.interval
+	l.tats.Put(addr, tat+l.interval)
 	return 0, true
 }
 
-// refund gives back a reservation whose lookup did not fail.
+// refund gives back a reservation whose lookup did not fail. It is no new
+// sighting of addr: its recency stays.
 func (l *failLimiter) refund(addr netip.Addr) {
 	l.mu.Lock()
-	if s := l.slots[addr]; s != nil {
-		s.tat -= l.interval
+	if tat, ok := l.tats.Peek(addr); ok {
+		l.tats.Update(addr, tat-l.interval)
 	}
 	l.mu.Unlock()
-}
-
-// slot returns addr's slot, now the newest, taking over the oldest slot when
-// the table is full. l.mu is held.
-func (l *failLimiter) slot(addr netip.Addr) *failSlot {
-	s := l.slots[addr]
-	switch {
-	case s != nil:
-		if s == l.newest {
-			return s
-		}
-		l.unlink(s)
-	case len(l.slots) >= l.max:
-		s = l.oldest
-		l.unlink(s)
-		delete(l.slots, s.addr)
-		*s = failSlot{addr: addr}
-		l.slots[addr] = s
-	default:
-		s = &failSlot{addr: addr}
-		l.slots[addr] = s
-	}
-	s.older = l.newest
-	if l.newest != nil {
-		l.newest.newer = s
-	}
-	l.newest = s
-	if l.oldest == nil {
-		l.oldest = s
-	}
-	return s
-}
-
-// unlink takes s out of the recency list. l.mu is held.
-func (l *failLimiter) unlink(s *failSlot) {
-	if s.newer != nil {
-		s.newer.older = s.older
-	} else {
-		l.newest = s.older
-	}
-	if s.older != nil {
-		s.older.newer = s.newer
-	} else {
-		l.oldest = s.newer
-	}
-	s.newer, s.older = nil, nil
 }
 
 // clientAddr is the address failed lookups are counted under: Caddy's client

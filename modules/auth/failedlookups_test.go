@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -87,21 +88,52 @@ func TestFailLimiterTableBounded(t *testing.T) {
 	}
 	l.reserve(addr(1), now) // refused, but seen: 2 is now the oldest
 	l.reserve(addr(4), now) // table full: 2 is dropped
-	if len(l.slots) != 3 || l.slots[addr(2)] != nil || l.slots[addr(1)] == nil {
-		t.Fatalf("table %v, want 1, 3, 4", l.slots)
+	if got := seenOrder(l); !slices.Equal(got, []netip.Addr{addr(4), addr(1), addr(3)}) {
+		t.Fatalf("table %v, want 4, 1, 3", got)
 	}
 	if _, ok := l.reserve(addr(1), now); ok {
 		t.Fatal("the recently seen client lost its state")
 	}
-	for i := 5; i < 1000; i++ {
+	l.refund(addr(3)) // a refund is no sighting: 3 stays the oldest
+	l.reserve(addr(5), now)
+	if got := seenOrder(l); !slices.Equal(got, []netip.Addr{addr(5), addr(1), addr(4)}) {
+		t.Fatalf("table %v, want 5, 1, 4", got)
+	}
+	for i := 6; i < 1000; i++ {
 		l.reserve(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), now)
 	}
-	n := 0
-	for s := l.newest; s != nil; s = s.older {
-		n++
+	if n := len(seenOrder(l)); n != 3 || l.tats.Len() != 3 {
+		t.Fatalf("%d addresses tracked (%d in the recency list), want 3", l.tats.Len(), n)
 	}
-	if len(l.slots) != 3 || n != 3 || l.oldest.newer.newer != l.newest {
-		t.Fatalf("%d slots, %d in the recency list", len(l.slots), n)
+}
+
+// seenOrder lists l's addresses from the most recently seen.
+func seenOrder(l *failLimiter) []netip.Addr {
+	var out []netip.Addr
+	for a := range l.tats.All() {
+		out = append(out, a)
+	}
+	return out
+}
+
+// TestFailLimiterFloodAllocatesNothing: once the table is full, a flood of
+// new addresses takes over the oldest slots instead of allocating.
+func TestFailLimiterFloodAllocatesNothing(t *testing.T) {
+	l, err := newFailLimiter("1/h", 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	i := 0
+	flood := func() {
+		l.reserve(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), now)
+		i++
+	}
+	for range 64 {
+		flood()
+	}
+	if n := testing.AllocsPerRun(1000, flood); n != 0 {
+		t.Fatalf("%v allocations per new address", n)
 	}
 }
 
@@ -243,5 +275,24 @@ func TestFailedLookupChargedOnce(t *testing.T) {
 	}
 	if w, _ := serve(h, "/bills", "192.0.2.50", "Authorization", "Bearer "+key()); w.Code != 429 {
 		t.Fatalf("over the limit: %d %q", w.Code, w.Body)
+	}
+}
+
+// BenchmarkFailLimiterFlood: a failed lookup from a new address each time,
+// over a full table (the default size).
+func BenchmarkFailLimiterFlood(b *testing.B) {
+	l, err := newFailLimiter("", DefaultFailedLookupClients)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		if _, ok := l.reserve(a, now); ok {
+			l.refund(a)
+		}
+		i++
 	}
 }
