@@ -133,7 +133,7 @@ func TestReadsGoToTheReplicaUntilItLags(t *testing.T) {
 		t.Fatalf("read not counted on the replica: %+v", st)
 	}
 
-	eventually(t, 20*time.Second, "replica skipped for lag", func() error {
+	testenv.Eventually(t, 20*time.Second, "replica skipped for lag", func() error {
 		r.CheckNow(ctx)
 		if st := stateOf(r, 0); st.State != StateLagging || st.Usable || st.Lag <= manual.MaxLag {
 			return fmt.Errorf("state %+v", st)
@@ -158,7 +158,7 @@ func TestReadsGoToTheReplicaUntilItLags(t *testing.T) {
 	}
 
 	e.c.ResumeReplay(e.c.Replicas[0])
-	eventually(t, 20*time.Second, "replica usable again", func() error {
+	testenv.Eventually(t, 20*time.Second, "replica usable again", func() error {
 		r.CheckNow(ctx)
 		if st := stateOf(r, 0); st.State != StateOK {
 			return fmt.Errorf("state %+v", st)
@@ -270,7 +270,7 @@ func TestReadsRoundRobinOverReplicas(t *testing.T) {
 	e := newReplicaEnv(t, 2)
 	s, r := e.store(ReplicaOptions{CheckInterval: 100 * time.Millisecond, CheckTimeout: 10 * time.Second})
 	stop := r.Start(context.Background())
-	eventually(t, 20*time.Second, "both replicas usable", func() error {
+	testenv.Eventually(t, 20*time.Second, "both replicas usable", func() error {
 		for _, st := range r.Stats().Replicas {
 			if !st.Usable {
 				return fmt.Errorf("%+v", st)
@@ -341,22 +341,6 @@ func TestTransitionLogRateLimits(t *testing.T) {
 	step(StateLagging, 4*time.Second, false, 0)
 	step(StateLagging, 11*time.Second, true, 3)
 	step(StateLagging, 30*time.Second, false, 0)
-}
-
-// eventually polls cond until it returns nil or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
-	}
 }
 
 func hasAttr(attrs []attribute.KeyValue, key, value string) bool {
