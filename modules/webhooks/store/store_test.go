@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
@@ -88,21 +90,17 @@ func deliveredSeqs(t *testing.T, db *feedtest.DB, endpoint string) []int64 {
 // waitAdvisoryWaiters waits until n sessions wait for an advisory lock.
 func waitAdvisoryWaiters(t *testing.T, db *feedtest.DB, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("%d sessions waiting for the feed lock", n), func() error {
 		var got int
 		if err := db.Pool.QueryRow(ctxT(t), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&got); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if got >= n {
-			return
+		if got < n {
+			return fmt.Errorf("%d wait", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait for the feed lock, want %d", got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestConcurrentWritersNeverMakeTheFeedSkip: a writer that drew an id and has
