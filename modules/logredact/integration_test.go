@@ -22,17 +22,18 @@ const adminPort = 2997
 // once the response is written, so after the client may have read it).
 func awaitLines(t *testing.T, path string, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		data, err := os.ReadFile(path)
-		if err == nil && strings.Count(string(data), "\n") >= n {
-			return string(data)
+	var data []byte
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("%d lines in %s", n, path), func() error {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d lines after 5s, want %d:\n%s", path, strings.Count(string(data), "\n"), n, data)
+		if got := strings.Count(string(data), "\n"); got < n {
+			return fmt.Errorf("%d lines:\n%s", got, data)
 		}
-		time.Sleep(10 * time.Millisecond) // poll interval, not a wait-and-hope
-	}
+		return nil
+	})
+	return string(data)
 }
 
 // TestAccessLogRedacted runs Caddy with two sites answering the same
