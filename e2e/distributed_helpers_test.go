@@ -229,23 +229,20 @@ func (l *load) end(t testing.TB) {
 func awaitSharedCounting(t testing.TB, gateways []*stack.Stack, l *load, within time.Duration) {
 	t.Helper()
 	start := time.Now()
-	deadline := start.Add(within)
-	for {
+	var dCalls float64
+	stack.WaitFor(t, within, "the gateways to decide in Redis", func() error {
 		calls, errs := metricSum(t, gateways, "civicgate_ratelimit_redis_calls_total"),
 			metricSum(t, gateways, "civicgate_ratelimit_store_errors_total")
 		l.awaitAnswers(t, 60)
-		dCalls := metricSum(t, gateways, "civicgate_ratelimit_redis_calls_total") - calls
+		dCalls = metricSum(t, gateways, "civicgate_ratelimit_redis_calls_total") - calls
 		dErrs := metricSum(t, gateways, "civicgate_ratelimit_store_errors_total") - errs
-		if dErrs == 0 && dCalls > 0 {
-			t.Logf("shared counting after %s: %v Redis calls, no store error over 60 answers",
-				time.Since(start).Round(time.Millisecond), dCalls)
-			return
+		if dErrs != 0 || dCalls == 0 {
+			return fmt.Errorf("last %v Redis calls, %v store errors over 60 answers", dCalls, dErrs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateways did not decide in Redis within %s: last %v Redis calls, %v store errors over 60 answers",
-				within, dCalls, dErrs)
-		}
-	}
+		return nil
+	})
+	t.Logf("shared counting after %s: %v Redis calls, no store error over 60 answers",
+		time.Since(start).Round(time.Millisecond), dCalls)
 }
 
 // issueKeys issues n enterprise keys for distinct organizations, in
