@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // The response cache on the shipped routes (docs/design.md D35), through the
@@ -65,7 +66,7 @@ func BenchmarkCacheStaleness(b *testing.B) {
 		name := fmt.Sprintf("Ada Version %d", i)
 		start := time.Now()
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if err := asFeedWriter(ctx, tx); err != nil {
+			if _, err := tx.Exec(ctx, contract.ChangeEventsWriteLockSQL); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `UPDATE members SET name = $1 WHERE member_id = 'Z999001'`, name); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/stack"
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // TestReadsServedByTheReplica runs the whole stack on a private primary with a streaming replica
@@ -80,7 +81,7 @@ func TestReadsServedByTheReplica(t *testing.T) {
 		t.Fatal("the bill written on the primary was served although the replica is paused: the read did not go to the replica")
 	}
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if err := asFeedWriter(ctx, tx); err != nil {
+		if _, err := tx.Exec(ctx, contract.ChangeEventsWriteLockSQL); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO change_events (family, record_id, type, changed_fields, record, source)

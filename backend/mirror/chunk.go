@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // writeChunk writes one prepared chunk in one transaction: rows, snapshots, events and the cursor commit
@@ -35,7 +37,7 @@ func (e *Engine) writeChunkTx(ctx context.Context, src Source, pc preparedChunk,
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// Single writer for the event feed: taken before any change_events id is drawn, held until commit.
-	if err := lockChangeFeed(ctx, tx); err != nil {
+	if _, err := tx.Exec(ctx, contract.ChangeEventsWriteLockSQL); err != nil {
 		return fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
 	ids := make([]string, len(pc.recs))

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // markDeleted marks every live record of this family+source (and of the source's Scope, if it has one) not
@@ -46,7 +48,7 @@ func (e *Engine) deleteSome(ctx context.Context, src Source, w writer, runStart 
 		return 0, fmt.Errorf("sync %s: begin delete: %w", fam, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := lockChangeFeed(ctx, tx); err != nil {
+	if _, err := tx.Exec(ctx, contract.ChangeEventsWriteLockSQL); err != nil {
 		return 0, fmt.Errorf("sync %s: event lock: %w", fam, err)
 	}
 	scope := ""

@@ -1,23 +1,9 @@
 package mirror
 
 import (
-	"context"
 	"encoding/json"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/civicgate/civicgate/modules/contract"
 )
-
-// lockChangeFeed makes tx a change feed writer (contract.ChangeEventsLockKey, docs/design.md D14): it holds the
-// feed's lock from before it draws event ids until it commits, so ids commit in id order and a reader polling
-// `id > cursor` never skips a committed event, and it NOTIFYs contract.ChangeEventsChannel, which PostgreSQL
-// delivers at commit (the webhook fan-out and graphql_cache act then instead of at their next poll).
-func lockChangeFeed(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, contract.ChangeEventsLockKey, contract.ChangeEventsChannel)
-	return err
-}
 
 var eventColumns = []string{"family", "record_id", "type", "changed_fields", "record", "source", "occurred_at"}
 

@@ -11,14 +11,15 @@ package contract
 //
 // The protocol. A writer takes pg_advisory_xact_lock(ChangeEventsLockKey)
 // before it draws event ids and holds it until it commits, and runs
-// NOTIFY ChangeEventsChannel in the same transaction. PostgreSQL makes
-// a commit visible before it releases the transaction's locks, so the events
-// any snapshot sees are a gap-free prefix of the ids drawn so far: a reader
-// polling `id > cursor ORDER BY id` never skips a committed event and needs
-// no lock (modules/webhooks/store.Changes, modules/gqlcache invalidateFeed).
-// A reader that must also know no writer is between drawing ids and
-// committing — the webhook fan-out and replay — takes the same lock in shared
-// mode. The notification is delivered only if the transaction commits; it
+// NOTIFY ChangeEventsChannel in the same transaction (both in one statement:
+// ChangeEventsWriteLockSQL). PostgreSQL makes a commit visible before it
+// releases the transaction's locks, so the events any snapshot sees are a
+// gap-free prefix of the ids drawn so far: a reader polling
+// `id > cursor ORDER BY id` never skips a committed event and needs no lock
+// (modules/webhooks/store.Changes, modules/gqlcache invalidateFeed). A reader
+// that must also know no writer is between drawing ids and committing — the
+// webhook fan-out and replay — takes the same lock in shared mode
+// (ChangeEventsSharedLockSQL). The notification is delivered only if the transaction commits; it
 // only says "read the feed now" (its payload is empty), so a reader that
 // misses one finds the events at its next poll or reconnect.
 const (
@@ -37,4 +38,15 @@ const (
 	// transaction that adds events, and the webhook app and graphql_cache
 	// LISTEN on (graphql_cache's `channel` default).
 	ChangeEventsChannel = "civicgate_change_events"
+
+	// ChangeEventsWriteLockSQL is the statement a writer runs in its
+	// transaction before it draws event ids: it takes ChangeEventsLockKey
+	// until commit and queues the NOTIFY on ChangeEventsChannel, which
+	// PostgreSQL delivers at commit.
+	ChangeEventsWriteLockSQL = `SELECT pg_advisory_xact_lock(7240118100), pg_notify('civicgate_change_events', '')`
+	// ChangeEventsSharedLockSQL is the statement a reader runs in its
+	// transaction when its snapshot must hold every event whose id is drawn
+	// (the webhook fan-out and replay): it waits for a writer between drawing
+	// ids and committing and keeps the next from starting until it ends.
+	ChangeEventsSharedLockSQL = `SELECT pg_advisory_xact_lock_shared(7240118100)`
 )

@@ -48,6 +48,18 @@ func TestChangeFeedMatchesMigrations(t *testing.T) {
 	}
 }
 
+// TestChangeFeedStatements: the lock statements name ChangeEventsLockKey and
+// ChangeEventsChannel (they are written out so that they can be constants).
+func TestChangeFeedStatements(t *testing.T) {
+	key := strconv.FormatInt(ChangeEventsLockKey, 10)
+	if want := "SELECT pg_advisory_xact_lock(" + key + "), pg_notify('" + ChangeEventsChannel + "', '')"; ChangeEventsWriteLockSQL != want {
+		t.Errorf("ChangeEventsWriteLockSQL %q, want %q", ChangeEventsWriteLockSQL, want)
+	}
+	if want := "SELECT pg_advisory_xact_lock_shared(" + key + ")"; ChangeEventsSharedLockSQL != want {
+		t.Errorf("ChangeEventsSharedLockSQL %q, want %q", ChangeEventsSharedLockSQL, want)
+	}
+}
+
 // TestChangeFeedIsDocumented: docs/design.md D14 states the lock key and the
 // channel a writer of another backend must use, and they are these.
 func TestChangeFeedIsDocumented(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/signature"
 )
@@ -320,7 +321,7 @@ func (s *Store) Replay(ctx context.Context, now time.Time, org, id string, after
 		// Shared feed lock: no writer is between drawing ids and committing, so
 		// this snapshot holds every event the fan-out will not push to the
 		// re-enabled endpoint.
-		if err := lockFeedShared(ctx, tx); err != nil {
+		if _, err := tx.Exec(ctx, contract.ChangeEventsSharedLockSQL); err != nil {
 			return fmt.Errorf("store: replay: feed lock: %w", err)
 		}
 		if after == SinceCreation {

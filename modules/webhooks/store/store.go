@@ -45,15 +45,6 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// lockFeedShared takes the change feed's lock in shared mode in tx: it waits
-// for a writer between drawing ids and committing, and keeps the next one
-// from starting until tx ends, so tx's snapshot holds every event with an id
-// drawn so far (docs/design.md D14).
-func lockFeedShared(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, contract.ChangeEventsLockKey)
-	return err
-}
-
 // Listen holds one connection LISTENing on contract.ChangeEventsChannel and AuthChannel and
 // calls notified with the channel of every notification until ctx ends or
 // the connection fails (the error is returned; the caller listens again).

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // FanOut turns the next events (at most batch) into deliveries, one per
@@ -39,7 +41,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, batch int, tiers Tier
 		if err != nil {
 			return fmt.Errorf("store: fan-out position: %w", err)
 		}
-		if err := lockFeedShared(ctx, tx); err != nil {
+		if _, err := tx.Exec(ctx, contract.ChangeEventsSharedLockSQL); err != nil {
 			return fmt.Errorf("store: fan-out: feed lock: %w", err)
 		}
 		// Events older than every active endpoint are pushed to none: skip them.

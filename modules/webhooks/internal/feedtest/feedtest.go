@@ -150,8 +150,8 @@ func (db *DB) Insert(t testing.TB, family string, n int) []int64 {
 
 // InsertTx takes the feed lock in tx and writes n events of family.
 func InsertTx(ctx context.Context, tx pgx.Tx, family string, n int) ([]int64, error) {
-	if err := lockAsWriter(ctx, tx); err != nil {
-		return nil, err
+	if _, err := tx.Exec(ctx, contract.ChangeEventsWriteLockSQL); err != nil {
+		return nil, fmt.Errorf("feed lock: %w", err)
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO change_events (family, record_id, type, changed_fields, record)
 		SELECT $1, $1 || '-' || g, 'updated', ARRAY['title'], jsonb_build_object('id', $1 || '-' || g, 'title', 'T' || g)
@@ -164,16 +164,6 @@ func InsertTx(ctx context.Context, tx pgx.Tx, family string, n int) ([]int64, er
 		return nil, fmt.Errorf("insert events: %w", err)
 	}
 	return ids, nil
-}
-
-// lockAsWriter does in tx what every change feed writer does first: it takes
-// the feed's lock until commit and NOTIFYs the feed's channel
-// (modules/contract/changefeed.go).
-func lockAsWriter(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_notify($2, '')`, contract.ChangeEventsLockKey, contract.ChangeEventsChannel); err != nil {
-		return fmt.Errorf("feed lock: %w", err)
-	}
-	return nil
 }
 
 // TraceparentDDL is recordsd's migration 0104 (copied likewise): the writer's W3C traceparent on each event.
@@ -196,7 +186,7 @@ func (db *DB) InsertTraced(t testing.TB, family, traceparent string) int64 {
 	defer cancel()
 	var id int64
 	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if err := lockAsWriter(ctx, tx); err != nil {
+		if _, err := tx.Exec(ctx, contract.ChangeEventsWriteLockSQL); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, `INSERT INTO change_events (family, record_id, type, changed_fields, record, traceparent)
