@@ -2,6 +2,7 @@ package library_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 // engine is one library engine on a test server.
@@ -30,13 +32,12 @@ func startEngine(t *testing.T, o library.Options) engine {
 // awaitSubscribers waits until the engine holds n open subscriptions.
 func awaitSubscribers(t *testing.T, events *library.LoanEvents, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for events.Subscribers() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("engine holds %d subscriptions, want %d", events.Subscribers(), n)
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("%d subscriptions at the engine", n), func() error {
+		if got := events.Subscribers(); got != n {
+			return fmt.Errorf("the engine holds %d", got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestQueriesAndMutations(t *testing.T) {
