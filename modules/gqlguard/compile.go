@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
@@ -18,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/validator/core"
 
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
+	"github.com/civicgate/civicgate/modules/gqlguard/variables"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -47,72 +46,23 @@ type compiledOp struct {
 	name string
 	kind ast.Operation
 	pos  *ast.Position
-	// vars carries only the variable definitions, enough for
-	// validator.VariableValues without pinning the whole document.
-	vars     *ast.OperationDefinition
-	measures analysis.Measures
+	// variables coerces a request's variables and evaluates the cost.
+	variables *variables.Operation
+	measures  analysis.Measures
 
 	// Per-request values computed once: the boxed name for
 	// {graphql.operation_name}, the root field names for
 	// {graphql.root_fields}, the families for {graphql.families} (set by
-	// the guard that compiled the document), and the costs of the variable
-	// sets seen (coercion is a pure function of the definitions and the raw
-	// variables).
+	// the guard that compiled the document).
 	nameVal       any
 	kindVal       any
 	rootFieldsVal any
 	familiesVal   any
 	docHashVal    any // {graphql.document_hash}, shared by the document's operations
 	families      analysis.OperationFamilies
-	memo          varMemo
 	// provider answers the {graphql.*} placeholders but the cost (built
 	// once, so forwarding adds no closure and no replacer map entries).
 	provider caddy.ReplacerFunc
-	// static is the coercion result when the cost does not depend on the
-	// variables (see scalarVariablesValid).
-	static coerced
-	// varsNeedCoercion: a variable's type is not a built-in scalar or enum.
-	varsNeedCoercion bool
-}
-
-// coerced is what variable coercion yields that a request needs: the cost.
-type coerced struct {
-	cost    int64
-	costVal any // strconv.FormatInt(cost), boxed for the replacer
-}
-
-// varMemo remembers the coercion result of raw variables texts (successes
-// only), bounded in entries and text length.
-type varMemo struct {
-	mu sync.Mutex
-	m  map[string]coerced
-}
-
-const (
-	memoEntries = 64
-	memoMaxText = 2 << 10
-)
-
-func (v *varMemo) get(raw []byte) (coerced, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	c, ok := v.m[string(raw)]
-	return c, ok
-}
-
-func (v *varMemo) put(raw []byte, c coerced) {
-	if len(raw) > memoMaxText {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m == nil {
-		v.m = make(map[string]coerced)
-	}
-	if len(v.m) >= memoEntries {
-		clear(v.m)
-	}
-	v.m[string(raw)] = c
 }
 
 // compiler turns documents into compiledDocs for one guard configuration.
@@ -168,19 +118,16 @@ func (c *compiler) compile(query string) *compiledDoc {
 	w := analysis.NewWalker(parsed, c.schema, c.limitArg, c.defaultSize)
 	for _, op := range parsed.Operations {
 		m := w.Measure(op)
-		static := m.Cost.Static()
 		doc.ops = append(doc.ops, &compiledOp{
-			static:           coerced{cost: static, costVal: strconv.FormatInt(static, 10)},
-			varsNeedCoercion: !scalarVariableTypes(c.schema, op.VariableDefinitions),
-			name:             op.Name,
-			kind:             op.Operation,
-			pos:              op.Position,
-			vars:             &ast.OperationDefinition{Operation: op.Operation, Name: op.Name, VariableDefinitions: op.VariableDefinitions},
-			measures:         m,
-			nameVal:          op.Name,
-			kindVal:          string(op.Operation),
-			rootFieldsVal:    strings.Join(m.RootNames, ","),
-			docHashVal:       docHash,
+			name:          op.Name,
+			kind:          op.Operation,
+			pos:           op.Position,
+			variables:     variables.NewOperation(c.schema, op, m.Cost),
+			measures:      m,
+			nameVal:       op.Name,
+			kindVal:       string(op.Operation),
+			rootFieldsVal: strings.Join(m.RootNames, ","),
+			docHashVal:    docHash,
 		})
 	}
 	for _, op := range doc.ops {
@@ -214,24 +161,6 @@ func (op *compiledOp) placeholder(name string) (any, bool) {
 		return op.docHashVal, true
 	}
 	return nil, false
-}
-
-// scalarVariableTypes reports whether every variable is a built-in scalar or
-// an enum (not a list, input object or custom scalar).
-func scalarVariableTypes(schema *ast.Schema, defs ast.VariableDefinitionList) bool {
-	for _, d := range defs {
-		if d.Type.Elem != nil {
-			return false
-		}
-		switch d.Type.NamedType {
-		case "Int", "Float", "String", "ID", "Boolean":
-			continue
-		}
-		if t := schema.Types[d.Type.NamedType]; t == nil || t.Kind != ast.Enum {
-			return false
-		}
-	}
-	return true
 }
 
 func asList(err error) gqlerror.List {

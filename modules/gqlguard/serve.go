@@ -15,6 +15,7 @@ import (
 
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
+	"github.com/civicgate/civicgate/modules/gqlguard/variables"
 	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
@@ -129,7 +130,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 	// The last check: the cost budget. An event stream spends once its
 	// subscription slot is held (serveEventStream).
 	if adm.via != viaEventStream {
-		if outcome = g.chargeCost(cl.ctx, w, cl.budget, adm.op, adm.co.cost); outcome != "" {
+		if outcome = g.chargeCost(cl.ctx, w, cl.budget, adm.op, adm.co.Cost); outcome != "" {
 			return admitted{}, outcome
 		}
 	}
@@ -173,7 +174,7 @@ type admitted struct {
 	body  []byte
 	query url.Values
 	op    *compiledOp
-	co    coerced
+	co    variables.Coerced
 	via   transport
 	keyID string
 	// request is the request as decoded, published to later handlers.
@@ -207,11 +208,11 @@ func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req
 	if outcome = g.checkTrusted(w, cl, doc, req); outcome != "" {
 		return admitted{}, outcome
 	}
-	co, outcome := g.coerceVariables(w, op, req)
+	co, outcome := coerceVariables(w, op, req)
 	if outcome != "" {
 		return admitted{}, outcome
 	}
-	if outcome = g.applyPolicy(w, cl, doc, op, co.cost); outcome != "" {
+	if outcome = g.applyPolicy(w, cl, doc, op, co.Cost); outcome != "" {
 		return admitted{}, outcome
 	}
 	g.registerPersisted(cl, reg, doc)
@@ -246,12 +247,25 @@ func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *compiledDoc,
 	return ""
 }
 
+// coerceVariables coerces req's variables for op and evaluates its cost,
+// refusing variables that do not coerce (400); it returns the result, or
+// the refusal's outcome.
+func coerceVariables(w http.ResponseWriter, op *compiledOp, req *request.Located) (variables.Coerced, string) {
+	raw, vars, decoded := req.Variables()
+	co, err := op.variables.Coerce(req.Fast(), raw, vars, decoded)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, messageBody(variables.Message(err)))
+		return variables.Coerced{}, outcomeBadRequest
+	}
+	return co, ""
+}
+
 // exportPlaceholders hands the admitted operation to later handlers
 // (modules/contract's GraphQL placeholders).
-func exportPlaceholders(repl *caddy.Replacer, op *compiledOp, co coerced) {
+func exportPlaceholders(repl *caddy.Replacer, op *compiledOp, co variables.Coerced) {
 	if repl == nil {
 		return
 	}
 	repl.Map(op.provider) // name, type, root fields, families: compiledOp.placeholder
-	repl.Set(contract.GraphQLCost, co.costVal)
+	repl.Set(contract.GraphQLCost, co.CostValue)
 }

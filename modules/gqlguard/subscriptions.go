@@ -116,7 +116,7 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		if outcome != "" {
 			return outcome
 		}
-		if outcome, errs = s.g.chargeSubscribe(ctx, cl.budget, adm.op, adm.co.cost); outcome != "" {
+		if outcome, errs = s.g.chargeSubscribe(ctx, cl.budget, adm.op, adm.co.Cost); outcome != "" {
 			return outcome
 		}
 		forward = adm.body
@@ -147,7 +147,7 @@ func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next ca
 		defer slot.Release()
 	}
 	if budget, ok := contract.CostBudgetFrom(r.Context()); ok {
-		if outcome := g.chargeCost(r.Context(), w, budget, adm.op, adm.co.cost); outcome != "" {
+		if outcome := g.chargeCost(r.Context(), w, budget, adm.op, adm.co.Cost); outcome != "" {
 			g.metrics.requests.WithLabelValues(outcome).Inc()
 			return nil
 		}

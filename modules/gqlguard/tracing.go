@@ -50,7 +50,7 @@ func endGuardSpan(span trace.Span, adm *admitted, outcome string) {
 		attrs = append(attrs,
 			attribute.String("graphql.operation.name", name),
 			attribute.String("graphql.operation.type", string(op.kind)),
-			attribute.Int64("civicgate.graphql.cost", adm.co.cost),
+			attribute.Int64("civicgate.graphql.cost", adm.co.Cost),
 			attribute.StringSlice("civicgate.graphql.families", op.families.List),
 		)
 	}

@@ -1,4 +1,4 @@
-package gqlguard
+package variables
 
 import (
 	"math"

@@ -1,32 +1,54 @@
-package gqlguard
+package variables
 
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
+
+// prepare validates query against the guard's test schema and prepares its
+// first operation as the document step does.
+func prepare(t *testing.T, query string) (*ast.Schema, *Operation) {
+	t.Helper()
+	const path = "../testdata/records.graphqls"
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := gqlparser.LoadSchema(&ast.Source{Name: path, Input: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, errs := gqlparser.LoadQuery(schema, query)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	op := doc.Operations[0]
+	m := analysis.NewWalker(doc, schema, "limit", 25).Measure(op)
+	return schema, NewOperation(schema, op, m.Cost)
+}
 
 // TestScalarVariablesAgreeWithCoercion: the fast check never admits
 // variables that coercion refuses (and admits the usual ones), over
 // generated variables objects for a document of scalar and enum variables.
 func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
-	g := provisioned(t, &Guard{})
-	doc := g.lookup(`query Q($c: Int, $n: Int!, $m: Int = 7, $s: String, $id: ID!, $b: Boolean!, $p: RegulatoryFilingPeriod, $d: FederalBudgetDataset! = OUTLAYS) {
+	schema, op := prepare(t, `query Q($c: Int, $n: Int!, $m: Int = 7, $s: String, $id: ID!, $b: Boolean!, $p: RegulatoryFilingPeriod, $d: FederalBudgetDataset! = OUTLAYS) {
   bills(input: {congress: $c, q: $s, limit: $n}) { nextCursor }
   bill(id: $id) { id }
   regulatoryFilings(input: {filing_period: $p}) { nextCursor }
   federalBudgets(input: {dataset: $d}) { nextCursor }
   members(input: {state: $s, limit: $m}) @include(if: $b) { nextCursor }
 }`)
-	if doc.refusal != nil {
-		t.Fatal(string(doc.refusal))
-	}
-	op := doc.ops[0]
-	if op.varsNeedCoercion || !op.measures.Cost.Dynamic() {
-		t.Fatalf("want scalar variables and a cost that depends on them (needs coercion %v, dynamic %v)", op.varsNeedCoercion, op.measures.Cost.Dynamic())
+	if op.needsCoercion || !op.cost.Dynamic() {
+		t.Fatalf("want scalar variables and a cost that depends on them (needs coercion %v, dynamic %v)", op.needsCoercion, op.cost.Dynamic())
 	}
 	values := map[string][]string{
 		"c":  {`118`, `-1`, `2147483647`, `2147483648`, `1.5`, `1e3`, `"118"`, `null`, `true`, `[1]`, `{}`},
@@ -62,19 +84,19 @@ func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 			}
 		}
 		raw := []byte("{" + strings.Join(members, ",") + "}")
-		fast := scalarVariablesValid(g.schema.schema, op.vars.VariableDefinitions, raw)
+		fast := scalarVariablesValid(schema, op.defs.VariableDefinitions, raw)
 		vars, err := rawjson.DecodeObject(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		slow, slowErr := g.coerce(op, false, nil, vars, true)
+		slow, slowErr := op.Coerce(false, nil, vars, true)
 		if fast && slowErr != nil {
 			t.Fatalf("fast check admitted %s, coercion refuses: %v", raw, slowErr)
 		}
 		if fast {
 			fastAdmitted++
-			if got := op.measures.Cost.EvaluateRaw(raw, op.vars.VariableDefinitions); got != slow.cost {
-				t.Fatalf("%s: cost from the raw variables %d, from coercion %d", raw, got, slow.cost)
+			if got := op.cost.EvaluateRaw(raw, op.defs.VariableDefinitions); got != slow.Cost {
+				t.Fatalf("%s: cost from the raw variables %d, from coercion %d", raw, got, slow.Cost)
 			}
 		}
 	}
@@ -82,7 +104,7 @@ func TestScalarVariablesAgreeWithCoercion(t *testing.T) {
 		t.Fatalf("the fast check admitted only %d of 4000 (it should admit the usual objects)", fastAdmitted)
 	}
 	for _, raw := range []string{`{"n":5,"id":7,"b":false}`, `{"n":5,"c":118,"s":"x","id":"a","b":true,"p":"Q2","d":"OUTLAYS"}`} {
-		if !scalarVariablesValid(g.schema.schema, op.vars.VariableDefinitions, []byte(raw)) {
+		if !scalarVariablesValid(schema, op.defs.VariableDefinitions, []byte(raw)) {
 			t.Errorf("usual variables %s not admitted by the fast check", raw)
 		}
 	}
