@@ -7,60 +7,32 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/civicgate/civicgate/internal/stack"
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-	binaryDir  string
-)
+// bins holds the civicgate binary of the multi-instance test, built once per
+// test binary (or once per `make test` run: stack.SharedBinDirEnv); under
+// -race it is a race build, so the second instance is checked for races too.
+var bins stack.Binaries
 
-// TestMain removes the civicgate binary built (once) for the multi-instance test.
+// TestMain removes the binaries built for the multi-instance test.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binaryDir != "" {
-		_ = os.RemoveAll(binaryDir)
-	}
+	bins.Remove()
 	os.Exit(code)
-}
-
-// civicgateBinary builds ./cmd/civicgate once per test binary.
-func civicgateBinary(t *testing.T) string {
-	t.Helper()
-	binaryOnce.Do(func() {
-		binaryDir, binaryErr = os.MkdirTemp("", "civic-auth-bin-")
-		if binaryErr != nil {
-			return
-		}
-		_, here, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(here), "..", "..")
-		binaryPath = filepath.Join(binaryDir, "civicgate")
-		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/civicgate")
-		cmd.Dir = root
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			binaryErr = fmt.Errorf("go build ./cmd/civicgate: %w\n%s", err, out.String())
-		}
-	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
 }
 
 // startBinaryGateway runs the built civicgate as a separate process.
 func startBinaryGateway(t *testing.T, dsn string) (base string) {
 	t.Helper()
-	bin := civicgateBinary(t)
+	bins.BuildCivicgate(t)
+	bin := bins.Civicgate
 	dir := t.TempDir()
 	port, admin := testenv.FreePort(t), testenv.FreePort(t)
 	cfg := fmt.Sprintf(`{
