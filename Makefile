@@ -27,9 +27,15 @@ up: build services
 	@scripts/up.sh
 
 ## test: every test, with the race detector, against real PostgreSQL and Redis (started if needed).
-# The two packages of whole-stack tests (minutes each) go first, so they run beside the rest instead of after it.
+# The two packages of whole-stack tests (minutes each, mostly waiting on their processes) go first and
+# TESTP (default 4) lets two more packages build and run beside them: go test's -p bounds test runs as well
+# as builds, and its default (the number of cores) left both slots to them while the rest queued.
+# CIVICGATE_TEST_BINDIR (internal/stack) makes every package that starts civicgate or recordsd share one
+# build of each per run.
+TESTP ?= 4
 test: services browser lint
-	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...
+	bindir=$$(mktemp -d); trap 'rm -rf "$$bindir"' EXIT; \
+	CIVICGATE_TEST_BINDIR=$$bindir $(GO) test -race -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...
 	@$(MAKE) --no-print-directory fuzz
 
 ## check: the fast tier to run before every commit: gofmt, vet, staticcheck and every test that needs no service
