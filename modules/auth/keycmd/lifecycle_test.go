@@ -23,20 +23,19 @@ func TestKeysCLIOverlapEndsByItself(t *testing.T) {
 			s.c.t = t
 			idA, _ := issuedKey(t, s.must("issue", "--org", "acme", "--tier", "free", "--env", "live"))
 			s.must("rotate", "--org", "acme", "--env", "live", "--overlap", "1s")
-			deadline := time.Now().Add(15 * time.Second)
-			for {
+			testenv.Eventually(t, 30*time.Second, "A to rotate out at its deadline", func() error {
 				k := listJSON(t, s, "--org", "acme").find(idA)
-				if k.Status == "rotated" {
+				switch {
+				case k.Status == "rotated":
 					if k.RetiredAt == nil || k.RotatesOutAt == nil || !k.RetiredAt.Equal(*k.RotatesOutAt) {
 						t.Fatalf("rotated out at its deadline: %+v", k)
 					}
-					break
-				}
-				if k.Status != "rotating" || time.Now().After(deadline) {
+					return nil
+				case k.Status != "rotating":
 					t.Fatalf("A is %+v", k)
 				}
-				time.Sleep(50 * time.Millisecond) // poll interval
-			}
+				return fmt.Errorf("A is %s", k.Status)
+			})
 			// The slot is free again.
 			s.must("issue", "--org", "acme", "--tier", "free", "--env", "live")
 			s.refused(t, "already has 2 live keys", "issue", "--org", "acme", "--tier", "free", "--env", "live")

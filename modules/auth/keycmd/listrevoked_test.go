@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 // TestKeysCLIListRevokedRotatingKey: a key revoked during its rotation
@@ -32,13 +34,9 @@ func TestKeysCLIListRevokedRotatingKey(t *testing.T) {
 			s.must("revoke", s.activeKey(t, "acme"))
 			idB, _ := issuedKey(t, s.must("issue", "--org", "beta", "--tier", "free", "--env", "live"))
 			s.must("rotate", "--org", "beta", "--env", "live", "--overlap", "1s")
-			deadline := time.Now().Add(15 * time.Second)
-			for listJSON(t, s, "--org", "beta").find(idB).Status != "rotated" {
-				if time.Now().After(deadline) {
-					t.Fatal("B never rotated out")
-				}
-				time.Sleep(50 * time.Millisecond) // poll interval
-			}
+			testenv.EventuallyTrue(t, 30*time.Second, "B to rotate out", func() bool {
+				return listJSON(t, s, "--org", "beta").find(idB).Status == "rotated"
+			})
 			s.must("revoke", idB)
 			b := listJSON(t, s, "--org", "beta").find(idB)
 			if b.Status != "revoked" || b.RotatesOutAt == nil || b.RetiredAt == nil || !b.RetiredAt.Equal(*b.RotatesOutAt) {
