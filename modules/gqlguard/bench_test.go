@@ -11,9 +11,6 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator"
 )
 
 const benchBillsQuery = `query Bills($congress: Int, $cursor: String) {
@@ -22,53 +19,6 @@ const benchBillsQuery = `query Bills($congress: Int, $cursor: String) {
     nextCursor
   }
 }`
-
-func benchCompiler(b *testing.B) *compiler {
-	s, err := loadSchema("testdata/records.graphqls")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &compiler{schema: s.schema, rules: validationRules(true), maxTokens: DefaultMaxTokens, limitArg: "limit", defaultSize: DefaultListSize}
-}
-
-// Baseline: gqlparser's own parse + validate of the same document.
-func BenchmarkBaselineGqlparserParseValidate(b *testing.B) {
-	c := benchCompiler(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		doc, err := parser.ParseQuery(&ast.Source{Input: benchBillsQuery})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if errs := validator.ValidateWithRules(c.schema, doc, ruleSet(true)); len(errs) > 0 {
-			b.Fatal(errs)
-		}
-	}
-}
-
-// Uncached: token scan + parse + validate + limit walk of a typical bills query.
-func BenchmarkCompileBillsQueryUncached(b *testing.B) {
-	c := benchCompiler(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		if doc := c.compile(benchBillsQuery); doc.refusal != nil {
-			b.Fatal(string(doc.refusal))
-		}
-	}
-}
-
-// Cache hit: hash the query and find its compiled document (0 allocs).
-func BenchmarkCacheHit(b *testing.B) {
-	c := benchCompiler(b)
-	cache := newDocCache(DefaultCacheSize)
-	cache.put(cache.key(42, benchBillsQuery), benchBillsQuery, c.compile(benchBillsQuery))
-	b.ReportAllocs()
-	for b.Loop() {
-		if cache.get(cache.key(42, benchBillsQuery), benchBillsQuery) == nil {
-			b.Fatal("miss")
-		}
-	}
-}
 
 func benchServe(b *testing.B, g *Guard, body []byte, wantStatus int) {
 	b.Helper()

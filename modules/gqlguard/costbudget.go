@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 )
 
 // The key's cost budget (docs/design.md D27). civic_rate_limit attaches a
@@ -54,7 +55,7 @@ func (g *Guard) spendCost(ctx context.Context, budget contract.CostBudget, cost 
 // (the budget set RateLimit), the max_cost refusal's form for a cost over
 // the whole budget, 500 when the budget's store failed. It returns the
 // outcome, or "" to go on.
-func (g *Guard) chargeCost(ctx context.Context, w http.ResponseWriter, budget contract.CostBudget, op *compiledOp, cost int64) string {
+func (g *Guard) chargeCost(ctx context.Context, w http.ResponseWriter, budget contract.CostBudget, op *document.Operation, cost int64) string {
 	if budget == nil {
 		return ""
 	}
@@ -75,7 +76,7 @@ func (g *Guard) chargeCost(ctx context.Context, w http.ResponseWriter, budget co
 // budget). errs is the `error` message payload of a refusal, as the
 // filter's Charger refusals write it (RATE_LIMITED with retryAfter,
 // INTERNAL_SERVER_ERROR) or as the max_cost refusal converts.
-func (g *Guard) chargeSubscribe(ctx context.Context, budget contract.CostBudget, op *compiledOp, cost int64) (outcome string, errs []byte) {
+func (g *Guard) chargeSubscribe(ctx context.Context, budget contract.CostBudget, op *document.Operation, cost int64) (outcome string, errs []byte) {
 	if budget == nil {
 		return "", nil
 	}
@@ -95,11 +96,11 @@ func (g *Guard) chargeSubscribe(ctx context.Context, budget contract.CostBudget,
 // whole budget, in the form of the max_cost refusal: "Query cost N exceeds
 // the cost budget of Q points per <window>", the window named as
 // contract.WindowName names it (second, minute, hour, day, or e.g. 90s).
-func overBudgetBody(op *compiledOp, cost int64, budget contract.Rate) []byte {
-	return graphqlErrorBody([]gqlError{{
+func overBudgetBody(op *document.Operation, cost int64, budget contract.Rate) []byte {
+	return document.ErrorBody([]document.Error{{
 		Message: fmt.Sprintf("Query cost %s exceeds the cost budget of %d points per %s",
 			formatCount(cost), budget.Quota, contract.WindowName(budget)),
-		Locations: locationsOf(op.pos),
+		Locations: document.LocationsOf(op.Pos),
 		Code:      codeTooCostly,
 	}})
 }

@@ -12,9 +12,13 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/internal/reference"
 )
 
@@ -120,10 +124,10 @@ func serveBudget(t testing.TB, g *Guard, b contract.CostBudget, c budgetCall) (*
 
 // referenceCost is the cost of op in query by the non-memoised reference
 // expander of rootref_test.go (literal limits only).
-func referenceCost(t *testing.T, c *compiler, query, op string) int64 {
+func referenceCost(t *testing.T, schema *ast.Schema, query, op string) int64 {
 	t.Helper()
-	parsed := mustParse(t, query)
-	if errs := validate(c.schema, parsed, c.rules); len(errs) > 0 { // sets field definitions
+	parsed, errs := gqlparser.LoadQueryWithRules(schema, query, rules.NewDefaultRules()) // sets field definitions
+	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	ref := reference.New(parsed, DefaultListSize)
@@ -145,7 +149,7 @@ func referenceCost(t *testing.T, c *compiler, query, op string) int64 {
 // entitlements), a limit from a variable.
 func TestCostBudgetSpendsTheDocumentsCost(t *testing.T) {
 	g := provisioned(t, &Guard{Families: recordsFamilies})
-	c := testdataCompiler(t)
+	c := testdataSchema(t, "testdata/records.graphqls")
 	const shared = `query Cheap { ...Small } query Dear { ...Big ...Small }
 fragment Big on Query { members(input: {limit: 50}) { items { name terms { congress } } } }
 fragment Small on Query { bill(id: "x") { id } }`
@@ -194,13 +198,14 @@ fragment Small on Query { bill(id: "x") { id } }`
 	}
 }
 
-func testdataCompiler(t *testing.T) *compiler {
+// testdataSchema is the schema file at path, loaded as the guard loads it.
+func testdataSchema(t *testing.T, path string) *ast.Schema {
 	t.Helper()
-	s, err := loadSchema("testdata/records.graphqls")
+	s, err := document.LoadSchema(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &compiler{schema: s.schema, rules: validationRules(true), maxTokens: DefaultMaxTokens, limitArg: "limit", defaultSize: DefaultListSize}
+	return s.AST
 }
 
 // TestCostBudgetRefusedDocumentSpendsNothing: every guard refusal comes
@@ -302,7 +307,7 @@ func TestCostBudgetRefusals(t *testing.T) {
 // TestCostBudgetWindowNames: the window is named as contract.WindowName
 // names it.
 func TestCostBudgetWindowNames(t *testing.T) {
-	op := &compiledOp{}
+	op := &document.Operation{}
 	for r, want := range map[contract.Rate]string{
 		{Quota: 10, Window: time.Second}:             `Query cost 11 exceeds the cost budget of 10 points per second`,
 		{Quota: 10, Window: time.Minute}:             `Query cost 11 exceeds the cost budget of 10 points per minute`,

@@ -219,8 +219,7 @@ func TestCostBudgetWebSocket(t *testing.T) {
 	budget.setDecide(overBudget)
 	over := refused("over", loanEventsSub)
 	budget.setDecide(nil)
-	c2 := testdataCompilerFor(t, "testdata/library.graphqls")
-	cost := referenceCost(t, c2, loanEventsSub, "Events")
+	cost := referenceCost(t, testdataSchema(t, "testdata/library.graphqls"), loanEventsSub, "Events")
 	if want := `[{"message":"Query cost ` + jsonNumber(int(cost)) + ` exceeds the cost budget of 50000 points per hour","locations":[{"line":1,"column":1}],"extensions":{"code":"QUERY_TOO_COMPLEX"}}]`; over != want {
 		t.Errorf("over the whole budget: %s, want %s", over, want)
 	}
@@ -248,13 +247,4 @@ func TestCostBudgetWebSocket(t *testing.T) {
 			t.Errorf("spend %d: %d points (with a header: %v), want %d and no header", i, spent[i], headers[i], cost)
 		}
 	}
-}
-
-func testdataCompilerFor(t *testing.T, schema string) *compiler {
-	t.Helper()
-	s, err := loadSchema(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &compiler{schema: s.schema, rules: validationRules(true), maxTokens: DefaultMaxTokens, limitArg: "limit", defaultSize: DefaultListSize}
 }

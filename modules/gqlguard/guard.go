@@ -16,9 +16,10 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 )
 
@@ -97,9 +98,9 @@ type Guard struct {
 	// a negative value disables the cache).
 	CacheSize int `json:"cache_size,omitempty"`
 
-	schema      *loadedSchema
-	compiler    *compiler
-	cache       *docCache
+	schema      *document.Schema
+	compiler    *document.Compiler
+	cache       *document.Cache
 	fieldFamily analysis.Families
 	allowedOps  uint8 // opBit of each operation type that passes
 	// entKey is the placeholder name when Entitlements is exactly one
@@ -164,12 +165,12 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 	if g.Schema == "" {
 		return errors.New("graphql_guard: schema file is required")
 	}
-	s, err := loadSchema(g.Schema)
+	s, err := document.LoadSchema(g.Schema)
 	if err != nil {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
 	g.schema = s
-	if g.fieldFamily, err = analysis.NewFamilies(s.schema, g.Families); err != nil {
+	if g.fieldFamily, err = analysis.NewFamilies(s.AST, g.Families); err != nil {
 		return fmt.Errorf("graphql_guard: %w (schema %s)", err, g.Schema)
 	}
 	for _, w := range g.Operations {
@@ -184,17 +185,21 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 	}
 	g.slots = newKeySlots(g.maxPerKey())
 	g.parses = new(atomic.Int64)
-	g.compiler = &compiler{
-		schema:        s.schema,
-		rules:         validationRules(*g.Introspection),
-		maxTokens:     g.MaxTokens,
-		measureOnly:   g.MeasureOnly,
-		limitArg:      g.LimitArgument,
-		defaultSize:   g.DefaultListSize,
-		introspection: *g.Introspection,
-		onParse:       func() { g.parses.Add(1) },
+	cfg := document.Config{
+		Schema:          s,
+		Introspection:   *g.Introspection,
+		MaxTokens:       g.MaxTokens,
+		MeasureOnly:     g.MeasureOnly,
+		LimitArgument:   g.LimitArgument,
+		DefaultListSize: g.DefaultListSize,
+		Families:        g.fieldFamily,
+		OnParse:         func() { g.parses.Add(1) },
 	}
-	g.cache = newDocCache(g.CacheSize)
+	if g.manifest != nil {
+		cfg.Trusted = g.manifest.Contains
+	}
+	g.compiler = document.NewCompiler(cfg)
+	g.cache = document.NewCache(g.CacheSize)
 	g.metrics, err = newGuardMetrics(ctx.GetMetricsRegistry())
 	if err != nil {
 		return fmt.Errorf("graphql_guard: metrics: %w", err)

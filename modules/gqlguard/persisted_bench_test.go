@@ -32,7 +32,7 @@ func BenchmarkPersistedHit(b *testing.B) {
 		if _, outcome := g.resolvePersisted(w, cl, &req); outcome != "" {
 			b.Fatal(outcome)
 		}
-		if doc := g.lookupDocument(&req); doc == nil || doc.refusal != nil {
+		if doc := g.lookupDocument(&req); doc == nil || doc.Refusal != nil {
 			b.Fatal("no document")
 		}
 	}

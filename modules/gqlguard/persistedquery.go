@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/redisconn"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
 )
@@ -183,13 +184,13 @@ func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *request
 
 // registerPersisted stores a verified APQ registration whose document
 // compiled without refusal (a flood of invalid documents registers nothing).
-func (g *Guard) registerPersisted(cl *caller, reg apqRegistration, doc *compiledDoc) {
-	if !reg.pending || doc.refusal != nil {
+func (g *Guard) registerPersisted(cl *caller, reg apqRegistration, doc *document.Doc) {
+	if !reg.pending || doc.Refusal != nil {
 		return
 	}
 	// a failed Redis call is counted and logged by the client's Reporter
 	// (the document is in this gateway's memory anyway)
-	if err := g.apq.Put(cl.ctx, reg.hash, doc.query); errors.Is(err, persisted.ErrTooLarge) {
+	if err := g.apq.Put(cl.ctx, reg.hash, doc.Query); errors.Is(err, persisted.ErrTooLarge) {
 		g.logger.Warn("persisted query store registration failed", zap.Error(err))
 	}
 }
@@ -198,7 +199,7 @@ func (g *Guard) registerPersisted(cl *caller, reg apqRegistration, doc *compiled
 // was resolved by hash or id: the document's text added as "query", and a
 // documentId replaced by it (an upstream that knows documentId refuses a
 // body with both, as the guard does).
-func forwardBody(body []byte, req *request.Located, doc *compiledDoc) []byte {
+func forwardBody(body []byte, req *request.Located, doc *document.Doc) []byte {
 	if !req.ByDocumentID() {
 		return withQuery(body, doc)
 	}
@@ -207,7 +208,7 @@ func forwardBody(body []byte, req *request.Located, doc *compiledDoc) []byte {
 		return withQuery(body, doc)
 	}
 	delete(members, "documentId")
-	members["query"] = doc.quotedQuery()
+	members["query"] = doc.QuotedQuery()
 	out, err := json.Marshal(members)
 	if err != nil {
 		return withQuery(body, doc)
@@ -217,8 +218,8 @@ func forwardBody(body []byte, req *request.Located, doc *compiledDoc) []byte {
 
 // withQuery returns body (a JSON object without a "query" member) with the
 // document's text added as its first member.
-func withQuery(body []byte, doc *compiledDoc) []byte {
-	quoted := doc.quotedQuery()
+func withQuery(body []byte, doc *document.Doc) []byte {
+	quoted := doc.QuotedQuery()
 	i := bytes.IndexByte(body, '{')
 	rest := body[i+1:]
 	out := make([]byte, 0, len(body)+len(quoted)+10)
@@ -229,18 +230,4 @@ func withQuery(body []byte, doc *compiledDoc) []byte {
 		out = append(out, ',')
 	}
 	return append(out, rest...)
-}
-
-// quotedQuery is the document's text as a JSON string, encoded once.
-func (d *compiledDoc) quotedQuery() []byte {
-	if q := d.quoted.Load(); q != nil {
-		return *q
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(d.query) // a string always encodes
-	q := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	d.quoted.Store(&q)
-	return q
 }

@@ -8,15 +8,16 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 )
 
 // The decisions on an admitted, compiled operation: entitlements (403) and
 // the document limits (docs/design.md D12).
 
 // overAny reports whether violations would list anything.
-func (g *Guard) overAny(doc *compiledDoc, op *compiledOp, cost int64) bool {
-	m := op.measures
-	return doc.tokenOver != nil || m.Depth > g.MaxDepth || m.Aliases > g.MaxAliases ||
+func (g *Guard) overAny(doc *document.Doc, op *document.Operation, cost int64) bool {
+	m := op.Measures
+	return doc.TokenOver != nil || m.Depth > g.MaxDepth || m.Aliases > g.MaxAliases ||
 		m.RootFields > g.MaxRootFields || m.Directives > g.MaxDirectives || cost > g.MaxCost
 }
 
@@ -45,16 +46,16 @@ func (g *Guard) ownedFamilies(repl *caddy.Replacer) (owned string, check bool) {
 }
 
 // violations lists every limit the operation exceeds.
-func (g *Guard) violations(doc *compiledDoc, op *compiledOp, cost int64) []gqlError {
-	var errs []gqlError
-	loc := locationsOf(op.pos)
-	m := op.measures
-	if doc.tokenOver != nil {
-		errs = append(errs, gqlError{Message: tooManyTokensMessage(g.MaxTokens), Locations: locationsOf(doc.tokenOver), Code: codeTooManyTokens})
+func (g *Guard) violations(doc *document.Doc, op *document.Operation, cost int64) []document.Error {
+	var errs []document.Error
+	loc := document.LocationsOf(op.Pos)
+	m := op.Measures
+	if doc.TokenOver != nil {
+		errs = append(errs, document.Error{Message: document.TooManyTokensMessage(g.MaxTokens), Locations: document.LocationsOf(doc.TokenOver), Code: document.CodeTooManyTokens})
 	}
 	check := func(v, max int64, code, what string) {
 		if v > max {
-			errs = append(errs, gqlError{
+			errs = append(errs, document.Error{
 				Message:   fmt.Sprintf("%s %s exceeds the maximum of %d", what, formatCount(v), max),
 				Locations: loc, Code: code,
 			})

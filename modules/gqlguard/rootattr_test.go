@@ -131,4 +131,3 @@ func TestRootFieldsPlaceholder(t *testing.T) {
 		}
 	}
 }
-

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
 	"github.com/civicgate/civicgate/modules/gqlguard/variables"
 	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
@@ -173,7 +174,7 @@ func locateURLQuery(w http.ResponseWriter, rawQuery string) (request.Located, st
 type admitted struct {
 	body  []byte
 	query url.Values
-	op    *compiledOp
+	op    *document.Operation
 	co    variables.Coerced
 	via   transport
 	keyID string
@@ -226,9 +227,9 @@ func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req
 // applyPolicy refuses an operation the caller is not entitled to (403) or
 // one over a document limit; under measure_only an over-limit operation is
 // counted and logged and goes on. It returns the outcome, or "" to go on.
-func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *compiledDoc, op *compiledOp, cost int64) string {
-	if !op.families.Entitled(cl.owned, cl.checkOwned) {
-		writeNotEntitled(w, op.families.Refused(cl.owned))
+func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *document.Doc, op *document.Operation, cost int64) string {
+	if !op.Families.Entitled(cl.owned, cl.checkOwned) {
+		writeNotEntitled(w, op.Families.Refused(cl.owned))
 		return outcomeNotEntitled
 	}
 	if !g.overAny(doc, op, cost) {
@@ -236,13 +237,13 @@ func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *compiledDoc,
 	}
 	errs := g.violations(doc, op, cost)
 	if !g.MeasureOnly {
-		writeJSON(w, http.StatusOK, graphqlErrorBody(errs))
+		writeJSON(w, http.StatusOK, document.ErrorBody(errs))
 		return outcomeLimit
 	}
 	for _, e := range errs {
 		g.metrics.measured.WithLabelValues(e.Code).Inc()
 		g.logger.Warn("graphql document over limit (measure_only)",
-			zap.String("limit", e.Code), zap.String("detail", e.Message), zap.String("operation", op.name))
+			zap.String("limit", e.Code), zap.String("detail", e.Message), zap.String("operation", op.Name))
 	}
 	return ""
 }
@@ -250,9 +251,9 @@ func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *compiledDoc,
 // coerceVariables coerces req's variables for op and evaluates its cost,
 // refusing variables that do not coerce (400); it returns the result, or
 // the refusal's outcome.
-func coerceVariables(w http.ResponseWriter, op *compiledOp, req *request.Located) (variables.Coerced, string) {
+func coerceVariables(w http.ResponseWriter, op *document.Operation, req *request.Located) (variables.Coerced, string) {
 	raw, vars, decoded := req.Variables()
-	co, err := op.variables.Coerce(req.Fast(), raw, vars, decoded)
+	co, err := op.Variables.Coerce(req.Fast(), raw, vars, decoded)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, messageBody(variables.Message(err)))
 		return variables.Coerced{}, outcomeBadRequest
@@ -262,10 +263,10 @@ func coerceVariables(w http.ResponseWriter, op *compiledOp, req *request.Located
 
 // exportPlaceholders hands the admitted operation to later handlers
 // (modules/contract's GraphQL placeholders).
-func exportPlaceholders(repl *caddy.Replacer, op *compiledOp, co variables.Coerced) {
+func exportPlaceholders(repl *caddy.Replacer, op *document.Operation, co variables.Coerced) {
 	if repl == nil {
 		return
 	}
-	repl.Map(op.provider) // name, type, root fields, families: compiledOp.placeholder
+	repl.Map(op.Placeholders) // name, type, root fields, families: compiledOp.placeholder
 	repl.Set(contract.GraphQLCost, co.CostValue)
 }

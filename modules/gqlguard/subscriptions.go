@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
@@ -137,10 +138,10 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 // charged to the key's cost budget and cut when the caller's credential
 // stops being valid.
 func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, adm *admitted) error {
-	if adm.op.kind == ast.Subscription && adm.keyID != "" {
+	if adm.op.Kind == ast.Subscription && adm.keyID != "" {
 		slot := g.slots.forKey(adm.keyID)
 		if !slot.Acquire() {
-			writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{Message: msgTooManySubscriptions, Code: codeSubscriptionLimit}}))
+			writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{Message: msgTooManySubscriptions, Code: codeSubscriptionLimit}}))
 			g.metrics.requests.WithLabelValues(outcomeSubscriptionCap).Inc()
 			return nil
 		}

@@ -43,15 +43,15 @@ func endGuardSpan(span trace.Span, adm *admitted, outcome string) {
 	attrs := make([]attribute.KeyValue, 0, 5)
 	attrs = append(attrs, attribute.String("civicgate.graphql.result", result))
 	if op := adm.op; op != nil {
-		name := op.name
+		name := op.Name
 		if len(name) > maxSpanName {
 			name = name[:maxSpanName]
 		}
 		attrs = append(attrs,
 			attribute.String("graphql.operation.name", name),
-			attribute.String("graphql.operation.type", string(op.kind)),
+			attribute.String("graphql.operation.type", string(op.Kind)),
 			attribute.Int64("civicgate.graphql.cost", adm.co.Cost),
-			attribute.StringSlice("civicgate.graphql.families", op.families.List),
+			attribute.StringSlice("civicgate.graphql.families", op.Families.List),
 		)
 	}
 	span.SetAttributes(attrs...)

@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
 )
 
@@ -92,8 +93,8 @@ const (
 
 // checkTransport refuses a mutation over GET (405, GraphQL over HTTP) and a
 // subscription over a transport that cannot carry one.
-func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *compiledOp) string {
-	switch op.kind {
+func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *document.Operation) string {
+	switch op.Kind {
 	case ast.Mutation:
 		if cl.get {
 			w.Header().Set("Allow", http.MethodPost)
@@ -102,8 +103,8 @@ func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *compiledOp
 		}
 	case ast.Subscription:
 		if cl.via == viaPOST || cl.via == viaGET {
-			writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{
-				Message: msgSubscriptionTransport, Locations: locationsOf(op.pos), Code: codeOperationNotAllowed,
+			writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{
+				Message: msgSubscriptionTransport, Locations: document.LocationsOf(op.Pos), Code: codeOperationNotAllowed,
 			}}))
 			return outcomeOperation
 		}
@@ -113,14 +114,14 @@ func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *compiledOp
 
 // checkTrusted refuses a document that is not in the trusted-documents
 // manifest when the caller's tier may send only trusted documents.
-func (g *Guard) checkTrusted(w http.ResponseWriter, cl *caller, doc *compiledDoc, req *request.Located) string {
-	if len(g.TrustedOnly) == 0 || doc.trusted || req.ResolvedBy() == resolvedByManifest {
+func (g *Guard) checkTrusted(w http.ResponseWriter, cl *caller, doc *document.Doc, req *request.Located) string {
+	if len(g.TrustedOnly) == 0 || doc.Trusted || req.ResolvedBy() == resolvedByManifest {
 		return ""
 	}
 	if g.TrustedOnly[0] != "*" && !containsString(g.TrustedOnly, cl.tier) {
 		return ""
 	}
-	writeJSON(w, http.StatusOK, graphqlErrorBody([]gqlError{{Message: msgTrustedDocumentsOnly, Code: codeTrustedDocumentNeeded}}))
+	writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{Message: msgTrustedDocumentsOnly, Code: codeTrustedDocumentNeeded}}))
 	return outcomeUntrusted
 }
 

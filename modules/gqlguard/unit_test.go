@@ -9,71 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/parser"
 )
-
-func mustParse(t testing.TB, q string) *ast.QueryDocument {
-	t.Helper()
-	doc, err := parser.ParseQuery(&ast.Source{Input: q})
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	return doc
-}
-
-func TestCostPlan(t *testing.T) {
-	s, err := loadSchema("testdata/records.graphqls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &compiler{schema: s.schema, rules: validationRules(true), maxTokens: 5000, limitArg: "limit", defaultSize: 25}
-	for _, tc := range []struct {
-		query string
-		vars  map[string]any
-		want  int64
-	}{
-		{`{ bill(id: 1) { title } }`, nil, 1},
-		{`{ bills { items { id } } }`, nil, 1 + 25},
-		{`{ bills(input: {limit: 3}) { items { id sponsors { name } } } }`, nil, 1 + 3*(1+25)},
-		{`query($n: Int) { bills(input: {limit: $n}) { items { id } } }`, map[string]any{"n": int64(7)}, 1 + 7},
-		{`query($n: Int) { bills(input: {limit: $n}) { items { id } } }`, map[string]any{}, 1 + 25},
-		{`query($i: BillsInput) { bills(input: $i) { items { id } } }`, map[string]any{"i": map[string]any{"limit": int64(9)}}, 1 + 9},
-		{`{ search(q: "x", limit: 4) { ... on Bill { id } } }`, nil, 4},
-		{`{ bills(input: {limit: -5}) { items { id } } }`, nil, 1},
-		{`{ ...P } fragment P on Query { bills(input: {limit: 2}) { ...I } } fragment I on BillsPage { items { id } }`, nil, 1 + 2},
-	} {
-		doc := c.compile(tc.query)
-		if doc.refusal != nil {
-			t.Fatalf("%s: refused %s", tc.query, doc.refusal)
-		}
-		if got := doc.ops[0].measures.Cost.Evaluate(tc.vars); got != tc.want {
-			t.Errorf("%s %v: cost %d, want %d", tc.query, tc.vars, got, tc.want)
-		}
-	}
-}
-
-func TestCacheLRU(t *testing.T) {
-	c := newDocCache(2)
-	put := func(q string) { c.put(c.key(1, q), q, &compiledDoc{query: q}) }
-	get := func(q string) bool { return c.get(c.key(1, q), q) != nil }
-	put("a")
-	put("b")
-	if !get("a") { // a is now the most recent
-		t.Fatal("a missing")
-	}
-	put("c") // evicts b
-	if get("b") || !get("a") || !get("c") || c.len() != 2 {
-		t.Fatalf("LRU order wrong: b=%v a=%v c=%v len=%d", get("b"), get("a"), get("c"), c.len())
-	}
-	if c.get(c.key(2, "a"), "a") != nil {
-		t.Fatal("another schema hash must miss")
-	}
-	// A colliding key with a different text must miss.
-	if c.get(c.key(1, "a"), "not a") != nil {
-		t.Fatal("text mismatch must miss")
-	}
-}
 
 func provisioned(t testing.TB, g *Guard) *Guard {
 	t.Helper()
@@ -236,36 +172,5 @@ func TestCacheHitStillChecksRequest(t *testing.T) {
 	}
 	if got := g.parses.Load(); got != 1 {
 		t.Fatalf("parsed %d times, want 1", got)
-	}
-}
-
-// With introspection off no validation message suggests names (fields,
-// arguments, types, enum values, leaf selections).
-func TestNoSuggestionsWithoutIntrospection(t *testing.T) {
-	s, err := loadSchema("testdata/records.graphqls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		`{ bills { nextCursr } }`,
-		`{ bills(inptu: {limit: 1}) { nextCursor } }`,
-		`query($i: BillInput) { bills(input: $i) { nextCursor } }`,
-		`{ regulatoryFilings(input: {type: RUEL}) { nextCursor } }`,
-		`{ bills { items } }`,
-	} {
-		for _, introspection := range []bool{true, false} {
-			c := &compiler{schema: s.schema, rules: validationRules(introspection), maxTokens: 5000, limitArg: "limit", defaultSize: 25}
-			doc := c.compile(q)
-			if doc.refusal == nil {
-				t.Fatalf("%s: not refused", q)
-			}
-			suggests := strings.Contains(string(doc.refusal), "Did you mean")
-			if !introspection && suggests {
-				t.Errorf("introspection off, %s: %s", q, doc.refusal)
-			}
-			if introspection && !suggests && strings.Contains(q, "Cursr") {
-				t.Errorf("introspection on, %s: expected a suggestion: %s", q, doc.refusal)
-			}
-		}
 	}
 }

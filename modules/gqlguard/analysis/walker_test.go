@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/civicgate/civicgate/modules/gqlguard/internal/reference"
 )
@@ -47,7 +48,7 @@ func mustParse(t testing.TB, q string) *ast.QueryDocument {
 func mustValidate(t testing.TB, schema *ast.Schema, q string) *ast.QueryDocument {
 	t.Helper()
 	doc := mustParse(t, q)
-	if errs := validator.Validate(schema, doc); len(errs) > 0 {
+	if errs := validator.ValidateWithRules(schema, doc, rules.NewDefaultRules()); len(errs) > 0 {
 		t.Fatalf("%s: %v", q, errs)
 	}
 	return doc

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
@@ -27,7 +28,7 @@ func prepare(t *testing.T, query string) (*ast.Schema, *Operation) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, errs := gqlparser.LoadQuery(schema, query)
+	doc, errs := gqlparser.LoadQueryWithRules(schema, query, rules.NewDefaultRules())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

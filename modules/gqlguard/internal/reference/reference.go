@@ -191,7 +191,6 @@ func literalLimit(f *ast.Field) (int64, bool) {
 	return 0, false
 }
 
-
 // limitLiteral reads an Int literal as the walker does: out of range is
 // huge, negative is 0.
 func limitLiteral(raw string) int64 {

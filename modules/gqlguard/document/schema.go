@@ -1,4 +1,4 @@
-package gqlguard
+package document
 
 import (
 	"crypto/sha256"
@@ -18,24 +18,25 @@ import (
 	"github.com/civicgate/civicgate/internal/intscalar"
 )
 
-// loadedSchema is a validated GraphQL schema with the hash that keys the
+// Schema is a validated GraphQL schema with the hash that keys the
 // document cache, so a changed schema file never reuses old outcomes.
-type loadedSchema struct {
-	schema *ast.Schema
-	hash   uint64
+type Schema struct {
+	AST  *ast.Schema
+	Hash uint64
 }
 
-// loadSchema reads and validates the schema file at path. Its error names the
+// LoadSchema reads and validates the schema file at path. Its error names the
 // file and, for a GraphQL error, the line and column.
-func loadSchema(path string) (*loadedSchema, error) {
+func LoadSchema(path string) (*Schema, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading GraphQL schema: %w", err)
 	}
-	return parseSchema(path, string(src))
+	return ParseSchema(path, string(src))
 }
 
-func parseSchema(name, src string) (*loadedSchema, error) {
+// ParseSchema validates the schema src, named name in errors.
+func ParseSchema(name, src string) (*Schema, error) {
 	schema, err := gqlparser.LoadSchema(&ast.Source{Name: name, Input: src})
 	if err != nil {
 		var gqlErr *gqlerror.Error
@@ -49,7 +50,7 @@ func parseSchema(name, src string) (*loadedSchema, error) {
 		return nil, fmt.Errorf("GraphQL schema %s: no Query type: %w", name, errInvalidSchema)
 	}
 	sum := sha256.Sum256([]byte(src))
-	return &loadedSchema{schema: schema, hash: binary.LittleEndian.Uint64(sum[:8])}, nil
+	return &Schema{AST: schema, Hash: binary.LittleEndian.Uint64(sum[:8])}, nil
 }
 
 var errInvalidSchema = errors.New("invalid schema")

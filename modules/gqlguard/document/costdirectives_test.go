@@ -1,4 +1,4 @@
-package gqlguard
+package document
 
 import (
 	"encoding/json"
@@ -28,11 +28,11 @@ type BookPage { items: [Book!]!  total: Int }
 // TestCostDirectives: the cost of each document under @cost and @listSize
 // (costdirectives.go), with default_list_size 25 and limit_argument limit.
 func TestCostDirectives(t *testing.T) {
-	s, err := parseSchema("cost.graphqls", costDirectivesSchema)
+	s, err := ParseSchema("cost.graphqls", costDirectivesSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &compiler{schema: s.schema, rules: validationRules(true), maxTokens: 5000, limitArg: "limit", defaultSize: 25, introspection: true}
+	c := NewCompiler(Config{Schema: s, Introspection: true, MaxTokens: 5000, LimitArgument: "limit", DefaultListSize: 25})
 	cases := []struct {
 		query string
 		vars  string
@@ -55,9 +55,9 @@ func TestCostDirectives(t *testing.T) {
 		{`query($n: Int) { books(first: $n) { title } }`, `{}`, 25},      // unset variable: default size
 	}
 	for _, tc := range cases {
-		doc := c.compile(tc.query)
-		if doc.refusal != nil {
-			t.Fatalf("%s: refused: %s", tc.query, doc.refusal)
+		doc := c.Compile(tc.query)
+		if doc.Refusal != nil {
+			t.Fatalf("%s: refused: %s", tc.query, doc.Refusal)
 		}
 		var vars map[string]any
 		if tc.vars != "" {
@@ -65,7 +65,7 @@ func TestCostDirectives(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := doc.ops[0].measures.Cost.Evaluate(vars); got != tc.want {
+		if got := doc.Ops[0].Measures.Cost.Evaluate(vars); got != tc.want {
 			t.Errorf("%s %s: cost %d, want %d", tc.query, tc.vars, got, tc.want)
 		}
 	}

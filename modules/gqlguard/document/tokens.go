@@ -1,4 +1,4 @@
-package gqlguard
+package document
 
 import (
 	"github.com/vektah/gqlparser/v2/ast"

@@ -1,4 +1,4 @@
-package gqlguard
+package document
 
 import (
 	"fmt"
@@ -9,11 +9,7 @@ import (
 // Documents within the token limit that would make gqlparser's validation
 // quadratic are refused before validation, quickly; ordinary documents pass.
 func TestQuadraticValidationRefused(t *testing.T) {
-	s, err := loadSchema("testdata/records.graphqls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &compiler{schema: s.schema, rules: validationRules(true), maxTokens: DefaultMaxTokens, limitArg: "limit", defaultSize: 25}
+	c := testCompiler(t, testSchema)
 	chain := func(n, fan int) string {
 		var b strings.Builder
 		b.WriteString("{ ...F0 } ")
@@ -39,28 +35,28 @@ func TestQuadraticValidationRefused(t *testing.T) {
 		"fragment fan-out chain": chain(300, 2),
 		"many spread fragments":  spreads.String(),
 	} {
-		doc := c.compile(q)
-		if !strings.Contains(string(doc.refusal), `"code":"DOCUMENT_TOO_COMPLEX"`) {
-			t.Errorf("%s (%d tokens): not refused as too complex: %.200s", name, doc.tokens, doc.refusal)
+		doc := c.Compile(q)
+		if !strings.Contains(string(doc.Refusal), `"code":"DOCUMENT_TOO_COMPLEX"`) {
+			t.Errorf("%s (%d tokens): not refused as too complex: %.200s", name, doc.Tokens, doc.Refusal)
 		}
 	}
 	for _, q := range []string{
 		benchBillsQuery,
 		"query A { ...F } query B { ...F ...G } fragment F on Query { bills { ...I } } fragment G on Query { members { nextCursor } } fragment I on BillsPage { items { id title } nextCursor }",
 	} {
-		if doc := c.compile(q); doc.refusal != nil {
-			t.Errorf("ordinary document refused: %s", doc.refusal)
+		if doc := c.Compile(q); doc.Refusal != nil {
+			t.Errorf("ordinary document refused: %s", doc.Refusal)
 		}
 	}
 }
 
 // The valve's own cost on a document that would take gqlparser 2 s.
 func BenchmarkQuadraticRefusal(b *testing.B) {
-	c := benchCompiler(b)
+	c := testCompiler(b, testSchema)
 	q := "{ bills { " + strings.Repeat("nextCursor ", 4900) + "} }"
 	b.ReportAllocs()
 	for b.Loop() {
-		if doc := c.compile(q); doc.refusal == nil {
+		if doc := c.Compile(q); doc.Refusal == nil {
 			b.Fatal("not refused")
 		}
 	}

@@ -1,34 +1,34 @@
-package gqlguard
+package document
 
 import (
 	"hash/maphash"
 	"sync"
 )
 
-// docCache is a bounded LRU of compiled documents keyed by (schema hash,
+// Cache is a bounded LRU of compiled documents keyed by (schema hash,
 // document hash). An entry also keeps the document text and a hit compares
 // it, so a hash collision can never hand one document another's outcome.
 // Lookups hash the query string with maphash and allocate nothing.
-type docCache struct {
+type Cache struct {
 	seed maphash.Seed
 	mu   sync.Mutex
 	max  int
-	m    map[cacheKey]*cacheNode
+	m    map[CacheKey]*cacheNode
 	head cacheNode // sentinel: head.next is the most recent, head.prev the least
 }
 
-// cacheKey: raw is set when doc hashes the still JSON-escaped text of the
+// CacheKey is a document's key; raw is set when doc hashes the still JSON-escaped text of the
 // query (a separate key space: an escaped text is not the document it
 // decodes to).
-type cacheKey struct {
+type CacheKey struct {
 	schema, doc uint64
 	raw         bool
 }
 
 type cacheNode struct {
-	key        cacheKey
+	key        CacheKey
 	text       string // the text hashed into key.doc
-	doc        *compiledDoc
+	doc        *Doc
 	prev, next *cacheNode
 }
 
@@ -36,23 +36,25 @@ type cacheNode struct {
 // compiled every time (such documents are rare and mostly hostile).
 const maxCachedQuery = 16 << 10
 
-func newDocCache(size int) *docCache {
-	c := &docCache{seed: maphash.MakeSeed(), max: size, m: make(map[cacheKey]*cacheNode, max(size, 0))}
+// NewCache returns a cache of size entries (none when size ≤ 0).
+func NewCache(size int) *Cache {
+	c := &Cache{seed: maphash.MakeSeed(), max: size, m: make(map[CacheKey]*cacheNode, max(size, 0))}
 	c.head.prev, c.head.next = &c.head, &c.head
 	return c
 }
 
-func (c *docCache) key(schema uint64, query string) cacheKey {
-	return cacheKey{schema: schema, doc: maphash.String(c.seed, query)}
+// Key is the cache key of query for the schema of hash schema.
+func (c *Cache) Key(schema uint64, query string) CacheKey {
+	return CacheKey{schema: schema, doc: maphash.String(c.seed, query)}
 }
 
-// keyBytes is key for a text held in bytes; raw: the text is JSON-escaped.
-func (c *docCache) keyBytes(schema uint64, text []byte, raw bool) cacheKey {
-	return cacheKey{schema: schema, doc: maphash.Bytes(c.seed, text), raw: raw}
+// KeyBytes is Key for a text held in bytes; raw: the text is JSON-escaped.
+func (c *Cache) KeyBytes(schema uint64, text []byte, raw bool) CacheKey {
+	return CacheKey{schema: schema, doc: maphash.Bytes(c.seed, text), raw: raw}
 }
 
-// get returns the compiled document for query, or nil.
-func (c *docCache) get(k cacheKey, query string) *compiledDoc {
+// Get returns the compiled document for query, or nil.
+func (c *Cache) Get(k CacheKey, query string) *Doc {
 	if c.max <= 0 {
 		return nil
 	}
@@ -67,8 +69,8 @@ func (c *docCache) get(k cacheKey, query string) *compiledDoc {
 	return n.doc
 }
 
-// getBytes returns the compiled document stored under k for text, or nil.
-func (c *docCache) getBytes(k cacheKey, text []byte) *compiledDoc {
+// GetBytes returns the compiled document stored under k for text, or nil.
+func (c *Cache) GetBytes(k CacheKey, text []byte) *Doc {
 	if c.max <= 0 {
 		return nil
 	}
@@ -83,10 +85,10 @@ func (c *docCache) getBytes(k cacheKey, text []byte) *compiledDoc {
 	return n.doc
 }
 
-// put stores doc under k (for text), evicting the least recently used
+// Put stores doc under k (for text), evicting the least recently used
 // entry when full.
-func (c *docCache) put(k cacheKey, text string, doc *compiledDoc) {
-	if c.max <= 0 || len(doc.query) > maxCachedQuery || len(text) > maxCachedQuery {
+func (c *Cache) Put(k CacheKey, text string, doc *Doc) {
+	if c.max <= 0 || len(doc.Query) > maxCachedQuery || len(text) > maxCachedQuery {
 		return
 	}
 	c.mu.Lock()
@@ -107,17 +109,18 @@ func (c *docCache) put(k cacheKey, text string, doc *compiledDoc) {
 	c.pushFront(n)
 }
 
-func (c *docCache) len() int {
+// Len is the number of entries.
+func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
 }
 
-func (c *docCache) unlink(n *cacheNode) {
+func (c *Cache) unlink(n *cacheNode) {
 	n.prev.next, n.next.prev = n.next, n.prev
 }
 
-func (c *docCache) pushFront(n *cacheNode) {
+func (c *Cache) pushFront(n *cacheNode) {
 	n.prev, n.next = &c.head, c.head.next
 	c.head.next.prev = n
 	c.head.next = n

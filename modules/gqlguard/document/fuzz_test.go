@@ -1,4 +1,4 @@
-package gqlguard
+package document
 
 import (
 	"testing"
@@ -24,11 +24,11 @@ func FuzzLimits(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	s, err := loadSchema("testdata/records.graphqls")
+	s, err := LoadSchema(testSchema)
 	if err != nil {
 		f.Fatal(err)
 	}
-	c := &compiler{schema: s.schema, rules: validationRules(false), maxTokens: 5000, measureOnly: true, limitArg: "limit", defaultSize: 25}
+	c := NewCompiler(Config{Schema: s, MaxTokens: 5000, MeasureOnly: true, LimitArgument: "limit", DefaultListSize: 25})
 	f.Fuzz(func(t *testing.T, query string) {
 		scan := scanTokens(query, 5000, false)
 		if doc, err := parser.ParseQuery(&ast.Source{Input: query}); err == nil {
@@ -41,9 +41,9 @@ func FuzzLimits(f *testing.F) {
 				t.Fatalf("walker took %d steps for %d tokens", w.Steps(), scan.count)
 			}
 		}
-		doc := c.compile(query)
-		for _, op := range doc.ops {
-			_ = op.measures.Cost.Evaluate(nil)
+		doc := c.Compile(query)
+		for _, op := range doc.Ops {
+			_ = op.Measures.Cost.Evaluate(nil)
 		}
 	})
 }
