@@ -21,7 +21,7 @@ import (
 func BenchmarkPersistedHit(b *testing.B) {
 	g, body := persistedBenchGuard(b)
 	w := httptest.NewRecorder()
-	cl := &caller{ctx: context.Background()}
+	scope := &requestScope{ctx: context.Background()}
 	located, outcome := locateBody(w, body)
 	if outcome != "" {
 		b.Fatal(outcome)
@@ -29,7 +29,7 @@ func BenchmarkPersistedHit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		req := located
-		if _, outcome := g.resolvePersisted(w, cl, &req); outcome != "" {
+		if _, outcome := g.resolvePersisted(w, scope, &req); outcome != "" {
 			b.Fatal(outcome)
 		}
 		if doc := g.lookupDocument(&req); doc == nil || doc.Refusal != nil {
@@ -68,10 +68,10 @@ func persistedBenchGuard(b testing.TB) (*Guard, []byte) {
 func TestPersistedHitAllocatesNothing(t *testing.T) {
 	g, body := persistedBenchGuard(t)
 	w := httptest.NewRecorder()
-	cl := &caller{ctx: context.Background()}
+	scope := &requestScope{ctx: context.Background()}
 	allocs := testing.AllocsPerRun(100, func() {
 		req, _ := locateBody(w, body)
-		_, _ = g.resolvePersisted(w, cl, &req)
+		_, _ = g.resolvePersisted(w, scope, &req)
 		_ = g.lookupDocument(&req)
 	})
 	if allocs != 0 {

@@ -111,7 +111,7 @@ type apqRegistration struct {
 // the text is looked up (manifest first, then the APQ store), a hash sent
 // with its text is verified (and returned for registration). It returns
 // the refusal's outcome, or "" to go on.
-func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *request.Located) (apqRegistration, string) {
+func (g *Guard) resolvePersisted(w http.ResponseWriter, scope *requestScope, req *request.Located) (apqRegistration, string) {
 	var reg apqRegistration
 	ext, docID := req.Extensions(), req.DocumentID()
 	if docID != "" {
@@ -170,7 +170,7 @@ func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *request
 	// request. A failed Redis call is counted and logged (rate-limited) by
 	// the client's Reporter; a stored text that does not hash to its key is
 	// not a Redis failure: logged here.
-	text, ok, err := g.apq.Get(cl.ctx, h)
+	text, ok, err := g.apq.Get(scope.ctx, h)
 	if errors.Is(err, persisted.ErrCorruptEntry) {
 		g.logger.Warn("persisted query store holds a document that does not hash to its key", zap.Error(err))
 	}
@@ -184,13 +184,13 @@ func (g *Guard) resolvePersisted(w http.ResponseWriter, cl *caller, req *request
 
 // registerPersisted stores a verified APQ registration whose document
 // compiled without refusal (a flood of invalid documents registers nothing).
-func (g *Guard) registerPersisted(cl *caller, reg apqRegistration, doc *document.Doc) {
+func (g *Guard) registerPersisted(scope *requestScope, reg apqRegistration, doc *document.Doc) {
 	if !reg.pending || doc.Refusal != nil {
 		return
 	}
 	// a failed Redis call is counted and logged by the client's Reporter
 	// (the document is in this gateway's memory anyway)
-	if err := g.apq.Put(cl.ctx, reg.hash, doc.Query); errors.Is(err, persisted.ErrTooLarge) {
+	if err := g.apq.Put(scope.ctx, reg.hash, doc.Query); errors.Is(err, persisted.ErrTooLarge) {
 		g.logger.Warn("persisted query store registration failed", zap.Error(err))
 	}
 }

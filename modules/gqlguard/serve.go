@@ -123,15 +123,15 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 		}
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	cl := g.callerOf(r, repl)
-	adm, outcome = g.checkLocated(w, &cl, body, &req)
+	scope := g.scopeOf(r, repl)
+	adm, outcome = g.checkLocated(w, &scope, body, &req)
 	if outcome != "" {
 		return adm, outcome
 	}
 	// The last check: the cost budget. An event stream spends once its
 	// subscription slot is held (serveEventStream).
 	if adm.via != viaEventStream {
-		if outcome = g.chargeCost(cl.ctx, w, cl.budget, adm.op, adm.co.Cost); outcome != "" {
+		if outcome = g.chargeCost(scope.ctx, w, scope.budget, adm.op, adm.co.Cost); outcome != "" {
 			return admitted{}, outcome
 		}
 	}
@@ -186,50 +186,50 @@ type admitted struct {
 // the bearer token scan, persisted documents, the document, the operation,
 // the transport, trusted documents, variables and the policy. body is the
 // raw request (the POST body, a subscribe payload; nil for GET).
-func (g *Guard) checkLocated(w http.ResponseWriter, cl *caller, body []byte, req *request.Located) (admitted, string) {
-	if cl.hasToken && req.ContainsBearer(body, cl.token) {
+func (g *Guard) checkLocated(w http.ResponseWriter, scope *requestScope, body []byte, req *request.Located) (admitted, string) {
+	if scope.hasToken && req.ContainsBearer(body, scope.token) {
 		writeJSON(w, http.StatusBadRequest, messageBody(msgBearerInDocument))
 		return admitted{}, outcomeBearer
 	}
-	reg, outcome := g.resolvePersisted(w, cl, req)
+	reg, outcome := g.resolvePersisted(w, scope, req)
 	if outcome != "" {
 		return admitted{}, outcome
 	}
 	doc := g.lookupDocument(req)
-	if outcome = screenDocument(w, doc, cl.token, cl.hasToken); outcome != "" {
+	if outcome = screenDocument(w, doc, scope.token, scope.hasToken); outcome != "" {
 		return admitted{}, outcome
 	}
 	op, outcome := g.selectOperation(w, doc, req)
 	if outcome != "" {
 		return admitted{}, outcome
 	}
-	if outcome = g.checkTransport(w, cl, op); outcome != "" {
+	if outcome = g.checkTransport(w, scope, op); outcome != "" {
 		return admitted{}, outcome
 	}
-	if outcome = g.checkTrusted(w, cl, doc, req); outcome != "" {
+	if outcome = g.checkTrusted(w, scope, doc, req); outcome != "" {
 		return admitted{}, outcome
 	}
 	co, outcome := coerceVariables(w, op, req)
 	if outcome != "" {
 		return admitted{}, outcome
 	}
-	if outcome = g.applyPolicy(w, cl, doc, op, co.Cost); outcome != "" {
+	if outcome = g.applyPolicy(w, scope, doc, op, co.Cost); outcome != "" {
 		return admitted{}, outcome
 	}
-	g.registerPersisted(cl, reg, doc)
+	g.registerPersisted(scope, reg, doc)
 	fwd := body
 	if req.ResolvedBy() != "" && body != nil {
 		fwd = forwardBody(body, req, doc)
 	}
-	return admitted{body: fwd, op: op, co: co, via: cl.via, keyID: cl.keyID}, ""
+	return admitted{body: fwd, op: op, co: co, via: scope.via, keyID: scope.keyID}, ""
 }
 
 // applyPolicy refuses an operation the caller is not entitled to (403) or
 // one over a document limit; under measure_only an over-limit operation is
 // counted and logged and goes on. It returns the outcome, or "" to go on.
-func (g *Guard) applyPolicy(w http.ResponseWriter, cl *caller, doc *document.Doc, op *document.Operation, cost int64) string {
-	if !op.Families.Entitled(cl.owned, cl.checkOwned) {
-		writeNotEntitled(w, op.Families.Refused(cl.owned))
+func (g *Guard) applyPolicy(w http.ResponseWriter, scope *requestScope, doc *document.Doc, op *document.Operation, cost int64) string {
+	if !op.Families.Entitled(scope.owned, scope.checkOwned) {
+		writeNotEntitled(w, op.Families.Refused(scope.owned))
 		return outcomeNotEntitled
 	}
 	if !g.overAny(doc, op, cost) {

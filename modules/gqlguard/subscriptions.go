@@ -64,19 +64,19 @@ func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next cadd
 		return nil
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	cl := g.callerOf(r, repl)
-	cl.via = viaWebSocket
+	scope := g.scopeOf(r, repl)
+	scope.via = viaWebSocket
 	cfg := wsproxy.Config{
-		Checker:          &subscribeChecker{g: g, cl: cl},
+		Checker:          &subscribeChecker{g: g, scope: scope},
 		InitTimeout:      g.initTimeout(),
 		MaxMessage:       g.MaxBody,
 		MaxSubscriptions: g.maxPerConnection(),
-		Token:            cl.token,
+		Token:            scope.token,
 		Logger:           g.logger,
 		Refused:          func(outcome string) { g.metrics.requests.WithLabelValues(outcome).Inc() },
 	}
-	if cl.keyID != "" {
-		cfg.Slots = g.slots.forKey(cl.keyID)
+	if scope.keyID != "" {
+		cfg.Slots = g.slots.forKey(scope.keyID)
 	}
 	if c, ok := contract.ChargerFrom(r.Context()); ok {
 		cfg.Charger = c
@@ -92,8 +92,8 @@ func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next cadd
 // subscribeChecker checks one subscribe message's payload as a POST body,
 // for the caller read when the socket was opened.
 type subscribeChecker struct {
-	g  *Guard
-	cl caller
+	g     *Guard
+	scope requestScope
 }
 
 func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (forward, errs []byte) {
@@ -111,13 +111,13 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		if outcome != "" {
 			return outcome
 		}
-		cl := s.cl
-		cl.ctx = ctx
-		adm, outcome := s.g.checkLocated(&rec, &cl, payload, &req)
+		scope := s.scope
+		scope.ctx = ctx
+		adm, outcome := s.g.checkLocated(&rec, &scope, payload, &req)
 		if outcome != "" {
 			return outcome
 		}
-		if outcome, errs = s.g.chargeSubscribe(ctx, cl.budget, adm.op, adm.co.Cost); outcome != "" {
+		if outcome, errs = s.g.chargeSubscribe(ctx, scope.budget, adm.op, adm.co.Cost); outcome != "" {
 			return outcome
 		}
 		forward = adm.body

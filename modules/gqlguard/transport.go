@@ -28,10 +28,13 @@ const (
 	viaWebSocket                    // a graphql-transport-ws subscribe message
 )
 
-// caller is what the checks need of the request's sender, read once per
-// request (or once per WebSocket: the replacer is not read again while the
-// socket is open).
-type caller struct {
+// requestScope is what the checks need of one request beyond its GraphQL
+// members: its context (the APQ store and the cost budget are called with
+// it), its transport, and its sender as civic_auth and civic_rate_limit
+// published it — owned families, tier, key, bearer token, cost budget. It
+// is read once per request; a WebSocket reads it once when the socket
+// opens and each subscribe copies it with the message's context.
+type requestScope struct {
 	ctx        context.Context
 	owned      string // families owned, comma-separated
 	checkOwned bool   // entitlements apply
@@ -44,16 +47,17 @@ type caller struct {
 	budget     contract.CostBudget // the key's cost budget; nil: none (costbudget.go)
 }
 
-func (g *Guard) callerOf(r *http.Request, repl *caddy.Replacer) caller {
-	cl := caller{ctx: r.Context(), via: transportOf(r), get: r.Method == http.MethodGet}
-	cl.owned, cl.checkOwned = g.ownedFamilies(repl)
-	cl.token, cl.hasToken = contract.BearerFromRequest(r)
-	cl.budget, _ = contract.CostBudgetFrom(r.Context())
-	if repl != nil && (len(g.TrustedOnly) > 0 || g.Subscriptions != nil || cl.via != viaPOST) {
-		cl.tier = placeholderString(repl, contract.CivicTier)
-		cl.keyID = placeholderString(repl, contract.CivicKeyID)
+// scopeOf reads the request's scope: once per request, once per WebSocket.
+func (g *Guard) scopeOf(r *http.Request, repl *caddy.Replacer) requestScope {
+	scope := requestScope{ctx: r.Context(), via: transportOf(r), get: r.Method == http.MethodGet}
+	scope.owned, scope.checkOwned = g.ownedFamilies(repl)
+	scope.token, scope.hasToken = contract.BearerFromRequest(r)
+	scope.budget, _ = contract.CostBudgetFrom(r.Context())
+	if repl != nil && (len(g.TrustedOnly) > 0 || g.Subscriptions != nil || scope.via != viaPOST) {
+		scope.tier = placeholderString(repl, contract.CivicTier)
+		scope.keyID = placeholderString(repl, contract.CivicKeyID)
 	}
-	return cl
+	return scope
 }
 
 func placeholderString(repl *caddy.Replacer, name string) string {
@@ -93,16 +97,16 @@ const (
 
 // checkTransport refuses a mutation over GET (405, GraphQL over HTTP) and a
 // subscription over a transport that cannot carry one.
-func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *document.Operation) string {
+func (g *Guard) checkTransport(w http.ResponseWriter, scope *requestScope, op *document.Operation) string {
 	switch op.Kind {
 	case ast.Mutation:
-		if cl.get {
+		if scope.get {
 			w.Header().Set("Allow", http.MethodPost)
 			writeJSON(w, http.StatusMethodNotAllowed, messageBody(msgMutationOverGET))
 			return outcomeMethod
 		}
 	case ast.Subscription:
-		if cl.via == viaPOST || cl.via == viaGET {
+		if scope.via == viaPOST || scope.via == viaGET {
 			writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{
 				Message: msgSubscriptionTransport, Locations: document.LocationsOf(op.Pos), Code: codeOperationNotAllowed,
 			}}))
@@ -114,11 +118,11 @@ func (g *Guard) checkTransport(w http.ResponseWriter, cl *caller, op *document.O
 
 // checkTrusted refuses a document that is not in the trusted-documents
 // manifest when the caller's tier may send only trusted documents.
-func (g *Guard) checkTrusted(w http.ResponseWriter, cl *caller, doc *document.Doc, req *request.Located) string {
+func (g *Guard) checkTrusted(w http.ResponseWriter, scope *requestScope, doc *document.Doc, req *request.Located) string {
 	if len(g.TrustedOnly) == 0 || doc.Trusted || req.ResolvedBy() == resolvedByManifest {
 		return ""
 	}
-	if g.TrustedOnly[0] != "*" && !containsString(g.TrustedOnly, cl.tier) {
+	if g.TrustedOnly[0] != "*" && !containsString(g.TrustedOnly, scope.tier) {
 		return ""
 	}
 	writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{Message: msgTrustedDocumentsOnly, Code: codeTrustedDocumentNeeded}}))
