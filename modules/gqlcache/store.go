@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/boundedlru"
 )
 
 // cacheKey is the SHA-256 of an entry's key material (keys.go).
@@ -32,8 +34,7 @@ type entry struct {
 	vary    []string
 	varySum [32]byte
 
-	prev, next *entry // LRU list, guarded by store.mu
-	rendered   atomic.Pointer[renderedHeaders]
+	rendered atomic.Pointer[renderedHeaders]
 }
 
 // renderedHeaders are the Cache-Status and Age values of a hit at one age
@@ -62,9 +63,7 @@ func accountedSize(body []byte, ctype string, surrogate []string) int64 {
 // refused (it sees the new generation) or already indexed (and so deleted).
 type store struct {
 	mu          sync.Mutex
-	entries     map[cacheKey]*entry
-	head        entry // sentinel: head.next is the most recently used
-	bytes       int64
+	entries     *boundedlru.LRU[cacheKey, *entry] // cost: entry.size, up to maxBytes
 	maxBytes    int64
 	bySurrogate map[string]map[*entry]struct{}
 
@@ -77,9 +76,15 @@ type store struct {
 }
 
 func newStore(maxBytes int64) *store {
-	s := &store{entries: map[cacheKey]*entry{}, maxBytes: maxBytes,
-		bySurrogate: map[string]map[*entry]struct{}{}, gens: map[string]uint64{}}
-	s.head.next, s.head.prev = &s.head, &s.head
+	s := &store{maxBytes: maxBytes, bySurrogate: map[string]map[*entry]struct{}{}, gens: map[string]uint64{}}
+	s.entries = boundedlru.New(boundedlru.Options[cacheKey, *entry]{
+		MaxCost: maxBytes,
+		Cost:    func(e *entry) int64 { return e.size },
+		OnEvict: func(_ cacheKey, e *entry) { // under s.mu, from put
+			s.unindex(e)
+			s.metrics.Load().evictions.Inc()
+		},
+	})
 	m, _ := newMetrics(nil)
 	s.metrics.Store(m)
 	return s
@@ -89,16 +94,14 @@ func newStore(maxBytes int64) *store {
 func (s *store) get(key cacheKey, now time.Time) *entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[key]
-	if e == nil {
+	e, ok := s.entries.Get(key)
+	if !ok {
 		return nil
 	}
 	if !now.Before(e.expires) {
 		s.remove(e)
 		return nil
 	}
-	s.unlink(e)
-	s.pushFront(e)
 	return e
 }
 
@@ -121,11 +124,10 @@ func (s *store) put(e *entry, tags tagList, startSeq uint64) string {
 	if s.invalidatedSince(tags, e.surrogate, startSeq) {
 		return detailInvalidated
 	}
-	if old := s.entries[e.key]; old != nil {
-		s.remove(old)
+	if old, ok := s.entries.Peek(e.key); ok {
+		s.unindex(old)
 	}
-	s.entries[e.key] = e
-	s.pushFront(e)
+	s.entries.Put(e.key, e) // evicts the least recently used until maxBytes holds
 	for _, t := range e.surrogate {
 		set := s.bySurrogate[t]
 		if set == nil {
@@ -134,13 +136,7 @@ func (s *store) put(e *entry, tags tagList, startSeq uint64) string {
 		}
 		set[e] = struct{}{}
 	}
-	s.bytes += e.size
-	m := s.metrics.Load()
-	for s.bytes > s.maxBytes && s.head.prev != &s.head {
-		s.remove(s.head.prev)
-		m.evictions.Inc()
-	}
-	m.bytes.Set(float64(s.bytes))
+	s.metrics.Load().bytes.Set(float64(s.entries.Cost()))
 	return ""
 }
 
@@ -207,7 +203,7 @@ func (s *store) invalidate(tags []string) int {
 	}
 	m := s.metrics.Load()
 	m.invalidations.Add(float64(len(tags)))
-	m.bytes.Set(float64(s.bytes))
+	m.bytes.Set(float64(s.entries.Cost()))
 	return len(tags)
 }
 
@@ -220,10 +216,8 @@ func (s *store) flush() {
 	s.genMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	clear(s.entries)
+	s.entries.Clear()
 	clear(s.bySurrogate)
-	s.head.next, s.head.prev = &s.head, &s.head
-	s.bytes = 0
 	s.metrics.Load().bytes.Set(0)
 }
 
@@ -231,15 +225,19 @@ func (s *store) flush() {
 func (s *store) stats() (entries int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.entries), s.bytes
+	return s.entries.Len(), s.entries.Cost()
 }
 
-// remove deletes e from the map, the list and the tag index. s.mu is held.
+// remove deletes e from the LRU and the tag index. s.mu is held.
 func (s *store) remove(e *entry) {
-	if s.entries[e.key] == e {
-		delete(s.entries, e.key)
+	if cur, ok := s.entries.Peek(e.key); ok && cur == e {
+		s.entries.Delete(e.key)
 	}
-	s.unlink(e)
+	s.unindex(e)
+}
+
+// unindex deletes e from the tag index. s.mu is held.
+func (s *store) unindex(e *entry) {
 	for _, t := range e.surrogate {
 		if set := s.bySurrogate[t]; set != nil {
 			delete(set, e)
@@ -248,19 +246,4 @@ func (s *store) remove(e *entry) {
 			}
 		}
 	}
-	s.bytes -= e.size
-}
-
-func (s *store) unlink(e *entry) {
-	if e.prev == nil {
-		return
-	}
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
-}
-
-func (s *store) pushFront(e *entry) {
-	e.prev, e.next = &s.head, s.head.next
-	s.head.next.prev = e
-	s.head.next = e
 }

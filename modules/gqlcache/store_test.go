@@ -122,3 +122,40 @@ func TestStoreRefusesInvalidatedSinceStart(t *testing.T) {
 		t.Fatalf("left %d entries, %d bytes, %d index tags", n, bytes, len(s.bySurrogate))
 	}
 }
+
+// TestStoreTagIndexFollowsTheLRU: an entry evicted by max_bytes, or replaced
+// under its key, leaves the Surrogate-Key index, so a later purge of its tag
+// deletes only what holds it now.
+func TestStoreTagIndexFollowsTheLRU(t *testing.T) {
+	now := time.Now()
+	per := accountedSize(make([]byte, 100), "application/json", []string{"bill:hr-1"})
+	s := newStore(2 * per)
+	put := func(key, tag string) *entry {
+		t.Helper()
+		e := testEntry(key, make([]byte, 100), []string{tag}, now)
+		if r := s.put(e, tagList{}, s.seqNow()); r != "" {
+			t.Fatal(r)
+		}
+		return e
+	}
+	put("a", "bill:hr-1")
+	put("b", "bill:hr-2")
+	put("c", "bill:hr-3") // evicts a
+	if _, held := s.bySurrogate["bill:hr-1"]; held || len(s.bySurrogate) != 2 {
+		t.Fatalf("index %v after evicting a, want bill:hr-2 and bill:hr-3 only", s.bySurrogate)
+	}
+	b2 := put("b", "bill:hr-4") // replaces b: its old tag goes
+	if _, held := s.bySurrogate["bill:hr-2"]; held {
+		t.Fatalf("index %v still holds the replaced entry's tag", s.bySurrogate)
+	}
+	if s.invalidate([]string{"bill:hr-3"}) != 1 || s.get(b2.key, now) != b2 {
+		t.Fatal("purging c's tag removed the replacement of b")
+	}
+	if n, bytes := s.stats(); n != 1 || bytes != b2.size || len(s.bySurrogate) != 1 ||
+		value(t, s.metrics.Load().bytes) != float64(b2.size) {
+		t.Fatalf("%d entries, %d bytes, index %v; want b alone", n, bytes, s.bySurrogate)
+	}
+	if got := value(t, s.metrics.Load().evictions); got != 1 {
+		t.Fatalf("%v evictions counted, want 1", got)
+	}
+}
