@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
@@ -120,12 +121,15 @@ func (h *Handler) countRefused(repl *caddy.Replacer, key string, d *decision) {
 	}
 }
 
+// keyIDTemplate reads the key id civic_auth publishes.
+var keyIDTemplate = caddyopt.ParseTemplate("{" + contract.CivicKeyID + "}")
+
 // keyID is the key id civic_auth published ("" when the request was not
 // authenticated by civic_auth: not counted); key is the handler's resolved
 // key, the key id itself by default.
 func (h *Handler) keyID(repl *caddy.Replacer, key string) string {
-	if h.keyName == contract.CivicKeyID {
+	if h.key.Placeholder() == contract.CivicKeyID {
 		return key
 	}
-	return expand(repl, "{"+contract.CivicKeyID+"}", contract.CivicKeyID)
+	return keyIDTemplate.Expand(repl)
 }

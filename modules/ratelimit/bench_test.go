@@ -166,7 +166,8 @@ func BenchmarkHandlerUsage(b *testing.B) {
 				l.usage = &usageSink{meter: usage.NewMeter(0)}
 			}
 			h, req, next := benchHandler("1000000000/h", l)
-			h.Key, h.keyName = "{"+contract.CivicKeyID+"}", contract.CivicKeyID // the default, as behind civic_auth
+			h.Key = "{" + contract.CivicKeyID + "}" // the default, as behind civic_auth
+			h.parseTemplates()
 			repl := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 			repl.Set(contract.CivicKeyID, "key_bench")
 			repl.Set(contract.CivicOrg, "org_bench")
@@ -213,8 +214,7 @@ func (s *statusWriter) WriteHeader(status int)      { s.status = status }
 func benchHandler(rate string, limiter *limiter) (*Handler, *http.Request, caddyhttp.Handler) {
 	h := &Handler{Key: "{http.request.header.X-Key}", Rate: rate, Policy: "bench",
 		limiter: limiter, logger: zap.NewNop(), policies: &policyCache{share: limiter.share, maxLease: limiter.maxLease}}
-	h.keyName = placeholderName(h.Key)
-	h.fixed = true
+	h.parseTemplates()
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Header.Set("X-Key", "k")

@@ -144,7 +144,7 @@ func TestChargerStoreDown(t *testing.T) {
 func TestChargerOnUpgradeWithoutReplacer(t *testing.T) {
 	h := &Handler{Key: "fixed", Rate: "2/m", Policy: "p", limiter: newLimiter(limiterConfig{mode: modeLocal, maxKeys: 10}),
 		policies: new(policyCache)}
-	h.fixed = true
+	h.parseTemplates()
 	status, c := admit(t, h, upgrade(httptest.NewRequest(http.MethodGet, "/v1/graphql", nil)))
 	if status != 0 || c == nil {
 		t.Fatalf("status %d, Charger %v", status, c)

@@ -32,8 +32,8 @@ func TestCostBudgetThroughTheHandler(t *testing.T) {
 			l.usage = &usageSink{meter: usage.NewMeter(0)} // a meter without a database: read by Drain below
 			t.Cleanup(func() { l.usage = nil })            // runs before the limiter's Destruct
 			h := &Handler{Key: "{" + contract.CivicKeyID + "}", Rate: "100/m", Policy: "p", Cost: "100/m", limiter: l,
-				logger: zap.NewNop(), policies: &policyCache{share: l.share, maxLease: l.maxLease}, fixed: true}
-			h.keyName = contract.CivicKeyID
+				logger: zap.NewNop(), policies: &policyCache{share: l.share, maxLease: l.maxLease}}
+			h.parseTemplates()
 			serve := func(cost int64) (contract.CostDecision, http.Header) {
 				t.Helper()
 				req := httptest.NewRequest(http.MethodPost, "/v1/graphql", nil)

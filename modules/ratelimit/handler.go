@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -30,12 +31,11 @@ type Handler struct {
 	Cost string `json:"cost,omitempty"`
 
 	limiter *limiter
-	fixed   bool // Rate has no placeholder (checked at provision)
 	logger  *zap.Logger
-	// keyName, rateName, policyName: the placeholder when Key, Rate, Policy
-	// are exactly one placeholder (read without ReplaceAll's allocation).
-	keyName, rateName, policyName, costName string
-	policies                                *policyCache
+	// key, rate, policy, cost: Key, Rate, Policy and Cost read once
+	// (parseTemplates); a constant Rate or Cost is checked at provision.
+	key, rate, policy, cost caddyopt.Template
+	policies                *policyCache
 }
 
 // CaddyModule returns the Caddy module information.
@@ -55,15 +55,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Policy == "" {
 		h.Policy = "{" + contract.CivicTier + "}"
 	}
-	h.keyName, h.rateName, h.policyName = placeholderName(h.Key), placeholderName(h.Rate), placeholderName(h.Policy)
-	h.costName = placeholderName(h.Cost)
-	if !strings.Contains(h.Rate, "{") {
+	h.parseTemplates()
+	if h.rate.Constant() {
 		if _, err := contract.ParseRates(h.Rate); err != nil {
 			return fmt.Errorf("civic_rate_limit: %w", err)
 		}
-		h.fixed = true
 	}
-	if h.Cost != "" && !strings.Contains(h.Cost, "{") {
+	if h.Cost != "" && h.cost.Constant() {
 		if _, err := contract.ParseRate(h.Cost); err != nil {
 			return fmt.Errorf("civic_rate_limit: cost: %w", err)
 		}
@@ -80,27 +78,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // out is how the handler writes its JSON bodies: with Content-Length.
 const out = contract.WithContentLength
 
-// placeholderName returns x when tmpl is exactly one placeholder "{x}".
-func placeholderName(tmpl string) string {
-	if len(tmpl) > 2 && tmpl[0] == '{' && tmpl[len(tmpl)-1] == '}' && !strings.ContainsAny(tmpl[1:len(tmpl)-1], "{}\\") {
-		return tmpl[1 : len(tmpl)-1]
-	}
-	return ""
-}
-
-// expand is repl.ReplaceAll(tmpl, "") without allocating when tmpl is one
-// placeholder whose value is a string (the {civic.*} values are).
-func expand(repl *caddy.Replacer, tmpl, name string) string {
-	if name != "" {
-		v, ok := repl.Get(name)
-		if !ok || v == nil {
-			return ""
-		}
-		if s, isString := v.(string); isString {
-			return s
-		}
-	}
-	return repl.ReplaceAll(tmpl, "")
+// parseTemplates reads Key, Rate, Policy and Cost as templates.
+func (h *Handler) parseTemplates() {
+	h.key, h.rate = caddyopt.ParseTemplate(h.Key), caddyopt.ParseTemplate(h.Rate)
+	h.policy, h.cost = caddyopt.ParseTemplate(h.Policy), caddyopt.ParseTemplate(h.Cost)
 }
 
 // ServeHTTP admits or refuses the request (docs/api.md "Rate limits").
@@ -109,24 +90,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	key := expand(repl, h.Key, h.keyName)
+	key := h.key.Expand(repl)
 	if key == "" {
 		h.logger.Error("rate limit key is empty; check the key placeholder and handler order", zap.String("key", h.Key))
 		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
-	rawRate := h.Rate
-	if !h.fixed {
-		rawRate = expand(repl, h.Rate, h.rateName)
-	}
-	name := expand(repl, h.Policy, h.policyName)
+	rawRate := h.rate.Expand(repl)
+	name := h.policy.Expand(repl)
 	if name == "" {
 		name = "default"
 	}
-	rawCost := ""
-	if h.Cost != "" {
-		rawCost = expand(repl, h.Cost, h.costName) // "" for a tier without a budget
-	}
+	rawCost := h.cost.Expand(repl) // "": no Cost, or a tier without a budget
 	hp, err := h.policies.get(name, rawRate, rawCost)
 	if err != nil {
 		h.logger.Error("rate limit rate or cost budget does not parse", zap.String("rate", h.Rate), zap.String("cost", h.Cost), zap.Error(err))

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
@@ -63,9 +64,12 @@ func (u *usageSink) add(keyID string, org usage.OrgSource, at time.Time, d usage
 // replacerOrg reads {civic.org} from a request's replacer, only when asked.
 type replacerOrg caddy.Replacer
 
+// orgTemplate reads the organization civic_auth publishes.
+var orgTemplate = caddyopt.ParseTemplate("{" + contract.CivicOrg + "}")
+
 // Org implements usage.OrgSource.
 func (r *replacerOrg) Org() string {
-	return expand((*caddy.Replacer)(r), "{"+contract.CivicOrg+"}", contract.CivicOrg)
+	return orgTemplate.Expand((*caddy.Replacer)(r))
 }
 
 // fixedOrg is an organization already known (a socket's Charger).
