@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -45,7 +46,7 @@ type hitFixture struct {
 func newHitFixture(tb testing.TB) *hitFixture {
 	in := newInstance(64<<20, 1<<20, nil)
 	h := &Handler{inst: in, ttl: time.Minute, maxEntry: 1 << 20, now: time.Now,
-		scope: []placeholder{parsePlaceholder("{" + contract.CivicFamilies + "}")}}
+		scope: []caddyopt.Template{caddyopt.ParseTemplate("{" + contract.CivicFamilies + "}")}}
 	repl := caddy.NewReplacer()
 	for name, v := range map[string]string{contract.GraphQLOperationType: "query", contract.GraphQLOperationName: "Bill",
 		contract.GraphQLDocumentHash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",

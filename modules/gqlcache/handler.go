@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -35,15 +36,11 @@ type Handler struct {
 	Off bool `json:"off,omitempty"`
 
 	inst     *instance
-	scope    []placeholder
+	scope    []caddyopt.Template
 	ttl      time.Duration
 	maxEntry int64
 	now      func() time.Time
 }
-
-// placeholder is a template and, when it is exactly one placeholder, its
-// name (read with repl.Get, which does not allocate).
-type placeholder struct{ tmpl, name string }
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
@@ -59,10 +56,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.scope = h.scope[:0]
 	for _, s := range scope {
 		if s == "private" {
-			h.scope = append(h.scope, parsePlaceholder("{"+contract.CivicFamilies+"}"), parsePlaceholder("{"+contract.CivicOrg+"}"))
+			h.scope = append(h.scope, caddyopt.ParseTemplate("{"+contract.CivicFamilies+"}"), caddyopt.ParseTemplate("{"+contract.CivicOrg+"}"))
 			continue
 		}
-		h.scope = append(h.scope, parsePlaceholder(s))
+		h.scope = append(h.scope, caddyopt.ParseTemplate(s))
 	}
 	h.ttl = time.Duration(h.TTL)
 	if h.ttl == 0 {
@@ -86,28 +83,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-func parsePlaceholder(tmpl string) placeholder {
-	p := placeholder{tmpl: tmpl}
-	if len(tmpl) > 2 && tmpl[0] == '{' && tmpl[len(tmpl)-1] == '}' && !strings.ContainsAny(tmpl[1:len(tmpl)-1], "{}\\") {
-		p.name = tmpl[1 : len(tmpl)-1]
-	}
-	return p
-}
-
-// value is the placeholder's value for this request ("" if unset).
-func (p placeholder) value(repl *caddy.Replacer) string {
-	if p.name != "" {
-		v, _ := repl.Get(p.name)
-		switch v := v.(type) {
-		case string:
-			return v
-		case nil:
-			return ""
-		}
-	}
-	return repl.ReplaceAll(p.tmpl, "")
-}
-
 func acceptsEventStream(accept []string) bool {
 	for _, v := range accept {
 		if strings.Contains(v, "text/event-stream") {
@@ -115,12 +90,6 @@ func acceptsEventStream(accept []string) bool {
 		}
 	}
 	return false
-}
-
-func replString(repl *caddy.Replacer, name string) string {
-	v, _ := repl.Get(name)
-	s, _ := v.(string)
-	return s
 }
 
 // ServeHTTP answers a cacheable request from the store or forwards it and
@@ -140,7 +109,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		repl = caddy.NewReplacer()
 	}
 	m := h.inst.store.metrics.Load()
-	op := replString(repl, contract.GraphQLOperationType)
+	op := caddyopt.StringPlaceholder(repl, contract.GraphQLOperationType)
 	graphql := op != ""
 	if op == "subscription" {
 		return next.ServeHTTP(w, r)
@@ -169,7 +138,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	tags := tagList{static: h.Tags}
 	if h.Tags == nil {
-		tags.csv = replString(repl, contract.GraphQLFamilies)
+		tags.csv = caddyopt.StringPlaceholder(repl, contract.GraphQLFamilies)
 	}
 	buf := getBuffer()
 	defer putBuffer(buf)
@@ -272,7 +241,7 @@ const (
 func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphql bool, tags tagList) (key cacheKey, startSeq uint64, baseLen int, refused string) {
 	b := *buf
 	for _, p := range h.scope {
-		b = appendField(b, p.value(repl))
+		b = appendField(b, p.Expand(repl))
 	}
 	if graphql {
 		req, decoded := contract.GraphQLRequestFrom(r.Context())
@@ -283,8 +252,8 @@ func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphq
 			return key, 0, 0, detailAliased
 		}
 		b = appendField(b, keyMethod(r.Method)) // a GET and a POST are answered apart
-		b = appendField(b, replString(repl, contract.GraphQLDocumentHash))
-		b = appendField(b, replString(repl, contract.GraphQLOperationName))
+		b = appendField(b, caddyopt.StringPlaceholder(repl, contract.GraphQLDocumentHash))
+		b = appendField(b, caddyopt.StringPlaceholder(repl, contract.GraphQLOperationName))
 		b = appendSentField(b, req.Variables)
 		b = appendSentField(b, req.Extensions)
 	} else {

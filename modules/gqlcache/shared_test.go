@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/civicgate/civicgate/internal/adapttest"
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
@@ -51,7 +52,7 @@ func newNodeTimeout(t *testing.T, name, dsn, channel, redisURL, prefix string, d
 	t.Cleanup(func() { _ = in.Destruct() })
 	await(t, in, name+" listens", in.up.Load)
 	h := &Handler{inst: in, ttl: time.Minute, maxEntry: 1 << 16, now: time.Now,
-		scope: []placeholder{parsePlaceholder("{" + contract.CivicFamilies + "}")}}
+		scope: []caddyopt.Template{caddyopt.ParseTemplate("{" + contract.CivicFamilies + "}")}}
 	return &node{name: name, in: in, h: h, data: data, reg: reg}
 }
 
