@@ -2,7 +2,8 @@
 // registers: a global option that becomes a Caddy app, and a handler
 // directive, both from the type's own UnmarshalCaddyfile — and the one reader
 // every UnmarshalCaddyfile reads its block with (Read, reader.go; the option
-// kinds, values.go).
+// kinds, values.go) — and the placeholder templates those options may hold,
+// parsed once at provision (Template, template.go).
 package caddyopt
 
 import (
