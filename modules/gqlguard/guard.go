@@ -16,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/internal/redisconn"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
@@ -103,9 +104,9 @@ type Guard struct {
 	cache       *document.Cache
 	fieldFamily analysis.Families
 	allowedOps  uint8 // opBit of each operation type that passes
-	// entKey is the placeholder name when Entitlements is exactly one
-	// placeholder, so that "unset" and "set to empty" can be told apart.
-	entKey              string
+	// entitlements is Entitlements read once (caddyopt.Template): when it is
+	// exactly one placeholder, "unset" and "set to empty" can be told apart.
+	entitlements        caddyopt.Template
 	allowGET, allowPOST bool
 	allowHeader         string // the Allow header of a 405
 	methodMessage       string
@@ -218,9 +219,7 @@ func (g *Guard) setDefaults() {
 	setDefault(&g.DefaultListSize, DefaultListSize)
 	setDefault(&g.LimitArgument, DefaultLimitArgument)
 	setDefault(&g.Entitlements, DefaultEntitlements)
-	if e := g.Entitlements; len(e) > 2 && e[0] == '{' && e[len(e)-1] == '}' && !strings.ContainsAny(e[1:len(e)-1], "{}") {
-		g.entKey = e[1 : len(e)-1]
-	}
+	g.entitlements = caddyopt.ParseTemplate(g.Entitlements)
 	setDefault(&g.CacheSize, DefaultCacheSize)
 	if g.Introspection == nil {
 		v := introspectionByDefault

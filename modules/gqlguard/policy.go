@@ -31,18 +31,12 @@ func (g *Guard) ownedFamilies(repl *caddy.Replacer) (owned string, check bool) {
 	if !g.fieldFamily.Configured() || repl == nil {
 		return "", false
 	}
-	if g.entKey != "" {
-		v, ok := repl.Get(g.entKey)
-		if !ok || v == nil {
-			return "", false
-		}
-		if s, isString := v.(string); isString {
-			return s, true
-		}
-		return fmt.Sprint(v), true
+	owned, set := g.entitlements.Lookup(repl)
+	if g.entitlements.Placeholder() == "" {
+		owned = strings.TrimSpace(owned)
+		return owned, owned != ""
 	}
-	owned = strings.TrimSpace(repl.ReplaceAll(g.Entitlements, ""))
-	return owned, owned != ""
+	return owned, set
 }
 
 // violations lists every limit the operation exceeds.

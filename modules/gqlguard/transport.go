@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
@@ -54,21 +55,10 @@ func (g *Guard) scopeOf(r *http.Request, repl *caddy.Replacer) requestScope {
 	scope.token, scope.hasToken = contract.BearerFromRequest(r)
 	scope.budget, _ = contract.CostBudgetFrom(r.Context())
 	if repl != nil && (len(g.TrustedOnly) > 0 || g.Subscriptions != nil || scope.via != viaPOST) {
-		scope.tier = placeholderString(repl, contract.CivicTier)
-		scope.keyID = placeholderString(repl, contract.CivicKeyID)
+		scope.tier = caddyopt.StringPlaceholder(repl, contract.CivicTier)
+		scope.keyID = caddyopt.StringPlaceholder(repl, contract.CivicKeyID)
 	}
 	return scope
-}
-
-func placeholderString(repl *caddy.Replacer, name string) string {
-	v, ok := repl.Get(name)
-	if !ok || v == nil {
-		return ""
-	}
-	if s, isString := v.(string); isString {
-		return s
-	}
-	return ""
 }
 
 // transportOf tells the transport from the method and the Accept header.

@@ -3,18 +3,21 @@ package document
 import (
 	"hash/maphash"
 	"sync"
+
+	"github.com/civicgate/civicgate/internal/boundedlru"
 )
 
 // Cache is a bounded LRU of compiled documents keyed by (schema hash,
 // document hash). An entry also keeps the document text and a hit compares
 // it, so a hash collision can never hand one document another's outcome.
-// Lookups hash the query string with maphash and allocate nothing.
+// Lookups hash the query string with maphash and allocate nothing; the list
+// is the gateway's one LRU (internal/boundedlru, docs/design.md D44) under
+// this cache's mutex.
 type Cache struct {
 	seed maphash.Seed
 	mu   sync.Mutex
 	max  int
-	m    map[CacheKey]*cacheNode
-	head cacheNode // sentinel: head.next is the most recent, head.prev the least
+	lru  *boundedlru.LRU[CacheKey, cached]
 }
 
 // CacheKey is a document's key; raw is set when doc hashes the still JSON-escaped text of the
@@ -25,11 +28,10 @@ type CacheKey struct {
 	raw         bool
 }
 
-type cacheNode struct {
-	key        CacheKey
-	text       string // the text hashed into key.doc
-	doc        *Doc
-	prev, next *cacheNode
+// cached is one entry: the text hashed into its key and what it compiled to.
+type cached struct {
+	text string
+	doc  *Doc
 }
 
 // maxCachedQuery bounds the memory an entry may pin: documents above it are
@@ -38,9 +40,8 @@ const maxCachedQuery = 16 << 10
 
 // NewCache returns a cache of size entries (none when size ≤ 0).
 func NewCache(size int) *Cache {
-	c := &Cache{seed: maphash.MakeSeed(), max: size, m: make(map[CacheKey]*cacheNode, max(size, 0))}
-	c.head.prev, c.head.next = &c.head, &c.head
-	return c
+	return &Cache{seed: maphash.MakeSeed(), max: size,
+		lru: boundedlru.New(boundedlru.Options[CacheKey, cached]{MaxLen: max(size, 1)})}
 }
 
 // Key is the cache key of query for the schema of hash schema.
@@ -53,20 +54,20 @@ func (c *Cache) KeyBytes(schema uint64, text []byte, raw bool) CacheKey {
 	return CacheKey{schema: schema, doc: maphash.Bytes(c.seed, text), raw: raw}
 }
 
-// Get returns the compiled document for query, or nil.
+// Get returns the compiled document for query, or nil. A key whose text
+// differs (a hash collision) is a miss; it was still marked used, which only
+// changes which entry goes first.
 func (c *Cache) Get(k CacheKey, query string) *Doc {
 	if c.max <= 0 {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.m[k]
-	if n == nil || n.text != query {
+	e, ok := c.lru.Get(k)
+	if !ok || e.text != query {
 		return nil
 	}
-	c.unlink(n)
-	c.pushFront(n)
-	return n.doc
+	return e.doc
 }
 
 // GetBytes returns the compiled document stored under k for text, or nil.
@@ -76,13 +77,11 @@ func (c *Cache) GetBytes(k CacheKey, text []byte) *Doc {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.m[k]
-	if n == nil || n.text != string(text) {
+	e, ok := c.lru.Get(k)
+	if !ok || e.text != string(text) {
 		return nil
 	}
-	c.unlink(n)
-	c.pushFront(n)
-	return n.doc
+	return e.doc
 }
 
 // Put stores doc under k (for text), evicting the least recently used
@@ -93,35 +92,12 @@ func (c *Cache) Put(k CacheKey, text string, doc *Doc) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n := c.m[k]; n != nil {
-		n.doc, n.text = doc, text
-		c.unlink(n)
-		c.pushFront(n)
-		return
-	}
-	if len(c.m) >= c.max {
-		last := c.head.prev
-		c.unlink(last)
-		delete(c.m, last.key)
-	}
-	n := &cacheNode{key: k, text: text, doc: doc}
-	c.m[k] = n
-	c.pushFront(n)
+	c.lru.Put(k, cached{text: text, doc: doc})
 }
 
 // Len is the number of entries.
 func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.m)
-}
-
-func (c *Cache) unlink(n *cacheNode) {
-	n.prev.next, n.next.prev = n.next, n.prev
-}
-
-func (c *Cache) pushFront(n *cacheNode) {
-	n.prev, n.next = &c.head, c.head.next
-	c.head.next.prev = n
-	c.head.next = n
+	return c.lru.Len()
 }
