@@ -81,16 +81,20 @@ func LiveKeys(ctx context.Context, pool *pgxpool.Pool, orgID string) ([]Key, err
 	if err != nil {
 		return nil, fmt.Errorf("consolestore: live keys: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
-		var k Key
-		err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RotatesOutAt)
-		k.CreatedAt = k.CreatedAt.UTC()
-		return k, err
-	})
+	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("consolestore: live keys: %w", err)
 	}
 	return keys, nil
+}
+
+// scanKey reads a row of id, env, tier, key_prefix, status, created_at,
+// rotates_out_at (LiveKeys, UsageKeys).
+func scanKey(r pgx.CollectableRow) (Key, error) {
+	var k Key
+	err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RotatesOutAt)
+	k.CreatedAt = k.CreatedAt.UTC()
+	return k, err
 }
 
 // UsageKeys returns the keys the usage page offers for [from, to): every
@@ -110,12 +114,7 @@ func UsageKeys(ctx context.Context, pool *pgxpool.Pool, orgID string, from, to t
 	if err != nil {
 		return nil, fmt.Errorf("consolestore: usage keys: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
-		var k Key
-		err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RotatesOutAt)
-		k.CreatedAt = k.CreatedAt.UTC()
-		return k, err
-	})
+	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("consolestore: usage keys: %w", err)
 	}

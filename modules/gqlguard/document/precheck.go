@@ -116,23 +116,11 @@ func (c *workCounter) overlap(sel ast.SelectionSet) bool {
 			return false
 		}
 	}
-	for _, s := range sel {
-		switch s := s.(type) {
-		case *ast.Field:
-			if len(s.SelectionSet) > 0 && !c.overlap(s.SelectionSet) {
-				return false
-			}
-		case *ast.InlineFragment:
-			if !c.overlapNested(s.SelectionSet) {
-				return false
-			}
-		}
-	}
-	return true
+	return c.overlapNested(sel)
 }
 
-// overlapNested checks the sub-selections of fields inside an inline fragment
-// (the fragment's own fields were counted with the enclosing set).
+// overlapNested checks the sub-selections of the fields of sel, through
+// inline fragments (whose own fields were counted with the enclosing set).
 func (c *workCounter) overlapNested(sel ast.SelectionSet) bool {
 	for _, s := range sel {
 		switch s := s.(type) {
