@@ -31,12 +31,19 @@ up: build services
 # TESTP (default 4) lets two more packages build and run beside them: go test's -p bounds test runs as well
 # as builds, and its default (the number of cores) left both slots to them while the rest queued.
 # CIVICGATE_TEST_BINDIR (internal/stack) makes every package that starts civicgate or recordsd share one
-# build of each per run.
+# build of each per run. The fuzz step (make fuzz) runs beside the tests, on the CPU the whole-stack tests
+# leave idle while they wait on their processes; its output is printed after theirs, and either failing
+# fails the run.
 TESTP ?= 4
 test: services browser lint
-	bindir=$$(mktemp -d); trap 'rm -rf "$$bindir"' EXIT; \
-	CIVICGATE_TEST_BINDIR=$$bindir $(GO) test -race -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...
-	@$(MAKE) --no-print-directory fuzz
+	@bindir=$$(mktemp -d); fuzzlog=$$(mktemp); trap 'rm -rf "$$bindir" "$$fuzzlog"' EXIT; \
+	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh >"$$fuzzlog" 2>&1 & fuzzpid=$$!; \
+	echo "$(GO) test -race -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./... (make fuzz beside it)"; \
+	CIVICGATE_TEST_BINDIR=$$bindir $(GO) test -race -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...; \
+	rc=$$?; wait $$fuzzpid; frc=$$?; cat "$$fuzzlog"; \
+	if [ $$rc != 0 ]; then echo "make test: go test failed"; fi; \
+	if [ $$frc != 0 ]; then echo "make test: make fuzz failed"; fi; \
+	[ $$rc = 0 ] && [ $$frc = 0 ]
 
 ## check: the fast tier to run before every commit: gofmt, vet, staticcheck and every test that needs no service
 ## (go test -short: tests that need PostgreSQL, Redis, a browser or the whole stack skip; make test runs them).
