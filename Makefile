@@ -33,13 +33,14 @@ up: build services
 # CIVICGATE_TEST_BINDIR (internal/stack) makes every package that starts civicgate or recordsd share one
 # build of each per run. The fuzz step (make fuzz) runs beside the tests, on the CPU the whole-stack tests
 # leave idle while they wait on their processes; its output is printed after theirs, and either failing
-# fails the run.
+# fails the run. -count=1: every test runs on every run — go test would otherwise replay a cached pass of
+# a package whose files did not change, though the services it talks to did.
 TESTP ?= 4
 test: services browser lint
 	@bindir=$$(mktemp -d); fuzzlog=$$(mktemp); trap 'rm -rf "$$bindir" "$$fuzzlog"' EXIT; \
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh >"$$fuzzlog" 2>&1 & fuzzpid=$$!; \
-	echo "$(GO) test -race -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./... (make fuzz beside it)"; \
-	CIVICGATE_TEST_BINDIR=$$bindir $(GO) test -race -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...; \
+	echo "$(GO) test -race -count=1 -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./... (make fuzz beside it)"; \
+	CIVICGATE_TEST_BINDIR=$$bindir $(GO) test -race -count=1 -p $(TESTP) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./reliability/ ./e2e/ ./...; \
 	rc=$$?; wait $$fuzzpid; frc=$$?; cat "$$fuzzlog"; \
 	if [ $$rc != 0 ]; then echo "make test: go test failed"; fi; \
 	if [ $$frc != 0 ]; then echo "make test: make fuzz failed"; fi; \
