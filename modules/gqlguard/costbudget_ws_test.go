@@ -151,27 +151,7 @@ func TestCostBudgetWebSocket(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/ws", &websocket.DialOptions{Subprotocols: []string{wsproxy.Subprotocol}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.CloseNow() }()
-	send := func(m wsMessage) wsMessage {
-		t.Helper()
-		out, _ := json.Marshal(m)
-		if err := c.Write(ctx, websocket.MessageText, out); err != nil {
-			t.Fatalf("the socket closed: %v", err)
-		}
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatalf("the socket closed: %v", err)
-		}
-		var reply wsMessage
-		if err := json.Unmarshal(data, &reply); err != nil {
-			t.Fatal(err)
-		}
-		return reply
-	}
+	send := dialWS(t, ctx, s.base, nil).exchange
 	if ack := send(wsMessage{Type: "connection_init"}); ack.Type != "connection_ack" {
 		t.Fatalf("connection_init: %+v", ack)
 	}

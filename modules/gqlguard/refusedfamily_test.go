@@ -6,13 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
-
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
 // A refused caller learns which families its tier lacks (docs/design.md
@@ -84,30 +79,7 @@ func TestRefusedFamilyWebSocket(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/ws", &websocket.DialOptions{
-		Subprotocols: []string{wsproxy.Subprotocol},
-		HTTPHeader:   http.Header{"X-Families": {"catalog"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.CloseNow() }()
-	exchange := func(m wsMessage) wsMessage {
-		t.Helper()
-		out, _ := json.Marshal(m)
-		if err := c.Write(ctx, websocket.MessageText, out); err != nil {
-			t.Fatalf("the socket closed: %v", err)
-		}
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatalf("the socket closed: %v", err)
-		}
-		var reply wsMessage
-		if err := json.Unmarshal(data, &reply); err != nil {
-			t.Fatal(err)
-		}
-		return reply
-	}
+	exchange := dialWS(t, ctx, s.base, http.Header{"X-Families": {"catalog"}}).exchange
 	if ack := exchange(wsMessage{Type: "connection_init"}); ack.Type != "connection_ack" {
 		t.Fatalf("connection_init: %+v", ack)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,23 +72,10 @@ func TestWebSocketSubscribeBeforeAck(t *testing.T) {
 	}`, testdataPath(t, "library.graphqls"), libraryFamilies, upstream.Listener.Addr().String()))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	dial := func() *websocket.Conn {
+	dial := func() *wsTestClient { return dialWS(t, ctx, s.base, http.Header{"X-Families": {"catalog"}}) }
+	write := func(c *wsTestClient, msg string) {
 		t.Helper()
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/ws", &websocket.DialOptions{
-			Subprotocols: []string{wsproxy.Subprotocol},
-			HTTPHeader:   http.Header{"X-Families": {"catalog"}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.CloseNow() })
-		return c
-	}
-	write := func(c *websocket.Conn, msg string) {
-		t.Helper()
-		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-			t.Fatal(err)
-		}
+		c.write([]byte(msg))
 	}
 	subscribe := `{"id":"1","type":"subscribe","payload":` + q(loanEventsSub) + `}`
 
@@ -99,7 +85,7 @@ func TestWebSocketSubscribeBeforeAck(t *testing.T) {
 		t.Fatalf("the upstream read %s first", typ)
 	}
 	write(c, subscribe) // the upstream holds its ack
-	_, data, err := c.Read(ctx)
+	_, data, err := c.c.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != 4401 || ce.Reason != "Unauthorized" {
 		t.Fatalf("subscribe before the ack: read %q %v, want close 4401 Unauthorized", data, err)
@@ -109,12 +95,12 @@ func TestWebSocketSubscribeBeforeAck(t *testing.T) {
 	// Acknowledged first: the refusal comes after the ack, the socket stays open.
 	c = dial()
 	write(c, `{"type":"connection_init"}`)
-	if _, data, err := c.Read(ctx); err != nil || string(data) != `{"type":"connection_ack"}` {
+	if _, data, err := c.c.Read(ctx); err != nil || string(data) != `{"type":"connection_ack"}` {
 		t.Fatalf("connection_init: %q %v", data, err)
 	}
 	write(c, subscribe)
 	want := `{"id":"1","type":"error","payload":[{"message":"Tier not entitled to this endpoint family","extensions":{"code":"NOT_ENTITLED","family":"loans"}}]}`
-	if _, data, err := c.Read(ctx); err != nil || string(data) != want {
+	if _, data, err := c.c.Read(ctx); err != nil || string(data) != want {
 		t.Fatalf("subscribe after the ack: %q %v, want %s", data, err, want)
 	}
 	for len(up.got) > 0 {
