@@ -1,0 +1,144 @@
+package accesstoken
+
+import (
+	"testing"
+	"time"
+)
+
+// A new kid in the issuer's set: one refresh, then the token is accepted.
+func TestRotationRefreshesOnce(t *testing.T) {
+	p := newIDP(t, signer{kid: "old", key: rsaA})
+	clock := newClock()
+	v := newVerifier(t, testConfig(p, clock))
+	if n := p.jwksFetches.Load(); n != 1 {
+		t.Fatalf("%d key set fetches at New, want 1", n)
+	}
+	mustVerify(t, v, token(p.keys[0], "RS256", claimsFor(p, clock.Now())))
+
+	newKey := signer{kid: "new", key: rsaB}
+	p.setKeys(signer{kid: "old", key: rsaA}, newKey)
+	clock.Advance(DefaultJWKSRefreshMinInterval)
+	mustVerify(t, v, token(newKey, "RS256", claimsFor(p, clock.Now())))
+	if n := p.jwksFetches.Load(); n != 2 {
+		t.Fatalf("%d key set fetches, want 2 (one refresh for the new kid)", n)
+	}
+	// Known kids need no fetch, whatever arrives.
+	for range 5 {
+		c := claimsFor(p, clock.Now())
+		c["jti"] = time.Now().String()
+		mustVerify(t, v, token(newKey, "RS256", c))
+	}
+	if n := p.jwksFetches.Load(); n != 2 {
+		t.Fatalf("%d key set fetches, want still 2", n)
+	}
+}
+
+// Unknown kids refresh the set at most once per JWKSRefreshMinInterval.
+func TestUnknownKidRefreshRateLimited(t *testing.T) {
+	p := newIDP(t, signer{kid: "a", key: rsaA})
+	clock := newClock()
+	v := newVerifier(t, testConfig(p, clock))
+
+	clock.Advance(DefaultJWKSRefreshMinInterval)
+	wantKind(t, verifyErr(v, token(signer{kid: "nobody-1", key: rsaEvil}, "RS256", claimsFor(p, clock.Now()))), UnknownKey)
+	for i := range 20 {
+		s := signer{kid: "nobody-" + string(rune('a'+i)), key: rsaEvil}
+		wantKind(t, verifyErr(v, token(s, "RS256", claimsFor(p, clock.Now()))), UnknownKey)
+	}
+	if n := p.jwksFetches.Load(); n != 2 {
+		t.Fatalf("%d key set fetches, want 2: New and one refresh for 21 unknown kids", n)
+	}
+	if st := v.Stats(); st.KeySetRefreshesRateLimited != 20 || st.Refused[UnknownKey] != 21 {
+		t.Fatalf("stats %+v", st)
+	}
+	clock.Advance(DefaultJWKSRefreshMinInterval)
+	wantKind(t, verifyErr(v, token(signer{kid: "later", key: rsaEvil}, "RS256", claimsFor(p, clock.Now()))), UnknownKey)
+	if n := p.jwksFetches.Load(); n != 3 {
+		t.Fatalf("%d key set fetches, want 3 after the interval", n)
+	}
+}
+
+// The identity provider down: tokens of known keys still verify, a refresh
+// failure is counted, a new kid is UnknownKey.
+func TestOutageKeepsLastGoodSet(t *testing.T) {
+	p := newIDP(t, signer{kid: "a", key: rsaA})
+	clock := newClock()
+	v := newVerifier(t, testConfig(p, clock))
+	p.srv.Close()
+
+	clock.Advance(11 * time.Minute) // past the set's lifetime (max-age=600)
+	mustVerify(t, v, token(p.keys[0], "RS256", claimsFor(p, clock.Now())))
+	waitFor(t, "the background refresh to fail", func() bool { return v.Stats().KeySetRefreshFailures == 1 })
+	st := v.Stats()
+	if st.Keys != 1 || !st.KeySetRefreshDue.Equal(clock.Now().Add(DefaultJWKSRefreshMinInterval)) {
+		t.Fatalf("stats %+v: want the last set kept and a retry after the interval", st)
+	}
+	mustVerify(t, v, token(p.keys[0], "RS256", claimsFor(p, clock.Now())))
+
+	clock.Advance(DefaultJWKSRefreshMinInterval)
+	wantKind(t, verifyErr(v, token(signer{kid: "b", key: rsaB}, "RS256", claimsFor(p, clock.Now()))), UnknownKey)
+	waitFor(t, "the second refresh to fail", func() bool { return v.Stats().KeySetRefreshFailures == 2 })
+	c := claimsFor(p, clock.Now())
+	c["jti"] = "after the outage"
+	mustVerify(t, v, token(p.keys[0], "RS256", c))
+}
+
+// Cache-Control max-age decides when the set is refreshed, clamped to
+// [JWKSCacheMin, JWKSCacheMax].
+func TestCacheControlClamped(t *testing.T) {
+	for _, tc := range []struct {
+		cacheControl string
+		want         time.Duration
+	}{
+		{"max-age=1", DefaultJWKSCacheMin},
+		{"public, max-age=3600", time.Hour},
+		{"max-age=99999999999999", DefaultJWKSCacheMax},
+		{"no-store", DefaultJWKSCacheMin},
+		{"", DefaultJWKSCacheMin},
+	} {
+		t.Run(tc.cacheControl, func(t *testing.T) {
+			p := newIDP(t, signer{kid: "a", key: rsaA})
+			p.setCacheControl(tc.cacheControl)
+			clock := newClock()
+			v := newVerifier(t, testConfig(p, clock))
+			st := v.Stats()
+			if got := st.KeySetRefreshDue.Sub(st.KeySetFetched); got != tc.want {
+				t.Fatalf("refresh due after %s, want %s", got, tc.want)
+			}
+			clock.Advance(tc.want - time.Second)
+			mustVerify(t, v, token(p.keys[0], "RS256", claimsFor(p, clock.Now())))
+			if n := p.jwksFetches.Load(); n != 1 {
+				t.Fatalf("%d fetches before the lifetime ended, want 1", n)
+			}
+			clock.Advance(time.Second)
+			c := claimsFor(p, clock.Now())
+			c["jti"] = "second"
+			mustVerify(t, v, token(p.keys[0], "RS256", c))
+			waitFor(t, "the refresh at the lifetime's end", func() bool { return v.Stats().KeySetRefreshes == 2 })
+			if n := p.jwksFetches.Load(); n != 2 {
+				t.Fatalf("%d fetches, want 2", n)
+			}
+		})
+	}
+}
+
+// A key the issuer withdraws stops verifying, cached tokens included.
+func TestWithdrawnKeyStopsCachedTokens(t *testing.T) {
+	p := newIDP(t, signer{kid: "a", key: rsaA}, signer{kid: "b", key: rsaB})
+	clock := newClock()
+	v := newVerifier(t, testConfig(p, clock))
+	tokA := token(p.keys[0], "RS256", claimsFor(p, clock.Now()))
+	tokB := token(p.keys[1], "RS256", claimsFor(p, clock.Now()))
+	mustVerify(t, v, tokA)
+	mustVerify(t, v, tokB)
+
+	p.setKeys(signer{kid: "b", key: rsaB})
+	clock.Advance(11 * time.Minute)
+	mustVerify(t, v, tokB) // due: starts the refresh
+	waitFor(t, "the refresh", func() bool { return v.Stats().KeySetRefreshes == 2 })
+	mustVerify(t, v, tokB) // b unchanged: still the cached verification
+	if st := v.Stats(); st.Verified != 2 {
+		t.Fatalf("stats %+v: b's cached verification should have survived the refresh", st)
+	}
+	wantKind(t, verifyErr(v, tokA), UnknownKey)
+}
