@@ -18,6 +18,7 @@ import (
 	"github.com/civicgate/civicgate/backend/mirror"
 	"github.com/civicgate/civicgate/backend/mirror/command"
 	"github.com/civicgate/civicgate/backend/mirror/fetch"
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 func TestParse(t *testing.T) {
@@ -152,13 +153,12 @@ func TestEveryRepeatsUntilCancelled(t *testing.T) {
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- command.Run(ctx, pool, c, out, false) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(out.String(), "done read=2 created=0 updated=0 unchanged=2") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no repeated rounds:\n%s", out.String())
+	testenv.Eventually(t, 30*time.Second, "two repeated rounds that find nothing changed", func() error {
+		if got := out.String(); strings.Count(got, "done read=2 created=0 updated=0 unchanged=2") < 2 {
+			return fmt.Errorf("output so far:\n%s", got)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
