@@ -3,11 +3,13 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -54,13 +56,12 @@ func TestClientGoneIsNotAnErrorLog(t *testing.T) {
 		}
 		cancel()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(e.logs.String(), "client went away") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no 'client went away' lines for both requests:\n%s", e.logs.String())
+	testenv.Eventually(t, 10*time.Second, "'client went away' lines for both requests", func() error {
+		if logs := e.logs.String(); strings.Count(logs, "client went away") < 2 {
+			return fmt.Errorf("the log so far:\n%s", logs)
 		}
-		time.Sleep(20 * time.Millisecond) // polling the log with a deadline
-	}
+		return nil
+	})
 	if strings.Contains(e.logs.String(), "level=ERROR") {
 		t.Fatalf("an abandoned request was logged as an error:\n%s", e.logs.String())
 	}
