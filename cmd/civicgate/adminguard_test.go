@@ -80,18 +80,14 @@ func TestSecondGatewayOnTheSameAdminAddressRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = first.Process.Kill(); _ = first.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, "the first gateway's admin endpoint to answer", func() error {
 		resp, err := http.Get("http://" + admin + "/config/")
-		if err == nil {
-			resp.Body.Close()
-			break
+		if err != nil {
+			return fmt.Errorf("%w; the first gateway's output so far:\n%s", err, firstLog.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first gateway's admin endpoint never answered: %v\n%s", err, firstLog.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling for the first process's admin endpoint with a deadline
-	}
+		resp.Body.Close()
+		return nil
+	})
 	second := exec.Command(binary, "run", "--config", caddyfileWithAdmin(t, admin, testenv.FreePort(t)), "--adapter", "caddyfile")
 	out, err := second.CombinedOutput()
 	var exit *exec.ExitError
