@@ -31,20 +31,17 @@ func TestMigrateThenServe(t *testing.T) {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- runServe(sctx, []string{"--listen", addr, "--dev-insecure-no-identity"}) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, "recordsd to become healthy", func() error {
 		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("recordsd did not become healthy: %v", err)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("/healthz answers %d", resp.StatusCode)
 		}
-		time.Sleep(20 * time.Millisecond) // polling readiness with a deadline
-	}
+		return nil
+	})
 	resp, err := http.Post("http://"+addr+"/graphql", "application/json", strings.NewReader(`{"query":"{ bills { items { id } nextCursor } }"}`))
 	if err != nil {
 		t.Fatal(err)

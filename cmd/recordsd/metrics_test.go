@@ -41,15 +41,12 @@ func TestServeMetricsListener(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if status, _ := get("http://" + addr + "/healthz"); status == 200 {
-			break
+	testenv.Eventually(t, 10*time.Second, "recordsd to become healthy", func() error {
+		if status, body := get("http://" + addr + "/healthz"); status != 200 {
+			return fmt.Errorf("/healthz: %d %s", status, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("recordsd did not become healthy")
-		}
-		time.Sleep(20 * time.Millisecond) // polling readiness with a deadline
-	}
+		return nil
+	})
 	resp, err := http.Post("http://"+addr+"/graphql", "application/json", strings.NewReader(`{"query":"{ bills { nextCursor } }"}`))
 	if err != nil {
 		t.Fatal(err)
