@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/webhooks/egress"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
@@ -116,28 +117,28 @@ func TestAdminEndpointNeverATarget(t *testing.T) {
 	}
 	db.Insert(t, "bills", 1)
 	rc.waitN(t, 1) // the other endpoint got the event: the round ran
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ds, _, err := app.(*App).store.Deliveries(ctx, iss.OrgID, ep.ID, 0, 10)
-		if err != nil {
+	// A stored URL the URL rules refuse is set aside at claim (docs/design.md D39), before any dial:
+	// the delivery failed with no attempt, the endpoint unusable.
+	var ds []store.Delivery
+	testenv.Eventually(t, 30*time.Second, "the delivery to the admin endpoint to be set aside", func() error {
+		var err error
+		if ds, _, err = app.(*App).store.Deliveries(ctx, iss.OrgID, ep.ID, 0, 10); err != nil {
 			t.Fatal(err)
 		}
-		// A stored URL the URL rules refuse is set aside at claim (docs/design.md D39), before any dial:
-		// the delivery failed with no attempt, the endpoint unusable.
-		if len(ds) == 1 && ds[0].Status == "failed" {
-			if ds[0].Attempts != 0 || ds[0].LastError == nil || *ds[0].LastError != store.ReasonURL || ds[0].LastStatusCode != nil {
-				t.Fatalf("delivery to the admin endpoint: %d attempts, last_error %s, last_status_code %s", ds[0].Attempts,
-					show(ds[0].LastError), show(ds[0].LastStatusCode))
-			}
-			if got, err := app.(*App).store.GetEndpoint(ctx, iss.OrgID, ep.ID); err != nil || got.Status != store.StatusUnusable {
-				t.Fatalf("endpoint %+v %v", got, err)
-			}
-			break
+		if len(ds) != 1 {
+			return fmt.Errorf("%d deliveries", len(ds))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no attempt recorded: %+v", ds)
+		if ds[0].Status != "failed" {
+			return fmt.Errorf("status %s, %d attempts, last_error %s", ds[0].Status, ds[0].Attempts, show(ds[0].LastError))
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if ds[0].Attempts != 0 || ds[0].LastError == nil || *ds[0].LastError != store.ReasonURL || ds[0].LastStatusCode != nil {
+		t.Fatalf("delivery to the admin endpoint: %d attempts, last_error %s, last_status_code %s", ds[0].Attempts,
+			show(ds[0].LastError), show(ds[0].LastStatusCode))
+	}
+	if got, err := app.(*App).store.GetEndpoint(ctx, iss.OrgID, ep.ID); err != nil || got.Status != store.StatusUnusable {
+		t.Fatalf("endpoint %+v %v", got, err)
 	}
 	if after := adminConfig(t); after != before {
 		t.Fatal("the admin API's configuration changed")

@@ -1,12 +1,15 @@
 package webhooks
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 // hookReceiver is a loopback receiver recording what it gets.
@@ -40,17 +43,18 @@ func (rc *hookReceiver) waitN(t *testing.T, n int) []struct {
 	body []byte
 } {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rc.mu.Lock()
-		got := append(rc.reqs[:0:0], rc.reqs...)
-		rc.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver got %d requests, want %d", len(got), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got []struct {
+		h    http.Header
+		body []byte
 	}
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("the receiver to get %d requests", n), func() error {
+		rc.mu.Lock()
+		got = append(rc.reqs[:0:0], rc.reqs...)
+		rc.mu.Unlock()
+		if len(got) < n {
+			return fmt.Errorf("%d requests so far", len(got))
+		}
+		return nil
+	})
+	return got
 }
