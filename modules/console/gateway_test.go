@@ -243,17 +243,10 @@ func (g *gateway) endpoints(t *testing.T, orgID string) (endpoints, deliveries i
 // change reaches the gateway's cache through NOTIFY, within its TTL).
 func (g *gateway) awaitAPI(t *testing.T, key string, code int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r := g.apiDo(t, key, http.MethodGet, "/v1/webhook-endpoints", "")
-		if r.code == code {
-			return
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("the API to answer %d", code), func() error {
+		if r := g.apiDo(t, key, http.MethodGet, "/v1/webhook-endpoints", ""); r.code != code {
+			return fmt.Errorf("the API still answers %d %s", r.code, r.body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API still answers %d %s, want %d", r.code, r.body, code)
-		}
-		<-tick.C
-	}
+		return nil
+	})
 }
