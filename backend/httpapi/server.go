@@ -176,12 +176,12 @@ var (
 	bodyMissingIdentity     = contract.ErrorBody("Missing gateway identity")
 )
 
-// out is how recordsd writes every JSON response: with nosniff.
-const out = contract.WithNoSniff
+// bodyWriter writes every JSON response of recordsd: with nosniff.
+var bodyWriter = contract.JSONWriter{NoSniff: true}
 
 // writeBody writes a body already encoded.
 func writeBody(w http.ResponseWriter, status int, body []byte) {
-	out.Write(w, status, body)
+	bodyWriter.Write(w, status, body)
 }
 
 // writeJSON encodes v (encoding/json, HTML escaping on) and writes it.

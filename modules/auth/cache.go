@@ -7,16 +7,23 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// entry is a cached lookup: a key's record (or, with found false, the fact that
-// no key has this hash) plus what the handler derives from it once.
-type entry struct {
+// resolvedKey is what a key hash resolved to, cached: the key's record (or,
+// with found false, the fact that no key has this hash) plus what the handler
+// derives from it once — the caller it records in the request value, the
+// {civic.*} placeholders it answers, and the Watcher of the credential
+// (watch.go): one immutable value per key, shared by its requests.
+type resolvedKey struct {
 	found   bool
 	rec     keystore.Record
 	fetched time.Time
 	// derived, immutable after creation
-	tier     *tierPolicy // nil: tier unknown to this config
+	tier *tierPolicy // nil: tier unknown to this config
+	// caller is the request value's Caller (contract.Request.SetCredential)
+	// and the identity assertion's subject.
+	caller   contract.Caller
 	keyIDVal any
 	orgVal   any
 	tierVal  any
@@ -51,8 +58,8 @@ type signedIdentity struct {
 // while the store is unreachable.
 type keyCache struct {
 	mu         sync.RWMutex
-	known      map[keystore.Hash]*entry
-	unknown    map[keystore.Hash]*entry
+	known      map[keystore.Hash]*resolvedKey
+	unknown    map[keystore.Hash]*resolvedKey
 	maxKnown   int
 	maxUnknown int
 	ttl        time.Duration
@@ -61,12 +68,12 @@ type keyCache struct {
 
 func newKeyCache(maxKnown, maxUnknown int, ttl, negTTL time.Duration) *keyCache {
 	return &keyCache{
-		known: make(map[keystore.Hash]*entry), unknown: make(map[keystore.Hash]*entry),
+		known: make(map[keystore.Hash]*resolvedKey), unknown: make(map[keystore.Hash]*resolvedKey),
 		maxKnown: maxKnown, maxUnknown: maxUnknown, ttl: ttl, negTTL: negTTL,
 	}
 }
 
-func (c *keyCache) get(h keystore.Hash) *entry {
+func (c *keyCache) get(h keystore.Hash) *resolvedKey {
 	c.mu.RLock()
 	e := c.known[h]
 	if e == nil {
@@ -77,7 +84,7 @@ func (c *keyCache) get(h keystore.Hash) *entry {
 }
 
 // fresh reports whether e may be used without asking the store.
-func (c *keyCache) fresh(e *entry, now time.Time) bool {
+func (c *keyCache) fresh(e *resolvedKey, now time.Time) bool {
 	ttl := c.ttl
 	if !e.found {
 		ttl = c.negTTL
@@ -86,7 +93,7 @@ func (c *keyCache) fresh(e *entry, now time.Time) bool {
 }
 
 // put stores e in the map its kind belongs to (and removes h from the other).
-func (c *keyCache) put(h keystore.Hash, e *entry) {
+func (c *keyCache) put(h keystore.Hash, e *resolvedKey) {
 	c.mu.Lock()
 	if e.found {
 		delete(c.unknown, h)
@@ -99,7 +106,7 @@ func (c *keyCache) put(h keystore.Hash, e *entry) {
 }
 
 // putBounded sets m[h] = e, first evicting an arbitrary entry when m is full.
-func putBounded(m map[keystore.Hash]*entry, max int, h keystore.Hash, e *entry) {
+func putBounded(m map[keystore.Hash]*resolvedKey, max int, h keystore.Hash, e *resolvedKey) {
 	if _, ok := m[h]; !ok && len(m) >= max {
 		for k := range m {
 			delete(m, k)
@@ -142,7 +149,7 @@ func (c *keyCache) sizes() (known, unknown int) {
 
 // families are the families e's tier is entitled to (none for a tier this
 // configuration does not define), asserted upstream in the identity's fam claim.
-func (e *entry) families() []string {
+func (e *resolvedKey) families() []string {
 	if e.tier == nil {
 		return nil
 	}

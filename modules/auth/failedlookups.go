@@ -102,7 +102,7 @@ func clientAddr(r *http.Request) netip.Addr {
 // cached as known is resolved as usual; any other key is refused (wait > 0)
 // while r's client is over the limit, and otherwise counts against it when
 // the store says it is unknown.
-func (a *App) resolveFor(r *http.Request, h keystore.Hash, now time.Time) (e *entry, wait time.Duration, err error) {
+func (a *App) resolveFor(r *http.Request, h keystore.Hash, now time.Time) (e *resolvedKey, wait time.Duration, err error) {
 	cached := a.cache.get(h)
 	if a.failed == nil || cached != nil && cached.found {
 		e, _, err = a.resolveCached(r.Context(), h, cached, now)

@@ -72,8 +72,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 }
 
 // challenge is the WWW-Authenticate value of every 401, shared like the
-// refusal's other header values (contract.WithSharedValues): read-only.
+// refusal's other header values (refusalWriter): read-only.
 var challenge = []string{`Bearer realm="civicgate"`}
+
+// refusalWriter writes the refusals with shared header values: no allocation.
+var refusalWriter = contract.JSONWriter{SharedValues: true}
 
 // refuse writes one of the exact refusal bodies of docs/api.md "Errors"
 // (contract.Body*) without allocating.
@@ -83,7 +86,7 @@ func (h *Handler) refuse(w http.ResponseWriter, as *authSpan, status int, body [
 	if status == http.StatusUnauthorized {
 		w.Header()["Www-Authenticate"] = challenge
 	}
-	contract.WithSharedValues.Write(w, status, body)
+	refusalWriter.Write(w, status, body)
 	return nil
 }
 
@@ -91,7 +94,7 @@ func (h *Handler) refuse(w http.ResponseWriter, as *authSpan, status int, body [
 // suspended, of a deleted organization — logged at info with its id and
 // organization (never the key or its hash), so an operator can tell which
 // client keeps using a key it should not (docs/design.md D8).
-func (h *Handler) refuseKnown(w http.ResponseWriter, as *authSpan, status int, body []byte, outcome string, e *entry) error {
+func (h *Handler) refuseKnown(w http.ResponseWriter, as *authSpan, status int, body []byte, outcome string, e *resolvedKey) error {
 	l := h.refusals
 	if l == nil {
 		l = h.logger
@@ -191,7 +194,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	}
 
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && e.placeholders != nil {
-		repl.Map(e.placeholders) // {civic.*}: see entry.placeholder
+		repl.Map(e.placeholders) // {civic.*}: see resolvedKey.placeholder
 	}
 	for k := range r.Header {
 		if len(k) >= 8 && strings.EqualFold(k[:8], "X-Civic-") {
@@ -201,9 +204,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	delete(r.Header, "Authorization")
 	r.Header[contract.IdentityHeader] = assertion.header
 	h.app.metrics.inc(outcomeOK)
-	// The cache entry is the request's contract.Watcher: no allocation beyond
-	// the bearer context's own until an exchange calls WatchCredential.
-	return next.ServeHTTP(w, r.WithContext(contract.WithBearerWatcher(r.Context(), token, e)))
+	// The resolved key is the request's caller and contract.Watcher: nothing
+	// is allocated beyond the request value until an exchange calls
+	// WatchCredential.
+	r, q := contract.AttachRequest(r)
+	q.SetCredential(&e.caller, token, e)
+	return next.ServeHTTP(w, r)
 }
 
 // Interface guards

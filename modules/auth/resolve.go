@@ -17,7 +17,7 @@ var errStore = errors.New("civic_auth: key store unavailable")
 // resolve returns the cache entry for h, asking the store when the cached one
 // is missing or expired; looked reports whether this call asked the store
 // (not when it only shared a concurrent call's lookup).
-func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (e *entry, looked bool, err error) {
+func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (e *resolvedKey, looked bool, err error) {
 	return a.resolveCached(ctx, h, a.cache.get(h), now)
 }
 
@@ -26,7 +26,7 @@ func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (e *e
 // lookup timeout but not the first caller's cancellation (the others wait on
 // it too). While the store fails, an expired entry of a known key is served;
 // otherwise errStore.
-func (a *App) resolveCached(ctx context.Context, h keystore.Hash, cached *entry, now time.Time) (*entry, bool, error) {
+func (a *App) resolveCached(ctx context.Context, h keystore.Hash, cached *resolvedKey, now time.Time) (*resolvedKey, bool, error) {
 	if cached != nil && a.cache.fresh(cached, now) {
 		return cached, false, nil
 	}
@@ -39,12 +39,12 @@ func (a *App) resolveCached(ctx context.Context, h keystore.Hash, cached *entry,
 	if err != nil {
 		return nil, looked, err
 	}
-	return v.(*entry), looked, nil
+	return v.(*resolvedKey), looked, nil
 }
 
 // refresh asks the store about h and caches the answer (one flight).
 // looked reports whether the store was asked.
-func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*entry, bool, error) {
+func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*resolvedKey, bool, error) {
 	old := a.cache.get(h)
 	if old != nil && a.cache.fresh(old, now) { // a flight that ended meanwhile cached it
 		return old, false, nil
@@ -63,7 +63,7 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*ent
 		a.cache.put(h, e)
 		return e, true, nil
 	case errors.Is(err, keystore.ErrNotFound):
-		e := &entry{fetched: now}
+		e := &resolvedKey{fetched: now}
 		a.cache.put(h, e)
 		return e, true, nil
 	default:
@@ -77,18 +77,19 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*ent
 	}
 }
 
-func (a *App) newEntry(h keystore.Hash, rec keystore.Record, now time.Time) *entry {
-	e := &entry{
+func (a *App) newEntry(h keystore.Hash, rec keystore.Record, now time.Time) *resolvedKey {
+	e := &resolvedKey{
 		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier], hash: h, watches: a.watches,
 		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
 	}
+	e.caller = contract.Caller{KeyID: rec.KeyID, Org: rec.OrgID, Tier: rec.Tier, Env: rec.Env, Families: e.families()}
 	e.placeholders = e.placeholder
 	return e
 }
 
 // placeholder answers the {civic.*} placeholders (modules/contract) for a
 // found key whose tier is configured.
-func (e *entry) placeholder(name string) (any, bool) {
+func (e *resolvedKey) placeholder(name string) (any, bool) {
 	switch name {
 	case contract.CivicKeyID:
 		return e.keyIDVal, true
@@ -110,11 +111,11 @@ func (e *entry) placeholder(name string) (any, bool) {
 
 // identityFor returns e's identity assertion, signing a new one when none
 // exists or half the lifetime of the current one has passed.
-func (a *App) identityFor(e *entry, now time.Time) (*signedIdentity, error) {
+func (a *App) identityFor(e *resolvedKey, now time.Time) (*signedIdentity, error) {
 	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
 		return s, nil
 	}
-	tok, err := contract.SignIdentity(a.secret, contract.Caller{KeyID: e.rec.KeyID, Org: e.rec.OrgID, Tier: e.rec.Tier, Env: e.rec.Env, Families: e.families()}, now, a.idTTL)
+	tok, err := contract.SignIdentity(a.secret, e.caller, now, a.idTTL)
 	if err != nil {
 		return nil, err
 	}

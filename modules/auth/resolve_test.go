@@ -89,8 +89,8 @@ func TestResolveCacheAndStaleServing(t *testing.T) {
 func TestCacheBounded(t *testing.T) {
 	c := newKeyCache(3, 2, time.Second, time.Second)
 	for i := 0; i < 10; i++ {
-		c.put(keystore.HashKey(string(rune('a'+i))), &entry{found: true})
-		c.put(keystore.HashKey(string(rune('A'+i))), &entry{})
+		c.put(keystore.HashKey(string(rune('a'+i))), &resolvedKey{found: true})
+		c.put(keystore.HashKey(string(rune('A'+i))), &resolvedKey{})
 	}
 	if known, unknown := c.sizes(); known != 3 || unknown != 2 {
 		t.Fatalf("cache holds %d known and %d unknown entries, bounds 3 and 2", known, unknown)

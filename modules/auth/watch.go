@@ -19,7 +19,7 @@ import (
 
 // WatchCredential implements contract.Watcher: it starts following the key
 // this entry was looked up for.
-func (e *entry) WatchCredential() contract.CredentialWatch {
+func (e *resolvedKey) WatchCredential() contract.CredentialWatch {
 	return e.watches.add(e.hash, e.rec.OrgID)
 }
 
@@ -243,6 +243,6 @@ func (r *watchRegistry) size() (watches, keys int) {
 }
 
 var (
-	_ contract.Watcher         = (*entry)(nil)
+	_ contract.Watcher         = (*resolvedKey)(nil)
 	_ contract.CredentialWatch = (*credentialWatch)(nil)
 )

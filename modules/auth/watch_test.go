@@ -59,7 +59,9 @@ func watchKey(t *testing.T, a *App, key string) contract.CredentialWatch {
 	r.Header.Set("Authorization", "Bearer "+key)
 	var watcher contract.Watcher
 	next := nextFunc(func(_ http.ResponseWriter, r *http.Request) error {
-		watcher, _ = contract.WatcherFrom(r.Context())
+		if q, ok := contract.RequestFrom(r.Context()); ok {
+			watcher = q.Watcher()
+		}
 		return nil
 	})
 	rec := httptest.NewRecorder()

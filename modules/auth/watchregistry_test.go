@@ -137,7 +137,7 @@ func TestRecheckManyWatchesFewKeys(t *testing.T) {
 // TestDetachedWatch: an entry of an app without a registry (built by hand)
 // still gives a watch that Stop ends.
 func TestDetachedWatch(t *testing.T) {
-	w := (&entry{found: true}).WatchCredential()
+	w := (&resolvedKey{found: true}).WatchCredential()
 	w.Stop()
 	w.Stop()
 	<-w.Done()

@@ -14,8 +14,8 @@ const CivicCostBudget = "civic.cost_budget"
 
 // CostBudget charges the cost of an admitted GraphQL document to the budget
 // of the key that sent it, in cost points per window. civic_rate_limit
-// attaches one to every request it admits on a route with a cost budget
-// (WithCostBudget); graphql_guard spends the cost it computed, once the
+// sets one on every request it admits on a route with a cost budget
+// (Request.SetCostBudget); graphql_guard spends the cost it computed, once the
 // document passed every other check and before the upstream sees it, for a
 // POST or GET as for each subscribe of a WebSocket (docs/design.md D27).
 type CostBudget interface {
@@ -37,31 +37,4 @@ type CostDecision struct {
 	OverBudget bool
 	// Budget is the whole budget (points per Window), for messages.
 	Budget Rate
-}
-
-type costBudgetKey struct{}
-
-// WithCostBudget returns a copy of ctx that carries b.
-func WithCostBudget(ctx context.Context, b CostBudget) context.Context {
-	return context.WithValue(ctx, costBudgetKey{}, b)
-}
-
-// AttachCostBudget returns ctx carrying b: ctx itself when it is the context
-// civic_auth made for the request (WithBearer, WithBearerWatcher), which
-// takes b without a copy — so the caller keeps its *http.Request — and
-// otherwise WithCostBudget(ctx, b). It is for the handler that admits the
-// request, before any handler that reads the budget runs.
-func AttachCostBudget(ctx context.Context, b CostBudget) context.Context {
-	if c, ok := ctx.Value(bearerKey{}).(*bearerCtx); ok && c.costBudget == nil && c == ctx {
-		c.costBudget = b
-		return ctx
-	}
-	return WithCostBudget(ctx, b)
-}
-
-// CostBudgetFrom returns the CostBudget stored by WithCostBudget or
-// AttachCostBudget.
-func CostBudgetFrom(ctx context.Context) (CostBudget, bool) {
-	b, ok := ctx.Value(costBudgetKey{}).(CostBudget)
-	return b, ok && b != nil
 }

@@ -138,14 +138,14 @@ func TestWriteHeaders(t *testing.T) {
 	body := BodyNotFound
 	for _, tc := range []struct {
 		name string
-		j    JSON
+		j    JSONWriter
 		want http.Header
 	}{
-		{"plain", 0, http.Header{"Content-Type": {"application/json"}}},
-		{"content length", WithContentLength, http.Header{"Content-Type": {"application/json"}, "Content-Length": {"21"}}},
-		{"nosniff", WithNoSniff, http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}}},
-		{"no-store", WithNoStore, http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}},
-		{"shared", WithSharedValues | WithNoSniff | WithNoStore, http.Header{"Content-Type": {"application/json"},
+		{"plain", JSONWriter{}, http.Header{"Content-Type": {"application/json"}}},
+		{"content length", JSONWriter{ContentLength: true}, http.Header{"Content-Type": {"application/json"}, "Content-Length": {"21"}}},
+		{"nosniff", JSONWriter{NoSniff: true}, http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}}},
+		{"no-store", JSONWriter{NoStore: true}, http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}},
+		{"shared", JSONWriter{SharedValues: true, NoSniff: true, NoStore: true}, http.Header{"Content-Type": {"application/json"},
 			"X-Content-Type-Options": {"nosniff"}, "Cache-Control": {"no-store"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,16 +186,16 @@ func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 
 // TestSharedValuesDoNotAllocate: civic_auth's refusals write with
-// WithSharedValues and must not allocate; an Add after it must not write into
+// SharedValues and must not allocate; an Add after it must not write into
 // the shared values.
 func TestSharedValuesDoNotAllocate(t *testing.T) {
 	w := &discard{h: http.Header{}}
-	if n := testing.AllocsPerRun(100, func() { WithSharedValues.Write(w, http.StatusUnauthorized, BodyInvalidKey) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { JSONWriter{SharedValues: true}.Write(w, http.StatusUnauthorized, BodyInvalidKey) }); n != 0 {
 		t.Fatalf("%v allocations", n)
 	}
 	w.h.Add("Content-Type", "text/plain")
 	w2 := &discard{h: http.Header{}}
-	WithSharedValues.Write(w2, http.StatusUnauthorized, BodyInvalidKey)
+	JSONWriter{SharedValues: true}.Write(w2, http.StatusUnauthorized, BodyInvalidKey)
 	if got := strings.Join(w2.h.Values("Content-Type"), ","); got != "application/json" {
 		t.Fatalf("shared Content-Type became %q", got)
 	}

@@ -1,14 +1,13 @@
 package contract
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 )
 
 // GraphQLRequest is a GraphQL-over-HTTP request as graphql_guard decoded it
 // (the POST body's members, or a GET's URL query parameters), published for
-// the handlers after it on the request it forwards, so that they read the
+// the handlers after it on the request it forwards (Request.SetGraphQL), so that they read the
 // request the guard checked instead of parsing it again (docs/design.md D40).
 // The byte slices may alias the checked body: read them, never modify them.
 type GraphQLRequest struct {
@@ -55,33 +54,4 @@ func (r *GraphQLRequest) QueryText() (string, error) {
 		return "", fmt.Errorf("contract: graphql request query: %w", err)
 	}
 	return s, nil
-}
-
-// graphQLRequestCtx carries a GraphQLRequest in one allocation.
-type graphQLRequestCtx struct {
-	context.Context
-	req GraphQLRequest
-}
-
-type graphQLRequestKey struct{}
-
-func (c *graphQLRequestCtx) Value(key any) any {
-	if key == (graphQLRequestKey{}) {
-		return &c.req
-	}
-	return c.Context.Value(key)
-}
-
-// WithGraphQLRequest returns a copy of ctx that carries req (graphql_guard,
-// on every request it forwards but a stream's).
-func WithGraphQLRequest(ctx context.Context, req GraphQLRequest) context.Context {
-	return &graphQLRequestCtx{Context: ctx, req: req}
-}
-
-// GraphQLRequestFrom returns the request graphql_guard decoded, or false when
-// no guard decoded this request (then nothing about its GraphQL members is
-// known: a reader must not guess them from the raw request).
-func GraphQLRequestFrom(ctx context.Context) (*GraphQLRequest, bool) {
-	req, ok := ctx.Value(graphQLRequestKey{}).(*GraphQLRequest)
-	return req, ok
 }

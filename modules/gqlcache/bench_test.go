@@ -58,7 +58,7 @@ func newHitFixture(tb testing.TB) *hitFixture {
 	// The request as graphql_guard publishes it: its members are slices of
 	// the checked body.
 	decoded := contract.GraphQLRequest{Query: raw[10:76], Variables: raw[90:107], OperationName: raw[125:129]}
-	ctx := contract.WithGraphQLRequest(context.WithValue(context.Background(), caddy.ReplacerCtxKey, repl), decoded)
+	ctx := withDecoded(context.WithValue(context.Background(), caddy.ReplacerCtxKey, repl), decoded)
 	f.req = (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/graphql"}, Header: http.Header{}, Body: f.body}).
 		WithContext(ctx)
 	calls := 0

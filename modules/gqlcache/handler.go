@@ -227,7 +227,7 @@ func (h *Handler) bypass(w http.ResponseWriter, r *http.Request, next caddyhttp.
 
 // Why a GraphQL request is bypassed before its key (the Cache-Status detail).
 const (
-	detailUndecoded = "undecoded" // no graphql_guard decoded it (contract.GraphQLRequestFrom)
+	detailUndecoded = "undecoded" // no graphql_guard decoded it (contract.Request.GraphQL)
 	detailAliased   = "aliased"   // a parameter name another reader may take for a GraphQL one
 )
 
@@ -244,7 +244,11 @@ func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphq
 		b = appendField(b, p.Expand(repl))
 	}
 	if graphql {
-		req, decoded := contract.GraphQLRequestFrom(r.Context())
+		var req *contract.GraphQLRequest
+		decoded := false
+		if q, ok := contract.RequestFrom(r.Context()); ok {
+			req, decoded = q.GraphQL()
+		}
 		switch {
 		case !decoded:
 			return key, 0, 0, detailUndecoded

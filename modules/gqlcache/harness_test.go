@@ -2,6 +2,7 @@ package gqlcache
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,7 +57,9 @@ func (guardStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	_ = json.Unmarshal(body, &members)
 	req := contract.GraphQLRequest{Query: members["query"], Variables: members["variables"], Extensions: members["extensions"],
 		Aliased: r.Header.Get("X-Aliased") != ""}
-	return next.ServeHTTP(w, r.WithContext(contract.WithGraphQLRequest(r.Context(), req)))
+	r, q := contract.AttachRequest(r)
+	q.SetGraphQL(req)
+	return next.ServeHTTP(w, r)
 }
 
 func init() {
@@ -283,4 +286,12 @@ func (g *gateway) reload(t *testing.T) {
 		t.FailNow()
 	}
 	g.tester.Client.CloseIdleConnections()
+}
+
+// withDecoded returns ctx carrying a request value with g in its GraphQL
+// slot, as graphql_guard leaves it for the cache.
+func withDecoded(ctx context.Context, g contract.GraphQLRequest) context.Context {
+	var q contract.Request
+	q.SetGraphQL(g)
+	return contract.WithRequest(ctx, q)
 }

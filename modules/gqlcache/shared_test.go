@@ -90,7 +90,7 @@ func request(doc, families string) (*http.Request, *caddy.Replacer) {
 		repl.Set(k, v)
 	}
 	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(q1))
-	ctx := contract.WithGraphQLRequest(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl), q1Decoded)
+	ctx := withDecoded(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl), q1Decoded)
 	return req.WithContext(ctx), repl
 }
 

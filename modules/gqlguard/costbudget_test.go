@@ -108,12 +108,14 @@ func serveBudget(t testing.TB, g *Guard, b contract.CostBudget, c budgetCall) (*
 	repl.Set(contract.CivicFamilies, c.families)
 	repl.Set(contract.CivicKeyID, "key_budget")
 	ctx := context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl)
-	if c.token != "" {
-		ctx = contract.WithBearer(ctx, c.token)
-	}
-	if b != nil {
-		ctx = contract.WithCostBudget(ctx, b)
-	}
+	ctx = withRequestValue(ctx, func(q *contract.Request) {
+		if c.token != "" {
+			q.SetCredential(&contract.Caller{KeyID: "key_budget"}, c.token, nil)
+		}
+		if b != nil {
+			q.SetCostBudget(b)
+		}
+	})
 	next := &recordNext{}
 	w := httptest.NewRecorder()
 	if err := g.ServeHTTP(w, r.WithContext(ctx), next); err != nil {
@@ -322,4 +324,14 @@ func TestCostBudgetWindowNames(t *testing.T) {
 	if got := string(overBudgetBody(op, analysis.Saturated, hourly)); !strings.Contains(got, "Query cost (overflowing) exceeds") {
 		t.Errorf("analysis.Saturated cost: %s", got)
 	}
+}
+
+// withRequestValue returns ctx carrying a request value that set filled, as
+// civic_auth and civic_rate_limit leave one for the guard.
+func withRequestValue(ctx context.Context, set func(q *contract.Request)) context.Context {
+	var q contract.Request
+	if set != nil {
+		set(&q)
+	}
+	return contract.WithRequest(ctx, q)
 }

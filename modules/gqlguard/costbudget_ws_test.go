@@ -122,7 +122,10 @@ func (costBudgetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next 
 	if h == nil {
 		return next.ServeHTTP(w, r)
 	}
-	return next.ServeHTTP(w, r.WithContext(contract.WithCharger(contract.WithCostBudget(r.Context(), h.budget), h.charger)))
+	r, q := contract.AttachRequest(r)
+	q.SetCostBudget(h.budget)
+	q.SetCharger(h.charger)
+	return next.ServeHTTP(w, r)
 }
 
 func init() {

@@ -52,7 +52,10 @@ func writeNotEntitled(w http.ResponseWriter, families string) {
 	writeJSON(w, http.StatusForbidden, contract.BodyNotEntitled)
 }
 
+// bodyWriter writes the guard's JSON bodies: with Content-Length.
+var bodyWriter = contract.JSONWriter{ContentLength: true}
+
 // writeJSON writes a body with Content-Type and Content-Length.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	contract.WithContentLength.Write(w, status, body)
+	bodyWriter.Write(w, status, body)
 }

@@ -64,7 +64,9 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	g.metrics.allowed.Inc()
 	// The decoded request, for the handlers after the guard: a response
 	// cache keys by it instead of parsing the request again (D40).
-	return next.ServeHTTP(w, r.WithContext(contract.WithGraphQLRequest(r.Context(), adm.request)))
+	r, q := contract.AttachRequest(r)
+	q.SetGraphQL(adm.request)
+	return next.ServeHTTP(w, r)
 }
 
 // replayBody is the checked body handed on; fresh gives reverse_proxy a new

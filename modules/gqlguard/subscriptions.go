@@ -78,12 +78,12 @@ func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next cadd
 	if scope.keyID != "" {
 		cfg.Slots = g.slots.forKey(scope.keyID)
 	}
-	if c, ok := contract.ChargerFrom(r.Context()); ok {
-		cfg.Charger = c
-	}
-	if wt, ok := contract.WatcherFrom(r.Context()); ok {
-		cfg.Watch = wt.WatchCredential()
-		defer cfg.Watch.Stop() // the upgrade may fail before the filter owns it
+	if q, ok := contract.RequestFrom(r.Context()); ok {
+		cfg.Charger = q.Charger()
+		if wt := q.Watcher(); wt != nil {
+			cfg.Watch = wt.WatchCredential()
+			defer cfg.Watch.Stop() // the upgrade may fail before the filter owns it
+		}
 	}
 	g.metrics.allowed.Inc()
 	return next.ServeHTTP(wsproxy.WrapResponseWriter(w, r, cfg), r)
@@ -147,17 +147,18 @@ func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next ca
 		}
 		defer slot.Release()
 	}
-	if budget, ok := contract.CostBudgetFrom(r.Context()); ok {
-		if outcome := g.chargeCost(r.Context(), w, budget, adm.op, adm.co.Cost); outcome != "" {
+	q, _ := contract.RequestFrom(r.Context())
+	if q != nil && q.CostBudget() != nil {
+		if outcome := g.chargeCost(r.Context(), w, q.CostBudget(), adm.op, adm.co.Cost); outcome != "" {
 			g.metrics.requests.WithLabelValues(outcome).Inc()
 			return nil
 		}
 	}
 	g.metrics.allowed.Inc()
-	wt, ok := contract.WatcherFrom(r.Context())
-	if !ok {
+	if q == nil || q.Watcher() == nil {
 		return next.ServeHTTP(w, r)
 	}
+	wt := q.Watcher()
 	watch := wt.WatchCredential()
 	defer watch.Stop()
 	ctx, cancel := context.WithCancel(r.Context())

@@ -53,7 +53,9 @@ func (g *Guard) scopeOf(r *http.Request, repl *caddy.Replacer) requestScope {
 	scope := requestScope{ctx: r.Context(), via: transportOf(r), get: r.Method == http.MethodGet}
 	scope.owned, scope.checkOwned = g.ownedFamilies(repl)
 	scope.token, scope.hasToken = contract.BearerFromRequest(r)
-	scope.budget, _ = contract.CostBudgetFrom(r.Context())
+	if q, ok := contract.RequestFrom(r.Context()); ok {
+		scope.budget = q.CostBudget()
+	}
 	if repl != nil && (len(g.TrustedOnly) > 0 || g.Subscriptions != nil || scope.via != viaPOST) {
 		scope.tier = caddyopt.StringPlaceholder(repl, contract.CivicTier)
 		scope.keyID = caddyopt.StringPlaceholder(repl, contract.CivicKeyID)

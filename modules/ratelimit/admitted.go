@@ -12,11 +12,11 @@ import (
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
-// exchange is what an admitted request carries beyond the handler, in one
+// admission is what an admitted request carries beyond the handler, in one
 // allocation, only when it needs one: the response status for usage
 // counting (its ResponseWriter wraps the client's), the cost budget, and the
 // key's identity for both.
-type exchange struct {
+type admission struct {
 	caddyhttp.ResponseWriterWrapper
 	status int
 	keyID  string
@@ -24,26 +24,26 @@ type exchange struct {
 	vals   [2]string   // the handler's RateLimit-Policy and RateLimit values
 }
 
-// budgetExchange is an exchange and its cost budget in one allocation, for a
+// budgetAdmission is an admission and its cost budget in one allocation, for a
 // request with a cost budget (the budget is larger than the rest: a request
 // without one does not carry it).
-type budgetExchange struct {
-	exchange
+type budgetAdmission struct {
+	admission
 	costs costBudget
 }
 
-// newExchange allocates what ServeHTTP hands on for a request of hp.
-func newExchange(hp *handlerPolicy) *exchange {
+// newAdmission allocates what ServeHTTP hands on for a request of hp.
+func newAdmission(hp *handlerPolicy) *admission {
 	if hp.cost == nil {
-		return new(exchange)
+		return new(admission)
 	}
-	be := new(budgetExchange)
+	be := new(budgetAdmission)
 	be.budget = &be.costs
-	return &be.exchange
+	return &be.admission
 }
 
 // WriteHeader records the final status (1xx other than 101 are interim).
-func (e *exchange) WriteHeader(status int) {
+func (e *admission) WriteHeader(status int) {
 	if e.status == 0 && (status >= 200 || status == http.StatusSwitchingProtocols) {
 		e.status = status
 	}
@@ -51,7 +51,7 @@ func (e *exchange) WriteHeader(status int) {
 }
 
 // Write without WriteHeader means 200.
-func (e *exchange) Write(p []byte) (int, error) {
+func (e *admission) Write(p []byte) (int, error) {
 	if e.status == 0 {
 		e.status = http.StatusOK
 	}
@@ -60,16 +60,16 @@ func (e *exchange) Write(p []byte) (int, error) {
 
 // serveAdmitted calls next for an admitted request (d nil: admitted with the
 // store down in open mode): with a Charger on a WebSocket upgrade, the cost
-// budget in the context and usage counted around it when configured. x is
-// the exchange ServeHTTP allocated with its header values (usage on), or nil.
+// budget in the request value and usage counted around it when configured. x is
+// the admission ServeHTTP allocated with its header values (usage on), or nil.
 func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer,
-	hp *handlerPolicy, storeKey, key string, d *decision, x *exchange) error {
+	hp *handlerPolicy, storeKey, key string, d *decision, x *admission) error {
 	u := h.limiter.usage
 	if u == nil && hp.cost == nil {
 		return next.ServeHTTP(w, h.withCharger(r, hp.req, storeKey, key, "", nil))
 	}
 	if x == nil {
-		x = newExchange(hp)
+		x = newAdmission(hp)
 	}
 	x.ResponseWriter = w
 	if u != nil {
@@ -81,9 +81,9 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		if d != nil {
 			x.budget.reqDecision = *d
 		}
-		if ctx := contract.AttachCostBudget(r.Context(), x.budget); ctx != r.Context() {
-			r = r.WithContext(ctx)
-		}
+		var q *contract.Request
+		r, q = contract.AttachRequest(r)
+		q.SetCostBudget(x.budget)
 	}
 	r = h.withCharger(r, hp.req, storeKey, key, x.keyID, repl)
 	if u == nil || x.keyID == "" {

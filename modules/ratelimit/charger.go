@@ -69,7 +69,9 @@ func (h *Handler) withCharger(r *http.Request, set *policySet, storeKey, key, ke
 	if keyID != "" && repl != nil {
 		c.org = (*replacerOrg)(repl).Org()
 	}
-	return r.WithContext(contract.WithCharger(r.Context(), c))
+	r, q := contract.AttachRequest(r)
+	q.SetCharger(c)
+	return r
 }
 
 // isWebSocketUpgrade reports whether the header asks for a WebSocket upgrade:

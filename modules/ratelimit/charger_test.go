@@ -19,7 +19,9 @@ func admit(t *testing.T, h *Handler, req *http.Request) (int, contract.Charger) 
 	t.Helper()
 	var charger contract.Charger
 	next := nextFunc(func(_ http.ResponseWriter, r *http.Request) error {
-		charger, _ = contract.ChargerFrom(r.Context())
+		if q, ok := contract.RequestFrom(r.Context()); ok {
+			charger = q.Charger()
+		}
 		return nil
 	})
 	w := &statusWriter{h: http.Header{}}

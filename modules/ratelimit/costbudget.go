@@ -27,7 +27,7 @@ type costBudget struct {
 	spent       atomic.Int64
 	refused     atomic.Bool // the HTTP request itself was refused by the budget
 	// rateLimit is the value the handler's RateLimit header slice holds (its
-	// exchange's): rewritten in place while the header still holds it.
+	// admission's): rewritten in place while the header still holds it.
 	rateLimit *string
 }
 

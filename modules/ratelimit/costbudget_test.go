@@ -43,12 +43,12 @@ func TestCostBudgetThroughTheHandler(t *testing.T) {
 				req = req.WithContext(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl))
 				var dec contract.CostDecision
 				next := nextFunc(func(w http.ResponseWriter, r *http.Request) error {
-					b, ok := contract.CostBudgetFrom(r.Context())
-					if !ok {
+					q, ok := contract.RequestFrom(r.Context())
+					if !ok || q.CostBudget() == nil {
 						t.Fatal("no cost budget in the request")
 					}
 					var err error
-					if dec, err = b.Spend(r.Context(), cost, w.Header()); err != nil {
+					if dec, err = q.CostBudget().Spend(r.Context(), cost, w.Header()); err != nil {
 						t.Fatal(err)
 					}
 					if !dec.Allowed {

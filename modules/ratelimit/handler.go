@@ -75,8 +75,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// out is how the handler writes its JSON bodies: with Content-Length.
-const out = contract.WithContentLength
+// bodyWriter writes the handler's JSON bodies: with Content-Length.
+var bodyWriter = contract.JSONWriter{ContentLength: true}
 
 // parseTemplates reads Key, Rate, Policy and Cost as templates.
 func (h *Handler) parseTemplates() {
@@ -93,7 +93,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	key := h.key.Expand(repl)
 	if key == "" {
 		h.logger.Error("rate limit key is empty; check the key placeholder and handler order", zap.String("key", h.Key))
-		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
+		bodyWriter.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	rawRate := h.rate.Expand(repl)
@@ -105,18 +105,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	hp, err := h.policies.get(name, rawRate, rawCost)
 	if err != nil {
 		h.logger.Error("rate limit rate or cost budget does not parse", zap.String("rate", h.Rate), zap.String("cost", h.Cost), zap.Error(err))
-		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
+		bodyWriter.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	// One allocation for both header value slices (and, with usage counting
-	// or a cost budget, the exchange that carries them: the same
+	// or a cost budget, the admission that carries them: the same
 	// allocation); each is
 	// capped at one element so that an Add elsewhere copies instead of
 	// overwriting.
-	var x *exchange
+	var x *admission
 	var vals []string
 	if h.limiter.usage != nil || hp.cost != nil {
-		x = newExchange(hp)
+		x = newAdmission(hp)
 		vals = x.vals[:]
 	} else {
 		vals = make([]string, 2)
@@ -137,7 +137,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			m.allowed.Inc()
 			return h.serveAdmitted(w, r, next, repl, hp, storeKey, key, nil, x)
 		}
-		out.Write(w, http.StatusInternalServerError, contract.BodyInternal)
+		bodyWriter.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	var buf [96]byte
@@ -151,7 +151,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		vals[1] = string(b)
 		hdr["Ratelimit"] = vals[1:2:2]
 		hdr.Set("Retry-After", strconv.FormatInt(retry, 10))
-		out.Write(w, http.StatusTooManyRequests, contract.BodyRateLimited)
+		bodyWriter.Write(w, http.StatusTooManyRequests, contract.BodyRateLimited)
 		return nil
 	}
 	m.allowed.Inc()

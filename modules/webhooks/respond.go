@@ -17,13 +17,13 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// out is how the API writes its bodies: never cached.
-const out = contract.WithNoStore
+// bodyWriter writes the API's bodies: never cached.
+var bodyWriter = contract.JSONWriter{NoStore: true}
 
 // writeRaw writes a body already encoded: one of the exact bodies of
 // docs/api.md "Errors" (contract.Body*) or a response.
 func writeRaw(w http.ResponseWriter, status int, body []byte) error {
-	out.Write(w, status, body)
+	bodyWriter.Write(w, status, body)
 	return nil
 }
 
