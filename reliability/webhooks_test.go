@@ -166,6 +166,19 @@ func deliveryRows(t *testing.T, dsn string, eventIDs []string) string {
 	return b.String()
 }
 
+// undelivered is waitAll's "not yet": the events still missing. Their rows of
+// webhook_deliveries are read only when the error is shown, on failure, not
+// on every poll.
+type undelivered struct {
+	of      int
+	missing []string
+	rows    func() string
+}
+
+func (u undelivered) Error() string {
+	return fmt.Sprintf("%d of %d events not delivered; their deliveries:\n%s", len(u.missing), u.of, u.rows())
+}
+
 // maxEventSeq is the position of the newest change event.
 func maxEventSeq(t *testing.T, dsn string) int64 {
 	var n int64
@@ -291,8 +304,7 @@ func (k *sink) waitAll(t *testing.T, dsn string, want map[string]bool) int {
 	t.Helper()
 	// Up to a crashed sidecar's lease (15 s) plus a retry step (5 s), and slack
 	// for a loaded machine.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	stack.WaitFor(t, 60*time.Second, fmt.Sprintf("all %d events to be delivered", len(want)), func() error {
 		got := k.delivered()
 		var missing []string
 		for id := range want {
@@ -301,13 +313,10 @@ func (k *sink) waitAll(t *testing.T, dsn string, want map[string]bool) int {
 			}
 		}
 		if len(missing) == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events not delivered within 60 s; their deliveries:\n%s", len(missing), len(want), deliveryRows(t, dsn, missing))
-		}
-		time.Sleep(100 * time.Millisecond) // polling the receiver with a deadline
-	}
+		return undelivered{of: len(want), missing: missing, rows: func() string { return deliveryRows(t, dsn, missing) }}
+	})
 	got := k.delivered()
 	dups := 0
 	for id, n := range got {
