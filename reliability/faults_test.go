@@ -207,8 +207,12 @@ func testUpstreamHung(t *testing.T, f *faultEnv) {
 			if r.status != 504 || r.body != bodyTimeout {
 				t.Fatalf("round %d: hung upstream answered %d %v %s, want 504 %s", round, r.status, r.err, r.body, bodyTimeout)
 			}
-			if r.dur < upstreamTimeout || r.dur > upstreamTimeout+3*time.Second {
-				t.Errorf("round %d: 504 after %s, want the configured %s (+3 s)", round, r.dur, upstreamTimeout)
+			// No 504 can come sooner than the timeout (its timer starts after
+			// r.at); the upper bound only tells the configured timeout from
+			// the Caddyfile's 30 s default, with room for 40 requests at once
+			// on a loaded machine.
+			if r.dur < upstreamTimeout || r.dur >= 10*upstreamTimeout {
+				t.Errorf("round %d: 504 after %s, want the configured %s (not the 30 s default)", round, r.dur, upstreamTimeout)
 			}
 		}
 	}

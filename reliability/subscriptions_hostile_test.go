@@ -36,17 +36,19 @@ func TestSubscriptionsHostile(t *testing.T) {
 	const mib = 1 << 20
 
 	t.Run("no connection_init: closed 4408 after init_timeout", func(t *testing.T) {
-		w := a.dialWS(keys[0])
+		// Timed from before the dial: the gateway's timer starts after it
+		// began, so no close comes sooner than init_timeout 1s on any machine;
+		// the upper bound only tells the configured 1s from the default 10s
+		// (which cannot close sooner than 10s), leaving 9s for a loaded one.
 		start := time.Now()
+		w := a.dialWS(keys[0])
 		code, reason := w.awaitClose(15 * time.Second)
 		took := time.Since(start)
 		if code != 4408 || reason != "Connection initialisation timeout" {
 			t.Fatalf("close %d %q, want 4408 \"Connection initialisation timeout\"", code, reason)
 		}
-		// init_timeout 1s (the default is 10s); the timer starts before the
-		// 101 reaches the client, hence the slack below 1s.
-		if took < 500*time.Millisecond || took > 3*time.Second {
-			t.Fatalf("closed after %v, want about init_timeout 1s", took)
+		if took < time.Second || took >= 10*time.Second {
+			t.Fatalf("closed after %v, want after init_timeout 1s and before the default 10s", took)
 		}
 	})
 
@@ -73,9 +75,8 @@ func TestSubscriptionsHostile(t *testing.T) {
 			writeErr <- nil
 		}()
 		answered := map[string]string{}
-		deadline := time.Now().Add(30 * time.Second)
 		for len(answered) < n-bound {
-			m := w.next(deadline)
+			m := w.next(time.Now().Add(msgWithin))
 			if m.Type != "error" {
 				t.Fatalf("message %d: %+v, want an error message for a subscribe over the bound", len(answered), m)
 			}
@@ -103,7 +104,7 @@ func TestSubscriptionsHostile(t *testing.T) {
 		// The admitted ones answer with the next event.
 		a.Events.Publish(&library.LoanEvent{Kind: library.LoanEventKindBorrowed, Loan: &library.Loan{ID: "flood-loan", BookID: "b1", MemberID: "m1"}})
 		for range bound {
-			m := w.next(deadline)
+			m := w.next(time.Now().Add(msgWithin))
 			if m.Type != "next" || !strings.Contains(string(m.Payload), "flood-loan") {
 				t.Fatalf("after the event: %+v", m)
 			}

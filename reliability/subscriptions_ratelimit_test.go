@@ -20,13 +20,12 @@ func TestSubscribesChargeTheKeysRateLimit(t *testing.T) {
 	key := keys[0]
 	w := a.dialWS(key)
 	w.init()
-	deadline := time.Now().Add(20 * time.Second)
 	opsBefore := a.Up.opsWith("loanEvents")
 
 	w.send(`{"id":"a","type":"subscribe","payload":{"query":"` + loanEventsSub + `"}}`)
 	w.send(`{"id":"b","type":"subscribe","payload":{"query":"` + loanEventsSub + `"}}`)
 	w.send(`{"id":"c","type":"subscribe","payload":{"query":"` + loanEventsSub + `"}}`)
-	m := w.next(deadline)
+	m := w.next(time.Now().Add(msgWithin))
 	if m.Type != "error" || m.ID != "c" {
 		t.Fatalf("third subscribe: %+v, want an error for c", m)
 	}
@@ -54,7 +53,7 @@ func TestSubscribesChargeTheKeysRateLimit(t *testing.T) {
 	if err := w.write(frame(true, opPing, []byte("still"))); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	for deadline := time.Now().Add(msgWithin); ; {
 		f, err := w.read(deadline)
 		if err != nil {
 			t.Fatalf("no pong: %v", err)

@@ -173,6 +173,12 @@ type gqlMsg struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// msgWithin bounds the wait for one awaited message or frame: a bound on a
+// failure, generous for a loaded 2-core machine, counted from when the test
+// starts to await it (a deadline shared by several waits would also bound the
+// waits in between).
+const msgWithin = 20 * time.Second
+
 // next reads the next text message; a close frame or an error fails the
 // test.
 func (w *wsConn) next(deadline time.Time) gqlMsg {
