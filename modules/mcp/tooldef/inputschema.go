@@ -72,15 +72,6 @@ type inputField struct {
 	required bool // non-null without a default
 }
 
-func (o *inputObject) field(name string) *inputField {
-	for i := range o.fields {
-		if o.fields[i].name == name {
-			return &o.fields[i]
-		}
-	}
-	return nil
-}
-
 // inputBuilder builds argTypes and JSON Schemas for one tool; input objects
 // are built once each (their $defs).
 type inputBuilder struct {

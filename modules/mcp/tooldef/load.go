@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
@@ -134,7 +135,7 @@ func build(e *Entry, schema *ast.Schema, compiler *document.Compiler) (*Tool, er
 	}
 	// The compiled document keeps no syntax tree: parse again, with
 	// gqlparser's validation filling in the definitions the schemas need.
-	parsed, errs := gqlparser.LoadQuery(schema, e.Body)
+	parsed, errs := gqlparser.LoadQueryWithRules(schema, e.Body, rules.NewDefaultRules())
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("the document: %s", errs[0].Message)
 	}
