@@ -18,17 +18,17 @@ import (
 // the revoke's NOTIFY makes civic_auth recheck the key at once, and failing
 // that its 1 s watch_interval tick does. That is the gateway's design bound,
 // not a latency this client can hold it to on a loaded 2-core machine, where
-// scheduling alone delays the gateway's goroutines or this test's by seconds:
-// a 2 s bound on the client's clock failed there with a correct gateway.
-// What the client can check is that the watch fired: the exchange ends while
-// it would otherwise stay open for as long as the client holds it, a socket
-// with 4403, which only the watch sends, and a stream with the gateway's log
-// line saying so. So the tests await the
-// end up to revokeCeiling, 15 times the promise: a bound on a failure (the
-// watch never fired), not an expectation of speed. How long the end took,
-// counted from the revocation's commit (the key's retired_at, written by the
-// revoking transaction), is logged beside the promise, so a regression of
-// the bound shows in `go test -v` without failing a loaded run.
+// scheduling alone can delay the gateway's goroutines or this test's by
+// seconds: a 2 s bound on the client's clock can fail there with a correct
+// gateway. What the client can check is that the watch fired: the exchange
+// ends while it would otherwise stay open for as long as the client holds it
+// — a socket with 4403, which only the watch sends, a stream with the
+// gateway's log line saying so. So the tests await the end up to
+// revokeCeiling, 15 times the promise: a bound on a failure (the watch never
+// fired), not an expectation of speed. How long the end took, counted from
+// the revocation's commit (the key's retired_at, written by the revoking
+// transaction), is logged beside the promise, so a regression of the bound
+// shows in `go test -v` without failing a loaded run.
 const revokeCeiling = 30 * time.Second
 
 // TestRevokeClosesSubscriptionSocket: `civicgate keys revoke` closes an open
