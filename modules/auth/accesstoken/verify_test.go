@@ -88,8 +88,8 @@ func equalIdentity(a, b Identity) bool {
 
 func TestKeyID(t *testing.T) {
 	for sub, want := range map[string]string{
-		"auth0|64f1c2":                       "jwt:sub:auth0|64f1c2",
-		"abc123@clients":                     "jwt:sub:abc123@clients",
+		"auth0|64f1c2":                         "jwt:sub:auth0|64f1c2",
+		"abc123@clients":                       "jwt:sub:abc123@clients",
 		"0b9d1c5e-7c4a-4c1e-9a59-0d9f3c2b1a00": "jwt:sub:0b9d1c5e-7c4a-4c1e-9a59-0d9f3c2b1a00",
 	} {
 		if got := keyID("https://idp.example/", sub); got != want {

@@ -1,0 +1,75 @@
+package accesstoken
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// benchVerifier is a verifier on the real clock and a token of s signed
+// with alg, valid for an hour.
+func benchVerifier(b *testing.B, s signer, alg string) (*Verifier, string) {
+	p := newIDP(b, s)
+	cfg := testConfig(p, newClock())
+	cfg.Now = nil // time.Now, as in production
+	v := newVerifier(b, cfg)
+	return v, token(s, alg, claimsFor(p, time.Now()))
+}
+
+// BenchmarkVerifyCached is a token seen before: SHA-256 of the token, one
+// LRU lookup, the expiry and key checks. Target: ≤ 1 µs, 0 allocations.
+func BenchmarkVerifyCached(b *testing.B) {
+	v, tok := benchVerifier(b, signer{kid: "k", key: rsaA}, "RS256")
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, tok); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(tok)), "token-bytes")
+}
+
+// benchFirstSeen is the whole verification of a token not in the cache:
+// header, payload, claim checks, key lookup, signature.
+func benchFirstSeen(b *testing.B, s signer, alg string) {
+	v, tok := benchVerifier(b, s, alg)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := v.verify(ctx, tok, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(tok)), "token-bytes")
+}
+
+func BenchmarkVerifyFirstSeenRS256(b *testing.B) {
+	benchFirstSeen(b, signer{kid: "k", key: rsaA}, "RS256")
+}
+func BenchmarkVerifyFirstSeenES256(b *testing.B) {
+	benchFirstSeen(b, signer{kid: "k", key: ecP256}, "ES256")
+}
+func BenchmarkVerifyFirstSeenEdDSA(b *testing.B) {
+	benchFirstSeen(b, signer{kid: "k", key: edKey}, "EdDSA")
+}
+
+// BenchmarkRefusedBadSignature: a forged token costs one public-key
+// operation (under the verification slots), like a first sight.
+func BenchmarkRefusedBadSignature(b *testing.B) {
+	p := newIDP(b, signer{kid: "k", key: rsaA})
+	cfg := testConfig(p, newClock())
+	cfg.Now = nil
+	v := newVerifier(b, cfg)
+	tok := token(signer{kid: "k", key: rsaEvil}, "RS256", claimsFor(p, time.Now()))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(ctx, tok); err == nil {
+			b.Fatal("accepted")
+		}
+	}
+}
