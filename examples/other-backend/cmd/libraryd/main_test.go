@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -91,20 +92,17 @@ func TestServesOnListenAndStopsOnSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd, _, stderr := libraryd(t, ctx, "--listen "+addr)
-	for {
+	testenv.Eventually(t, 20*time.Second, "libraryd answering on "+addr, func() error {
 		resp, err := http.Post("http://"+addr+"/graphql", "application/json", strings.NewReader(`{"query":"{ __typename }"}`))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("POST /graphql = %d", resp.StatusCode)
-			}
-			break
+		if err != nil {
+			return fmt.Errorf("%w (stderr %q)", err, stderr)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("libraryd never answered on %s: %v (stderr %q)", addr, err, stderr)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("POST /graphql = %d", resp.StatusCode)
 		}
-		time.Sleep(20 * time.Millisecond) // polling readiness with a deadline
-	}
+		return nil
+	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
