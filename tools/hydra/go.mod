@@ -218,4 +218,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
+// Hydra's own go.mod replaces pop with ORY's fork, and a replace binds only
+// the main module, so it is repeated here: without it Hydra's persistence/sql
+// does not compile (pop.store has no SQLDB). Keep it equal to the replace in
+// the go.mod of the Hydra version required above (README.md).
 replace github.com/gobuffalo/pop/v6 => github.com/ory/pop/v6 v6.2.1-0.20241121111754-e5dfc0f3344b
