@@ -26,7 +26,8 @@ type Config struct {
 	// Algorithms the tokens may be signed with; default RS256. Asymmetric
 	// only: RS256/384/512, PS256/384/512, ES256/384/512, EdDSA.
 	Algorithms []string
-	// Leeway for exp, nbf and iat against the clock; default 30 s, at most 5 min.
+	// Leeway for exp, nbf and iat against the clock: 0 takes the default
+	// (30 s), a negative value means none; at most 5 min.
 	Leeway time.Duration
 
 	// TierClaim is a string claim holding the tier's name; or ScopeTiers
@@ -110,8 +111,11 @@ func (c Config) withDefaults() Config {
 	if len(c.Algorithms) == 0 {
 		c.Algorithms = []string{"RS256"}
 	}
-	if c.Leeway == 0 {
+	switch {
+	case c.Leeway == 0:
 		c.Leeway = DefaultLeeway
+	case c.Leeway < 0:
+		c.Leeway = 0
 	}
 	if c.SubjectClaim == "" {
 		c.SubjectClaim = "sub"
@@ -181,7 +185,7 @@ func (c Config) Validate() error {
 			bad("algorithms", "%q is not one of %s", a, strings.Join(asymmetric, ", "))
 		}
 	}
-	if c.Leeway < 0 || c.Leeway > MaxLeeway {
+	if c.Leeway > MaxLeeway {
 		bad("leeway", "want 0 to %s, got %s", MaxLeeway, c.Leeway)
 	}
 	c.validateTiers(bad)

@@ -75,8 +75,13 @@ type keySet struct {
 	ignored int
 }
 
-// ignoredKey is a key of the document that cannot be used, and why.
-type ignoredKey struct{ kid, reason string }
+// ignoredKey is a key of the document that cannot be used, and why;
+// routine when it is not meant for signatures (Keycloak publishes its
+// encryption key beside its signing keys): not worth a warning.
+type ignoredKey struct {
+	kid, reason string
+	routine     bool
+}
 
 // maxKeys bounds the usable keys kept from one document.
 const maxKeys = 100
@@ -95,7 +100,7 @@ func parseJWKS(body []byte) (*keySet, []ignoredKey, error) {
 	for _, raw := range doc.Keys {
 		var r rawJWK
 		if err := json.Unmarshal(raw, &r); err != nil {
-			ignored = append(ignored, ignoredKey{"", "not a JWK object"})
+			ignored = append(ignored, ignoredKey{"", "not a JWK object", false})
 			continue
 		}
 		k, err := r.parse()
@@ -103,7 +108,7 @@ func parseJWKS(body []byte) (*keySet, []ignoredKey, error) {
 			err = fmt.Errorf("more than %d usable keys", maxKeys)
 		}
 		if err != nil {
-			ignored = append(ignored, ignoredKey{r.Kid, err.Error()})
+			ignored = append(ignored, ignoredKey{r.Kid, err.Error(), r.Use != "" && r.Use != "sig"})
 			continue
 		}
 		set.all = append(set.all, k)

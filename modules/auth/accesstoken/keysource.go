@@ -81,7 +81,11 @@ func (s *keySource) fetch(ctx context.Context) (*keySet, time.Duration, error) {
 	}
 	set, ignored, err := parseJWKS(body)
 	for _, ig := range ignored {
-		s.log.Warn("jwt: key ignored", "jwks_url", s.url, "kid", ig.kid, "reason", ig.reason)
+		level := slog.LevelWarn
+		if ig.routine {
+			level = slog.LevelDebug
+		}
+		s.log.Log(ctx, level, "jwt: key ignored", "jwks_url", s.url, "kid", ig.kid, "reason", ig.reason)
 	}
 	if err != nil {
 		return nil, 0, err

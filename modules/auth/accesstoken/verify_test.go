@@ -257,3 +257,17 @@ func TestVerificationSlotsBounded(t *testing.T) {
 		t.Fatalf("stats %+v: a cancelled wait is no refusal", st)
 	}
 }
+
+func TestNegativeLeewayMeansNone(t *testing.T) {
+	p := newIDP(t, signer{kid: "k", key: rsaA})
+	clock := newClock()
+	cfg := testConfig(p, clock)
+	cfg.Leeway = -1
+	strict := newVerifier(t, cfg)
+	lenient := newVerifier(t, testConfig(p, clock))
+	c := claimsFor(p, clock.Now())
+	c["exp"] = clock.Now().Add(-time.Second).Unix()
+	tok := token(p.keys[0], "RS256", c)
+	wantKind(t, verifyErr(strict, tok), Expired)
+	mustVerify(t, lenient, tok)
+}
