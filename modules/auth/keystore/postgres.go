@@ -13,7 +13,9 @@ import (
 
 // Channel is the LISTEN/NOTIFY channel on which key changes are announced.
 // Payloads: "key:<hex hash>" (one key changed) or "org:<org id>" (every key of
-// an organization changed).
+// an organization changed), and "deny:sub" or "deny:jti" (the token deny
+// list changed: a gateway reloads the whole unexpired list with LoadDenials;
+// denials.go).
 const Channel = "civicgate_auth"
 
 // MaxLiveKeys is how many active keys an organization may hold per
@@ -132,6 +134,20 @@ var migrations = []string{
 	CREATE INDEX audit_log_org ON civicgate.audit_log (org_id, id);
 	CREATE INDEX api_keys_org_created ON civicgate.api_keys (org_id, created_at DESC, id DESC);
 	CREATE INDEX api_keys_org_live ON civicgate.api_keys (org_id, tier) WHERE status IN ('active','rotating');`,
+	// 5: the deny list of access tokens (denials.go, `civicgate tokens`): a
+	// subject or a token id, of one issuer or ('') of any, until expires_at
+	// (NULL: until undenied). The bounds match Denial.Check; values hold no
+	// control characters (they are printed to operators' terminals).
+	`CREATE TABLE civicgate.token_denials (
+		kind       text NOT NULL CHECK (kind IN ('sub','jti')),
+		issuer     text NOT NULL DEFAULT '' CHECK (octet_length(issuer) <= 1024 AND issuer !~ '[\x01-\x1f\x7f]'),
+		value      text NOT NULL CHECK (octet_length(value) BETWEEN 1 AND 512 AND value !~ '[\x01-\x1f\x7f]'),
+		reason     text NOT NULL DEFAULT '' CHECK (octet_length(reason) <= 1024 AND reason !~ '[\x01-\x1f\x7f]'),
+		created_at timestamptz NOT NULL DEFAULT now(),
+		expires_at timestamptz CHECK (expires_at > created_at),
+		actor      text NOT NULL CHECK (octet_length(actor) <= 256),
+		PRIMARY KEY (kind, issuer, value)
+	);`,
 }
 
 // Migrate creates or upgrades the key schema; it is idempotent and safe to run
