@@ -120,29 +120,37 @@ func (s *Server) RequestToken(clientID, secret string, audience, scopes []string
 func (s *Server) RotateKeys(t testing.TB) string {
 	t.Helper()
 	kid := "civicgate-test-" + randomHex(t, 8)
-	var set struct {
-		Keys []struct {
-			Kid string `json:"kid"`
-		} `json:"keys"`
-	}
+	var created, published keySet
 	body := map[string]any{"alg": "RS256", "use": "sig", "kid": kid}
-	if err := s.expect(http.MethodPost, s.AdminURL()+"/admin/keys/"+AccessTokenKeySet, body, http.StatusCreated, &set); err != nil {
+	if err := s.expect(http.MethodPost, s.AdminURL()+"/admin/keys/"+AccessTokenKeySet, body, http.StatusCreated, &created); err != nil {
 		t.Fatalf("testhydra: rotate keys: %v", err)
 	}
-	if len(set.Keys) != 1 || set.Keys[0].Kid != kid {
-		t.Fatalf("testhydra: rotate keys: Hydra created %+v, want the one key %s", set.Keys, kid)
+	if k := created.kids(); len(k) != 1 || k[0] != kid {
+		t.Fatalf("testhydra: rotate keys: Hydra created keys %v, want the one key %s", k, kid)
 	}
-	if err := s.expect(http.MethodGet, s.JWKSURL(), nil, http.StatusOK, &set); err != nil {
+	if err := s.expect(http.MethodGet, s.JWKSURL(), nil, http.StatusOK, &published); err != nil {
 		t.Fatalf("testhydra: rotate keys: JWKS: %v", err)
 	}
-	if !slices.ContainsFunc(set.Keys, func(k struct {
-		Kid string `json:"kid"`
-	}) bool {
-		return k.Kid == kid
-	}) {
+	if !slices.Contains(published.kids(), kid) {
 		t.Fatalf("testhydra: rotate keys: the JWKS does not list the new key %s", kid)
 	}
 	return kid
+}
+
+// keySet is a JWK set as far as the helpers read it (the admin API answers
+// with private keys too: nothing of it but the kids is kept or shown).
+type keySet struct {
+	Keys []struct {
+		Kid string `json:"kid"`
+	} `json:"keys"`
+}
+
+func (k keySet) kids() []string {
+	out := make([]string, 0, len(k.Keys))
+	for _, key := range k.Keys {
+		out = append(out, key.Kid)
+	}
+	return out
 }
 
 // hookPath and hookKeyHeader are where Hydra sends the token hook and the

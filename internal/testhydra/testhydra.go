@@ -123,7 +123,8 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatalf("testhydra: %v", err)
 	}
 	s.migrate(t)
-	s.start(t)
+	// Registered before the first start, so that a Hydra that never gets
+	// ready is stopped too.
 	t.Cleanup(func() {
 		s.mu.Lock()
 		p := s.proc
@@ -133,6 +134,7 @@ func Start(t testing.TB, opts Options) *Server {
 			p.stop()
 		}
 	})
+	s.start(t)
 	return s
 }
 
