@@ -68,10 +68,11 @@ func safeSubject(s string) bool {
 	return true
 }
 
-// admit runs every check of the claims, cheapest and clearest first, before
-// any key is looked up or signature verified: a token refused here costs no
-// key set refresh and no public-key operation. Only the signature, checked
-// last, can make a token acceptable.
+// admit runs the checks of the claims that answer 401, cheapest and
+// clearest first, before any key is looked up or signature verified: a
+// token refused here costs no key set refresh and no public-key operation.
+// Only the signature, checked after, can make a token acceptable; the tier
+// (a 403, which says the token itself was good) is resolved after it.
 func (v *Verifier) admit(c *claims, now time.Time) (Identity, *Error) {
 	cfg := &v.cfg
 	switch {
@@ -98,12 +99,8 @@ func (v *Verifier) admit(c *claims, now time.Time) (Identity, *Error) {
 		}
 		org = c.org
 	}
-	tier, rerr := v.tierOf(c)
-	if rerr != nil {
-		return Identity{}, rerr
-	}
 	id := Identity{
-		Subject: c.subject, Organization: org, Tier: tier, Scopes: c.scopes,
+		Subject: c.subject, Organization: org, Scopes: c.scopes,
 		Expiry: c.exp.Time, JTI: c.jti, Issuer: c.iss, KeyID: keyID(c.iss, c.subject),
 	}
 	for _, fs := range cfg.RequireScopes {
@@ -114,8 +111,8 @@ func (v *Verifier) admit(c *claims, now time.Time) (Identity, *Error) {
 	return id, nil
 }
 
-// tierOf resolves the token's tier: the tier claim, or the first ScopeTiers
-// entry whose scope the token holds; without either, DefaultTier.
+// tierOf resolves a verified token's tier: the tier claim, or the first
+// ScopeTiers entry whose scope the token holds; without either, DefaultTier.
 func (v *Verifier) tierOf(c *claims) (string, *Error) {
 	cfg := &v.cfg
 	switch {

@@ -33,12 +33,14 @@ type Verifier struct {
 	refused               [numKinds]atomic.Uint64
 }
 
-// entry is a verified token: its identity while now < until (exp + leeway)
-// and its key is still in the set.
+// entry is a verified token: its identity — or, for a token whose tier is
+// missing or unknown, that refusal — while now < until (exp + leeway) and
+// its key is still in the set.
 type entry struct {
-	id    Identity
-	until time.Time
-	key   *jwk
+	id      Identity
+	refusal *Error
+	until   time.Time
+	key     *jwk
 }
 
 // New checks cfg, finds the key set (discovery unless JWKSURL is set) and
@@ -109,22 +111,32 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	now := v.cfg.Now()
 	sum := hashToken(token)
 	v.keys.maybeRefresh(now)
-	if id, ok := v.cached(&sum, now); ok {
+	if id, refused, ok := v.cached(&sum, now); ok {
+		if refused != nil {
+			v.refused[refused.Kind].Add(1)
+			return Identity{}, refused
+		}
 		v.hits.Add(1)
 		return id, nil
 	}
 	id, key, err := v.verify(ctx, token, now)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			v.refused[e.Kind].Add(1)
-		}
-		return Identity{}, err
+	var refused *Error
+	if err != nil && !errors.As(err, &refused) {
+		return Identity{}, err // the context's: no refusal
 	}
-	v.verified.Add(1)
-	v.mu.Lock()
-	v.cache.Put(sum, &entry{id: id, until: id.Expiry.Add(v.cfg.Leeway), key: key})
-	v.mu.Unlock()
+	if refused != nil {
+		v.refused[refused.Kind].Add(1)
+	} else {
+		v.verified.Add(1)
+	}
+	if key != nil { // signature verified: the answer holds until exp
+		v.mu.Lock()
+		v.cache.Put(sum, &entry{id: id, refusal: refused, until: id.Expiry.Add(v.cfg.Leeway), key: key})
+		v.mu.Unlock()
+	}
+	if refused != nil {
+		return Identity{}, refused
+	}
 	return id, nil
 }
 
@@ -135,24 +147,26 @@ func hashToken(token string) [sha256.Size]byte {
 	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
 }
 
-func (v *Verifier) cached(sum *[sha256.Size]byte, now time.Time) (Identity, bool) {
+func (v *Verifier) cached(sum *[sha256.Size]byte, now time.Time) (Identity, *Error, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	e, ok := v.cache.Get(*sum)
 	if !ok {
-		return Identity{}, false
+		return Identity{}, nil, false
 	}
 	if !now.Before(e.until) || e.key.retired.Load() {
 		v.cache.Delete(*sum)
-		return Identity{}, false
+		return Identity{}, nil, false
 	}
-	return e.id, true
+	return e.id, e.refusal, true
 }
 
 // verify reads and checks a token not in the cache: the strict header, then
 // golang-jwt's parse with the strict payload reader, whose key function
-// runs every claim check (admit), finds the key and takes a verification
-// slot; the signature is verified last.
+// runs the claim checks (admit), finds the key and takes a verification
+// slot; then the signature; then the tier. A returned key means the
+// signature verified (the identity lacks only the tier when the tier is
+// refused).
 func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (Identity, *jwk, error) {
 	h, rerr := parseHeader(token, v.cfg.Algorithms)
 	if rerr != nil {
@@ -184,6 +198,9 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (Ide
 	}
 	if err != nil {
 		return Identity{}, nil, classify(err)
+	}
+	if id.Tier, rerr = v.tierOf(&c); rerr != nil {
+		return id, key, rerr
 	}
 	return id, key, nil
 }

@@ -271,3 +271,31 @@ func TestNegativeLeewayMeansNone(t *testing.T) {
 	wantKind(t, verifyErr(strict, tok), Expired)
 	mustVerify(t, lenient, tok)
 }
+
+// The tier is resolved after the signature: a forged token never hears a
+// 403 (which says the token itself was good), and a good token without a
+// tier is refused from the cache the next time, without a verification.
+func TestTierRefusalAfterSignature(t *testing.T) {
+	p := newIDP(t, signer{kid: "k", key: rsaA})
+	clock := newClock()
+	v := newVerifier(t, testConfig(p, clock))
+	c := claimsFor(p, clock.Now())
+	c[testTierClaim] = "platinum"
+
+	wantKind(t, verifyErr(v, token(signer{kid: "k", key: rsaEvil}, "RS256", c)), BadSignature)
+	tok := token(p.keys[0], "RS256", c)
+	wantKind(t, verifyErr(v, tok), UnknownTier)
+	for range cap(v.sem) {
+		v.sem <- struct{}{} // no slot left: a verification would wait, and fail on the cancelled context
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := v.Verify(cancelled, tok)
+	wantKind(t, err, UnknownTier)
+	for range cap(v.sem) {
+		<-v.sem
+	}
+	if st := v.Stats(); st.Refused[UnknownTier] != 2 || st.Refused[BadSignature] != 1 || st.Verified != 0 || st.CacheHits != 0 || st.CacheEntries != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
