@@ -33,7 +33,7 @@ fragment BookParts on Book { id title genre rating published }
 
 const addBook = `mutation AddBook($input: AddBookInput!) { addBook(input: $input) { id title genre } }`
 
-func libraryTools(t *testing.T) (*Tool, *Tool) {
+func libraryTools(t testing.TB) (*Tool, *Tool) {
 	t.Helper()
 	yes := true
 	add := entry("AddBook", "mutation", addBook)
