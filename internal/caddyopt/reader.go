@@ -44,12 +44,17 @@ func Read(d *caddyfile.Dispenser, block string, opts Block) error {
 // options, read like Read's (`subscriptions { max_per_key 10 }`); errors name
 // it "<block> <opt>: …".
 func Sub(opts Block) Option {
-	return Func(func(a *Args) error {
-		if err := a.None(); err != nil {
-			return err
-		}
-		return readBlock(a.d, a.block+" "+a.opt, opts)
-	})
+	return Func(func(a *Args) error { return ReadSub(a, opts) })
+}
+
+// ReadSub reads the block of the option a is at, as Sub does, for a Func
+// that must also note that the option was given (a block whose absence and
+// emptiness differ).
+func ReadSub(a *Args, opts Block) error {
+	if err := a.None(); err != nil {
+		return err
+	}
+	return readBlock(a.d, a.block+" "+a.opt, opts)
 }
 
 // readBlock reads the options of the block the dispenser has just entered

@@ -78,6 +78,9 @@ type App struct {
 	WatchInterval caddy.Duration `json:"watch_interval,omitempty"`
 	// Tiers maps a tier name to its rates, cost budget and families.
 	Tiers map[string]TierConfig `json:"tiers,omitempty"`
+	// JWT admits access tokens from the team's identity provider beside
+	// API keys (jwt.go, docs/identity.md); nil: API keys only.
+	JWT *JWTConfig `json:"jwt,omitempty"`
 
 	secret  []byte
 	idTTL   time.Duration
@@ -95,6 +98,11 @@ type App struct {
 	filePoll time.Duration
 	metrics  *authMetrics
 	logger   *zap.Logger
+	// tokens is the access-token path (tokens.go); nil without JWT.
+	tokens *tokenAuth
+	// challenge is every 401's WWW-Authenticate value but a token
+	// refusal's (read-only, shared).
+	challenge []string
 
 	watches       *watchRegistry
 	watchInterval time.Duration
@@ -224,6 +232,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	default:
 		return fmt.Errorf("civic_auth: keys source %q must be postgres or file", a.Keys.Source)
 	}
+	a.challenge = challenge
+	if err := a.provisionTokens(ctx, repl); err != nil {
+		return err
+	}
+	if a.tokens != nil {
+		a.challenge = a.tokens.plain
+	}
 	return nil
 }
 
@@ -256,6 +271,9 @@ func (a *App) Start() error {
 	if a.files != nil {
 		wg.Go(func() { a.watchKeysFile(ctx, a.files) })
 	}
+	if a.tokens != nil && a.pool != nil {
+		wg.Go(func() { a.tokens.denialsExpiry(ctx) })
+	}
 	go func() {
 		wg.Wait()
 		close(a.done)
@@ -273,8 +291,11 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// Cleanup closes the pool.
+// Cleanup closes the pool and the token verifier.
 func (a *App) Cleanup() error {
+	if a.tokens != nil {
+		a.tokens.verifier.Close()
+	}
 	if a.pool != nil {
 		a.pool.Close()
 	}
@@ -318,6 +339,10 @@ func (a *App) listenOnce(ctx context.Context) error {
 	}
 	a.cache.flush()
 	a.watches.notifyAll()
+	if a.tokens != nil {
+		a.tokens.orgs.forget("")
+		a.tokens.reloadDenials(ctx)
+	}
 	a.listens.Add(1)
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -344,6 +369,14 @@ func (a *App) invalidate(payload string) {
 	case strings.HasPrefix(payload, "org:"):
 		a.cache.deleteOrg(payload[4:])
 		a.watches.notifyOrg(payload[4:])
+		if a.tokens != nil {
+			a.tokens.orgs.forget(payload[4:])
+			a.tokens.recheck(context.Background())
+		}
+	case strings.HasPrefix(payload, "deny:"):
+		if a.tokens != nil {
+			a.tokens.reloadDenials(context.Background())
+		}
 	default:
 		a.cache.flush()
 		a.watches.notifyAll()

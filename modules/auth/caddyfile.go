@@ -32,6 +32,11 @@ func init() {
 //	    failed_lookups <rate>|off            # rate: contract.ParseRate (N/s, N/m, N/h, N/d, N/<duration>)
 //	    failed_lookup_clients <n>
 //	    tier <name> <rate>... [cost <rate>] [<family>...]   # repeated: one line per tier (import tiers.caddy)
+//	    jwt {                                # access tokens from an IdP beside API keys (docs/identity.md)
+//	        issuer <url>
+//	        audience <uri>
+//	        ...
+//	    }
 //	}
 //
 // Every option but tier may be given once; each tier name once. A tier line
@@ -39,7 +44,12 @@ func init() {
 // window once), then optionally `cost` and one rate (the cost budget in
 // GraphQL cost points per window), then the families (tiers.go).
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	jwt := new(JWTConfig)
 	return caddyopt.Read(d, "civic_auth", caddyopt.Block{
+		"jwt": caddyopt.Func(func(o *caddyopt.Args) error {
+			a.JWT = jwt
+			return caddyopt.ReadSub(o, jwt.caddyfileBlock())
+		}),
 		"keys":                  caddyopt.Func(a.unmarshalKeys),
 		"environment":           caddyopt.OneOf(&a.Environment, "live", "test"),
 		"identity_secret":       caddyopt.String(&a.IdentitySecret),

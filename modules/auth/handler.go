@@ -71,7 +71,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// challenge is the WWW-Authenticate value of every 401, shared like the
+// challenge is the WWW-Authenticate value of a 401 without a jwt block
+// (with one, the app's names the resource metadata), shared like the
 // refusal's other header values (refusalWriter): read-only.
 var challenge = []string{`Bearer realm="civicgate"`}
 
@@ -84,7 +85,9 @@ func (h *Handler) refuse(w http.ResponseWriter, as *authSpan, status int, body [
 	h.app.metrics.inc(outcome)
 	as.end(outcome)
 	if status == http.StatusUnauthorized {
-		w.Header()["Www-Authenticate"] = challenge
+		if hdr := w.Header(); hdr["Www-Authenticate"] == nil {
+			hdr["Www-Authenticate"] = h.app.challenge
+		}
 	}
 	refusalWriter.Write(w, status, body)
 	return nil
@@ -144,6 +147,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
 
+	if t := h.app.tokens; t != nil && !strings.HasPrefix(token, apiKeyPrefix) {
+		r, ok, err := h.serveToken(w, r, as, t, token)
+		if !ok {
+			return err
+		}
+		return next.ServeHTTP(w, r)
+	}
+
 	now := time.Now()
 	e, wait, err := h.app.resolveFor(r, keystore.HashKey(token), now)
 	if err != nil {
@@ -193,8 +204,21 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 		return h.refuse(w, as, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
 	}
 
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && e.placeholders != nil {
-		repl.Map(e.placeholders) // {civic.*}: see resolvedKey.placeholder
+	r = h.admit(r, e.placeholders, assertion)
+	// The resolved key is the request's caller and contract.Watcher: nothing
+	// is allocated beyond the request value until an exchange calls
+	// WatchCredential.
+	r, q := contract.AttachRequest(r)
+	q.SetCredential(&e.caller, token, e)
+	return next.ServeHTTP(w, r)
+}
+
+// admit publishes an authenticated caller: its {civic.*} placeholders, no
+// Authorization or client-sent X-Civic-* header, the identity assertion in
+// X-Civic-Identity.
+func (h *Handler) admit(r *http.Request, placeholders caddy.ReplacerFunc, assertion *signedIdentity) *http.Request {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && placeholders != nil {
+		repl.Map(placeholders) // {civic.*}: see resolvedKey.placeholder
 	}
 	for k := range r.Header {
 		if len(k) >= 8 && strings.EqualFold(k[:8], "X-Civic-") {
@@ -204,12 +228,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	delete(r.Header, "Authorization")
 	r.Header[contract.IdentityHeader] = assertion.header
 	h.app.metrics.inc(outcomeOK)
-	// The resolved key is the request's caller and contract.Watcher: nothing
-	// is allocated beyond the request value until an exchange calls
-	// WatchCredential.
-	r, q := contract.AttachRequest(r)
-	q.SetCredential(&e.caller, token, e)
-	return next.ServeHTTP(w, r)
+	return r
 }
 
 // Interface guards

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/civicgate/civicgate/internal/collectors"
+	"github.com/civicgate/civicgate/modules/auth/accesstoken"
 )
 
 // Outcomes, the "outcome" label of civicgate_auth_requests_total.
@@ -20,10 +21,27 @@ const (
 	outcomeError       = "error"
 	outcomeKeyInURL    = "key_in_url" // refused: something key-shaped in the URL
 	outcomeThrottled   = "throttled"  // refused: too many unknown keys from the client
+	outcomeTokenDenied = "token_denied"
 )
 
+// tokenOutcomes are the outcomes of refused access tokens, by kind:
+// "token_" + the kind's name (token_expired, token_bad_signature, …).
+var tokenOutcomes = func() map[accesstoken.Kind]string {
+	m := make(map[accesstoken.Kind]string)
+	for _, k := range accesstoken.Kinds() {
+		m[k] = "token_" + k.String()
+	}
+	return m
+}()
+
 var outcomes = []string{outcomeOK, outcomeMissing, outcomeMalformed, outcomeInvalid, outcomeRevoked, outcomeRotated,
-	outcomeWrongEnv, outcomeSuspended, outcomeNotEntitled, outcomeError, outcomeKeyInURL, outcomeThrottled}
+	outcomeWrongEnv, outcomeSuspended, outcomeNotEntitled, outcomeError, outcomeKeyInURL, outcomeThrottled, outcomeTokenDenied}
+
+func init() {
+	for _, k := range accesstoken.Kinds() {
+		outcomes = append(outcomes, tokenOutcomes[k])
+	}
+}
 
 // authMetrics holds one pre-resolved counter per outcome (no per-request label lookups).
 type authMetrics struct {

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -109,17 +110,23 @@ func (e *resolvedKey) placeholder(name string) (any, bool) {
 	return nil, false
 }
 
-// identityFor returns e's identity assertion, signing a new one when none
-// exists or half the lifetime of the current one has passed.
+// identityFor returns e's identity assertion (assertionFor).
 func (a *App) identityFor(e *resolvedKey, now time.Time) (*signedIdentity, error) {
-	if s := e.ident.Load(); s != nil && now.Before(s.refresh) {
+	return a.assertionFor(&e.caller, &e.ident, now)
+}
+
+// assertionFor returns the identity assertion of caller kept in slot,
+// signing a new one when none exists or half the lifetime of the current
+// one has passed.
+func (a *App) assertionFor(caller *contract.Caller, slot *atomic.Pointer[signedIdentity], now time.Time) (*signedIdentity, error) {
+	if s := slot.Load(); s != nil && now.Before(s.refresh) {
 		return s, nil
 	}
-	tok, err := contract.SignIdentity(a.secret, e.caller, now, a.idTTL)
+	tok, err := contract.SignIdentity(a.secret, *caller, now, a.idTTL)
 	if err != nil {
 		return nil, err
 	}
 	s := &signedIdentity{token: tok, header: []string{tok}, refresh: now.Add(a.idTTL / 2)}
-	e.ident.Store(s)
+	slot.Store(s)
 	return s, nil
 }
