@@ -65,6 +65,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	keys := newKeySource(&cfg, jwksURL, client)
 	if err := keys.load(ctx); err != nil {
+		keys.close()
 		return nil, fmt.Errorf("jwt: %w", err)
 	}
 	v := &Verifier{
