@@ -142,3 +142,31 @@ func TestWithdrawnKeyStopsCachedTokens(t *testing.T) {
 	}
 	wantKind(t, verifyErr(v, tokA), UnknownKey)
 }
+
+// Concurrent tokens naming the same new kid: one fetch, every one accepted
+// (those arriving as it ends find the kid in the new set).
+func TestUnknownKidSingleFlight(t *testing.T) {
+	p := newIDP(t, signer{kid: "old", key: rsaA})
+	clock := newClock()
+	v := newVerifier(t, testConfig(p, clock))
+	newKey := signer{kid: "new", key: rsaB}
+	p.setKeys(newKey)
+	clock.Advance(DefaultJWKSRefreshMinInterval)
+
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		c := claimsFor(p, clock.Now())
+		c["jti"] = string(rune('a' + i))
+		tok := token(newKey, "RS256", c)
+		go func() { errs <- verifyErr(v, tok) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+	}
+	if f := p.jwksFetches.Load(); f != 2 {
+		t.Fatalf("%d key set fetches, want 2 (New and one refresh)", f)
+	}
+}

@@ -165,8 +165,9 @@ func (s *keySource) run(done chan struct{}) {
 }
 
 // lookup returns the key for a token's kid and alg. An unknown kid waits
-// for one refresh (unless one ran less than minInterval ago) and is looked
-// up again.
+// for one refresh (unless one started less than minInterval ago) and is
+// looked up again — in the set current by then, which a refresh that ended
+// just before this one asked may have brought.
 func (s *keySource) lookup(ctx context.Context, kid string, hasKid bool, alg string) (*jwk, error) {
 	k, kind := s.set.Load().find(kid, hasKid, alg)
 	if kind == 0 {
@@ -175,17 +176,14 @@ func (s *keySource) lookup(ctx context.Context, kid string, hasKid bool, alg str
 	if kind != UnknownKey || !hasKid {
 		return nil, refusal(kind)
 	}
-	switch err := s.refresh(ctx, true); {
-	case errors.Is(err, errRateLimited):
-		s.rateLimited.Add(1)
-		return nil, refusal(UnknownKey)
-	case err != nil && ctx.Err() != nil:
+	err := s.refresh(ctx, true)
+	if err != nil && ctx.Err() != nil {
 		return nil, err
-	case err != nil:
-		return nil, refusal(UnknownKey)
 	}
-	k, kind = s.set.Load().find(kid, hasKid, alg)
-	if kind != 0 {
+	if k, kind = s.set.Load().find(kid, hasKid, alg); kind != 0 {
+		if errors.Is(err, errRateLimited) {
+			s.rateLimited.Add(1)
+		}
 		return nil, refusal(kind)
 	}
 	return k, nil
