@@ -64,10 +64,24 @@ type Denial struct {
 // Expired reports whether d no longer denies anything at t.
 func (d Denial) Expired(t time.Time) bool { return d.ExpiresAt != nil && !d.ExpiresAt.After(t) }
 
-// Check reports (wrapping ErrBadDenial) what the table would refuse in d.
+// BadDenialError says which field of a denial its table would refuse, and
+// why; it matches ErrBadDenial.
+type BadDenialError struct {
+	Field   string // "kind", "sub" or "jti" (the value), "issuer", "reason", "actor" or "expires_at"
+	Problem string // e.g. "is 600 bytes long; at most 512 are allowed"
+}
+
+func (e *BadDenialError) Error() string {
+	return fmt.Sprintf("%v: the %s %s", ErrBadDenial, e.Field, e.Problem)
+}
+
+// Is matches ErrBadDenial.
+func (e *BadDenialError) Is(target error) bool { return target == ErrBadDenial }
+
+// Check reports (a *BadDenialError) what the table would refuse in d.
 func (d Denial) Check() error {
 	if d.Kind != DenySub && d.Kind != DenyJTI {
-		return fmt.Errorf("%w: kind %q is not sub or jti", ErrBadDenial, d.Kind)
+		return &BadDenialError{Field: "kind", Problem: fmt.Sprintf("%q is not sub or jti", d.Kind)}
 	}
 	if err := checkText(d.Kind, d.Value, 1, MaxDenyValueLen); err != nil {
 		return err
@@ -80,18 +94,19 @@ func (d Denial) Check() error {
 
 // checkText applies the table's bounds to one text column: min..max bytes of
 // UTF-8, no control characters.
-func checkText(what, s string, minLen, maxLen int) error {
+func checkText(field, s string, minLen, maxLen int) error {
+	bad := func(problem string) error { return &BadDenialError{Field: field, Problem: problem} }
 	switch {
 	case len(s) < minLen:
-		return fmt.Errorf("%w: the %s is empty", ErrBadDenial, what)
+		return bad("is empty")
 	case len(s) > maxLen:
-		return fmt.Errorf("%w: the %s is %d bytes long; at most %d are allowed", ErrBadDenial, what, len(s), maxLen)
+		return bad(fmt.Sprintf("is %d bytes long; at most %d are allowed", len(s), maxLen))
 	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: the %s is not valid UTF-8", ErrBadDenial, what)
+		return bad("is not valid UTF-8")
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] == 0x7f {
-			return fmt.Errorf("%w: the %s holds a control character", ErrBadDenial, what)
+			return bad("holds a control character")
 		}
 	}
 	return nil
@@ -116,7 +131,7 @@ func DenyToken(ctx context.Context, pool *pgxpool.Pool, d Denial, actor string) 
 	}
 	t := now()
 	if d.Expired(t) {
-		return DenyOutcome{}, fmt.Errorf("%w: it would end at %s, which is not in the future", ErrBadDenial, d.ExpiresAt.UTC().Format(time.RFC3339))
+		return DenyOutcome{}, &BadDenialError{Field: "expires_at", Problem: d.ExpiresAt.UTC().Format(time.RFC3339) + " is not in the future"}
 	}
 	d.CreatedAt, d.Actor = t, actor
 	var out DenyOutcome
