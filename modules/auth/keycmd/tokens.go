@@ -77,7 +77,7 @@ func RunTokens(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	fs := flag.NewFlagSet("tokens "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var a tokenArgs
-	fs.StringVar(&a.sub, "sub", "", "deny, undeny: the subject (sub claim)")
+	fs.StringVar(&a.sub, "sub", "", "deny, undeny: the subject (the jwt block's subject_claim, sub by default)")
 	fs.StringVar(&a.jti, "jti", "", "deny, undeny: the token id (jti claim)")
 	fs.StringVar(&a.issuer, "issuer", "", "deny, undeny: only this issuer's tokens (default: any issuer)")
 	fs.StringVar(&a.reason, "reason", "", "deny: why (kept in the list and the audit log)")
