@@ -1,6 +1,7 @@
 // Command civicgate is the civicgate gateway: a Caddy v2 build with Caddy's
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
 // webhooks, the organization console, the response cache, tracing), plus the `civicgate keys` key-management,
+// `civicgate tokens` access-token deny list,
 // `civicgate webhooks` migration, `civicgate console link` and `civicgate audit`
 // commands. `civicgate version` prints civicgate's version and
 // commit beside Caddy's.

@@ -1,4 +1,5 @@
 // Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|set-tier|list|delete-org|usage`
+// and `civicgate tokens deny|undeny|list` (the access-token deny list, docs/design.md D49)
 // to the civicgate binary (docs/design.md D8). The database comes from
 // DATABASE_URL; with --file PATH every key command works on a hashed keys
 // file instead, with the same rules.
