@@ -17,10 +17,12 @@ import (
 // identity provider, admitted beside API keys (docs/identity.md). Each field
 // is the accesstoken.Config option of the same name.
 type JWTConfig struct {
-	Issuer        string         `json:"issuer"`
-	Audience      string         `json:"audience"`
-	JWKSURL       string         `json:"jwks_url,omitempty"`
-	Algorithms    []string       `json:"algorithms,omitempty"`
+	Issuer     string   `json:"issuer"`
+	Audience   string   `json:"audience"`
+	JWKSURL    string   `json:"jwks_url,omitempty"`
+	Algorithms []string `json:"algorithms,omitempty"`
+	// Leeway: 0 is the default (30 s), negative none (the Caddyfile's
+	// `leeway 0`).
 	Leeway        caddy.Duration `json:"leeway,omitempty"`
 	TierClaim     string         `json:"tier_claim,omitempty"`
 	ScopeTiers    [][2]string    `json:"scope_tiers,omitempty"` // [scope, tier], first match wins
@@ -53,11 +55,25 @@ func (c *JWTConfig) caddyfileBlock() caddyopt.Block {
 		})
 	}
 	return caddyopt.Block{
-		"issuer":            caddyopt.String(&c.Issuer),
-		"audience":          caddyopt.String(&c.Audience),
-		"jwks_url":          caddyopt.String(&c.JWKSURL),
-		"algorithms":        caddyopt.Strings(&c.Algorithms),
-		"leeway":            caddyopt.DurationIn(&c.Leeway, 0, accesstoken.MaxLeeway),
+		"issuer":     caddyopt.String(&c.Issuer),
+		"audience":   caddyopt.String(&c.Audience),
+		"jwks_url":   caddyopt.String(&c.JWKSURL),
+		"algorithms": caddyopt.Strings(&c.Algorithms),
+		"leeway": caddyopt.Func(func(o *caddyopt.Args) error {
+			v, err := o.One()
+			if err != nil {
+				return err
+			}
+			d, err := caddy.ParseDuration(v)
+			if err != nil || d < 0 || d > accesstoken.MaxLeeway {
+				return o.Errf("leeway %q: want a duration from 0 to %s", v, accesstoken.MaxLeeway)
+			}
+			if d == 0 {
+				d = -1 // none (0 in the JSON is the default)
+			}
+			c.Leeway = caddy.Duration(d)
+			return nil
+		}),
 		"tier_claim":        caddyopt.String(&c.TierClaim),
 		"scope_tier":        pairs(&c.ScopeTiers),
 		"default_tier":      caddyopt.String(&c.DefaultTier),
