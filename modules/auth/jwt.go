@@ -148,6 +148,10 @@ func (a *App) provisionTokens(ctx caddy.Context, repl *caddy.Replacer) error {
 	if err != nil {
 		return fmt.Errorf("civic_auth: jwt: %w", err)
 	}
+	if err := registerJWTMetrics(ctx.GetMetricsRegistry(), v); err != nil {
+		v.Close()
+		return fmt.Errorf("civic_auth: jwt metrics: %w", err)
+	}
 	a.tokens = newTokenAuth(v, a, resourceMetadataURL(repl.ReplaceAll(a.JWT.ResourceMetadata, ""), cfg.Audience))
 	return nil
 }
