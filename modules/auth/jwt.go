@@ -30,7 +30,7 @@ type JWTConfig struct {
 	OrgClaim      string         `json:"org_claim,omitempty"`
 	SubjectClaim  string         `json:"subject_claim,omitempty"`
 	RequireScopes [][2]string    `json:"require_scopes,omitempty"` // [family, scope]
-	MaxTokenSize  int            `json:"max_token_size,omitempty"`
+	MaxTokenSize  int64          `json:"max_token_size,omitempty"`
 	JWKSCacheMin  caddy.Duration `json:"jwks_cache_min,omitempty"`
 	JWKSCacheMax  caddy.Duration `json:"jwks_cache_max,omitempty"`
 	CacheSize     int            `json:"cache_size,omitempty"`
@@ -80,7 +80,7 @@ func (c *JWTConfig) caddyfileBlock() caddyopt.Block {
 		"org_claim":         caddyopt.String(&c.OrgClaim),
 		"subject_claim":     caddyopt.String(&c.SubjectClaim),
 		"require_scope":     pairs(&c.RequireScopes),
-		"max_token_size":    caddyopt.Int(&c.MaxTokenSize, accesstoken.MinMaxTokenSize, accesstoken.MaxMaxTokenSize),
+		"max_token_size":    caddyopt.Size(&c.MaxTokenSize, accesstoken.MinMaxTokenSize, accesstoken.MaxMaxTokenSize),
 		"jwks_cache_min":    caddyopt.PositiveDuration(&c.JWKSCacheMin),
 		"jwks_cache_max":    caddyopt.PositiveDuration(&c.JWKSCacheMax),
 		"cache_size":        caddyopt.Positive(&c.CacheSize),
@@ -96,7 +96,7 @@ func (c *JWTConfig) verifierConfig(repl *caddy.Replacer, tiers []string, logger 
 		JWKSURL: repl.ReplaceAll(c.JWKSURL, ""), Algorithms: c.Algorithms, Leeway: time.Duration(c.Leeway),
 		TierClaim: c.TierClaim, DefaultTier: c.DefaultTier, Tiers: tiers,
 		OrgClaim: c.OrgClaim, SubjectClaim: c.SubjectClaim,
-		MaxTokenSize: c.MaxTokenSize, JWKSCacheMin: time.Duration(c.JWKSCacheMin), JWKSCacheMax: time.Duration(c.JWKSCacheMax),
+		MaxTokenSize: int(c.MaxTokenSize), JWKSCacheMin: time.Duration(c.JWKSCacheMin), JWKSCacheMax: time.Duration(c.JWKSCacheMax),
 		CacheSize: c.CacheSize, MaxConcurrent: c.MaxConcurrent,
 		Logger: logger,
 	}
