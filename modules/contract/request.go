@@ -13,6 +13,7 @@ package contract
 //	Charger       civic_rate_limit    graphql_guard (each subscribe of a WebSocket)
 //	CostBudget    civic_rate_limit    graphql_guard (the document's cost, D27)
 //	GraphQL       graphql_guard       graphql_cache (the request as the guard decoded it, D40)
+//	Transport     civic_mcp           civic_rate_limit's usage accounting (a tool call's request)
 //
 // A slot is written by its owner before the owner calls the next handler and
 // never after, so readers (which run inside that call, or in goroutines it
@@ -39,7 +40,12 @@ type Request struct {
 	costBudget CostBudget
 	graphQL    GraphQLRequest
 	hasGraphQL bool
+	transport  string
 }
+
+// TransportMCP is the transport of a request civic_mcp made for a tool call
+// (Request.SetTransport): usage accounting counts it apart (docs/design.md D45).
+const TransportMCP = "mcp"
 
 // requestCtx carries a Request in the same allocation as the context node
 // (context.WithValue would allocate both, and box the key).
@@ -133,6 +139,14 @@ func (q *Request) GraphQL() (*GraphQLRequest, bool) {
 	}
 	return &q.graphQL, true
 }
+
+// SetTransport records that the request was made for another protocol's
+// client (TransportMCP), by the handler that made it.
+func (q *Request) SetTransport(t string) { q.transport = t }
+
+// Transport is the transport SetTransport recorded, "" for a plain HTTP
+// request.
+func (q *Request) Transport() string { return q.transport }
 
 // BearerFromRequest returns the token civic_auth recorded for r, or else the
 // token of a well-formed "Authorization: Bearer <token>" header (a handler

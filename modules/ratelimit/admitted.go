@@ -90,7 +90,7 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		return next.ServeHTTP(w, r)
 	}
 	err := next.ServeHTTP(x, r)
-	delta := usage.Delta{Admitted: 1}
+	delta := usage.Delta{Admitted: 1, MCP: mcpCall(r)}
 	if x.budget != nil {
 		delta.Cost = x.budget.spent.Load()
 	}
@@ -113,12 +113,20 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 }
 
 // countRefused counts a request the rate limit refused (429) at d.at.
-func (h *Handler) countRefused(repl *caddy.Replacer, key string, d *decision) {
+func (h *Handler) countRefused(r *http.Request, repl *caddy.Replacer, key string, d *decision) {
 	if u := h.limiter.usage; u != nil {
 		if keyID := h.keyID(repl, key); keyID != "" {
-			u.add(keyID, (*replacerOrg)(repl), time.UnixMicro(d.at), usage.Delta{Refused: 1})
+			u.add(keyID, (*replacerOrg)(repl), time.UnixMicro(d.at), usage.Delta{Refused: 1, MCP: mcpCall(r)})
 		}
 	}
+}
+
+// mcpCall is 1 for a request civic_mcp made for a tool call, else 0.
+func mcpCall(r *http.Request) int64 {
+	if q, ok := contract.RequestFrom(r.Context()); ok && q.Transport() == contract.TransportMCP {
+		return 1
+	}
+	return 0
 }
 
 // keyIDTemplate reads the key id civic_auth publishes.

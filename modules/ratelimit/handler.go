@@ -143,7 +143,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	var buf [96]byte
 	if d.granted == 0 {
 		m.refused.Inc()
-		h.countRefused(repl, key, &d)
+		h.countRefused(r, repl, key, &d)
 		retry := max(1, ceilDiv(d.retryAfter, 1e6))
 		b := append(buf[:0], hp.req.names[hp.req.refusing(&d, 1)]...)
 		b = append(b, ";r=0;t="...)

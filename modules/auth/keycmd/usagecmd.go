@@ -105,13 +105,13 @@ func printUsage(ctx context.Context, a usageArgs, out io.Writer, getenv func(str
 		return printUsageJSON(out, a, by, rows)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "START\tKEY\tADMITTED\tREFUSED\t4XX\t5XX\tCOST")
+	fmt.Fprintln(tw, "START\tKEY\tADMITTED\tREFUSED\t4XX\t5XX\tCOST\tMCP")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.Start.UTC().Format(time.RFC3339), r.KeyID,
-			r.Admitted, r.Refused, r.ClientErrors, r.ServerErrors, r.Cost)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", r.Start.UTC().Format(time.RFC3339), r.KeyID,
+			r.Admitted, r.Refused, r.ClientErrors, r.ServerErrors, r.Cost, r.MCP)
 	}
 	t := usage.Sum(rows)
-	fmt.Fprintf(tw, "TOTAL\t\t%d\t%d\t%d\t%d\t%d\n", t.Admitted, t.Refused, t.ClientErrors, t.ServerErrors, t.Cost)
+	fmt.Fprintf(tw, "TOTAL\t\t%d\t%d\t%d\t%d\t%d\t%d\n", t.Admitted, t.Refused, t.ClientErrors, t.ServerErrors, t.Cost, t.MCP)
 	return tw.Flush()
 }
 
@@ -121,10 +121,12 @@ type jsonCounts struct {
 	ClientErrors int64 `json:"client_errors"`
 	ServerErrors int64 `json:"server_errors"`
 	Cost         int64 `json:"cost"`
+	// MCP: of these requests, those civic_mcp made for tool calls.
+	MCP int64 `json:"mcp_calls"`
 }
 
 func countsOf(d usage.Delta) jsonCounts {
-	return jsonCounts{d.Admitted, d.Refused, d.ClientErrors, d.ServerErrors, d.Cost}
+	return jsonCounts{d.Admitted, d.Refused, d.ClientErrors, d.ServerErrors, d.Cost, d.MCP}
 }
 
 type jsonRow struct {

@@ -50,7 +50,7 @@ func seedUsage(t *testing.T, c cli) (k1, k2 string) {
 	}
 	now := time.Now()
 	m := usage.NewMeter(0)
-	m.Add(k1, orgOf(k1), now.Add(-10*time.Minute), usage.Delta{Admitted: 3, Cost: 9})
+	m.Add(k1, orgOf(k1), now.Add(-10*time.Minute), usage.Delta{Admitted: 3, Cost: 9, MCP: 2})
 	m.Add(k2, orgOf(k2), now.Add(-10*time.Minute), usage.Delta{Refused: 2, ClientErrors: 1})
 	m.Add(k1, orgOf(k1), now.Add(-3*time.Hour), usage.Delta{Admitted: 5, ServerErrors: 1})
 	m.Add(ko, orgOf(ko), now.Add(-10*time.Minute), usage.Delta{Admitted: 1000})
@@ -68,14 +68,14 @@ func TestKeysCLIUsageTable(t *testing.T) {
 	if len(lines) != 5 {
 		t.Fatalf("want a header, 3 hour rows and a total:\n%s", out)
 	}
-	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "START KEY ADMITTED REFUSED 4XX 5XX COST" {
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "START KEY ADMITTED REFUSED 4XX 5XX COST MCP" {
 		t.Fatalf("header %q", lines[0])
 	}
-	if f := strings.Fields(lines[4]); strings.Join(f, " ") != "TOTAL 8 2 1 1 9" {
-		t.Fatalf("total line %q, want TOTAL 8 2 1 1 9", lines[4])
+	if f := strings.Fields(lines[4]); strings.Join(f, " ") != "TOTAL 8 2 1 1 9 2" {
+		t.Fatalf("total line %q, want TOTAL 8 2 1 1 9 2", lines[4])
 	}
 	hourStart := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:00:00Z$`)
-	want := map[string]int{k1 + " 5 0 0 1 0": 1, k1 + " 3 0 0 0 9": 1, k2 + " 0 2 1 0 0": 1}
+	want := map[string]int{k1 + " 5 0 0 1 0 0": 1, k1 + " 3 0 0 0 9 2": 1, k2 + " 0 2 1 0 0 0": 1}
 	for _, l := range lines[1:4] {
 		f := strings.Fields(l)
 		if !hourStart.MatchString(f[0]) {
@@ -89,7 +89,7 @@ func TestKeysCLIUsageTable(t *testing.T) {
 		}
 	}
 	// The first row is the oldest.
-	if !strings.Contains(lines[1], k1) || !strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "5 0 0 1 0") {
+	if !strings.Contains(lines[1], k1) || !strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "5 0 0 1 0 0") {
 		t.Fatalf("rows not ordered by start:\n%s", out)
 	}
 }

@@ -148,6 +148,10 @@ var migrations = []string{
 		actor      text NOT NULL CHECK (octet_length(actor) <= 256),
 		PRIMARY KEY (kind, issuer, value)
 	);`,
+	// 6: usage made through MCP (docs/design.md D45): of a row's requests, how
+	// many civic_mcp made for tool calls.
+	`ALTER TABLE civicgate.usage_minute ADD COLUMN mcp_calls bigint NOT NULL DEFAULT 0;
+	ALTER TABLE civicgate.usage_hour ADD COLUMN mcp_calls bigint NOT NULL DEFAULT 0;`,
 }
 
 // Migrate creates or upgrades the key schema; it is idempotent and safe to run

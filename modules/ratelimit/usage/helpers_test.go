@@ -55,7 +55,7 @@ func proxied(t *testing.T, dsn string) (string, *testenv.Proxy) {
 // tableRows reads a whole usage table as rows keyed "key_id start".
 func tableRows(t *testing.T, pool *pgxpool.Pool, table string) map[string]Row {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT key_id, org_id, start, admitted, refused, client_errors, server_errors, cost FROM `+table)
+	rows, err := pool.Query(context.Background(), `SELECT key_id, org_id, start, admitted, refused, client_errors, server_errors, cost, mcp_calls FROM `+table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func tableRows(t *testing.T, pool *pgxpool.Pool, table string) map[string]Row {
 	out := map[string]Row{}
 	for rows.Next() {
 		var r Row
-		if err := rows.Scan(&r.KeyID, &r.OrgID, &r.Start, &r.Admitted, &r.Refused, &r.ClientErrors, &r.ServerErrors, &r.Cost); err != nil {
+		if err := rows.Scan(&r.KeyID, &r.OrgID, &r.Start, &r.Admitted, &r.Refused, &r.ClientErrors, &r.ServerErrors, &r.Cost, &r.MCP); err != nil {
 			t.Fatal(err)
 		}
 		r.Start = r.Start.UTC()

@@ -27,6 +27,7 @@ type Delta struct {
 	ClientErrors int64 // admitted requests answered 4xx
 	ServerErrors int64 // admitted requests answered 5xx
 	Cost         int64 // cost points spent
+	MCP          int64 // requests of the above made for an MCP tool call (contract.TransportMCP)
 }
 
 // Plus returns d + o, field by field.
@@ -37,6 +38,7 @@ func (d Delta) Plus(o Delta) Delta {
 		ClientErrors: d.ClientErrors + o.ClientErrors,
 		ServerErrors: d.ServerErrors + o.ServerErrors,
 		Cost:         d.Cost + o.Cost,
+		MCP:          d.MCP + o.MCP,
 	}
 }
 
@@ -159,6 +161,7 @@ func (m *Meter) add(keyID, orgID string, orgSrc OrgSource, minute int64, d Delta
 	c.ClientErrors += d.ClientErrors
 	c.ServerErrors += d.ServerErrors
 	c.Cost += d.Cost
+	c.MCP += d.MCP
 	s.mu.Unlock()
 }
 

@@ -47,7 +47,7 @@ func TestMeterConcurrentAddsSumExactly(t *testing.T) {
 			for i := range perG {
 				key := fmt.Sprintf("key_%d", (g+i)%keys)
 				at := t0.Add(time.Duration(i%3) * time.Minute).Add(time.Duration(i%59) * time.Second)
-				m.Add(key, "org_a", at, Delta{Admitted: 1, Refused: 2, ClientErrors: 3, ServerErrors: 4, Cost: 5})
+				m.Add(key, "org_a", at, Delta{Admitted: 1, Refused: 2, ClientErrors: 3, ServerErrors: 4, Cost: 5, MCP: 6})
 			}
 		})
 	}
@@ -67,7 +67,7 @@ func TestMeterConcurrentAddsSumExactly(t *testing.T) {
 		t.Fatalf("%d cells, want %d", len(sums), keys*3)
 	}
 	const n = goroutines * perG
-	if got, want := Sum(rows), (Delta{n, 2 * n, 3 * n, 4 * n, 5 * n}); got != want {
+	if got, want := Sum(rows), (Delta{n, 2 * n, 3 * n, 4 * n, 5 * n, 6 * n}); got != want {
 		t.Fatalf("sum %+v, want %+v", got, want)
 	}
 	if m.Cells() != 0 || m.Dropped() != 0 {

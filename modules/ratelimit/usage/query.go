@@ -86,7 +86,7 @@ func Query(ctx context.Context, pool *pgxpool.Pool, q QueryArgs) ([]Row, error) 
 		table, unit = hourTable, time.Hour
 	}
 	from := now.Add(-q.Since).UTC().Truncate(unit)
-	rows, err := pool.Query(ctx, `SELECT key_id, org_id, start, admitted, refused, client_errors, server_errors, cost
+	rows, err := pool.Query(ctx, `SELECT key_id, org_id, start, admitted, refused, client_errors, server_errors, cost, mcp_calls
 		FROM `+table+` WHERE org_id = $1 AND ($2 = '' OR key_id = $2) AND start >= $3 AND start <= $4
 		ORDER BY start, key_id`, orgID, q.KeyID, from, now)
 	if err != nil {
@@ -94,7 +94,7 @@ func Query(ctx context.Context, pool *pgxpool.Pool, q QueryArgs) ([]Row, error) 
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Row, error) {
 		var r Row
-		err := row.Scan(&r.KeyID, &r.OrgID, &r.Start, &r.Admitted, &r.Refused, &r.ClientErrors, &r.ServerErrors, &r.Cost)
+		err := row.Scan(&r.KeyID, &r.OrgID, &r.Start, &r.Admitted, &r.Refused, &r.ClientErrors, &r.ServerErrors, &r.Cost, &r.MCP)
 		r.Start = r.Start.UTC()
 		return r, err
 	})

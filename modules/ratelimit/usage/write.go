@@ -28,17 +28,18 @@ var ErrNotMigrated = errors.New("usage: the usage tables do not exist (run `civi
 // upsertSQL adds a batch of rows to the table %s (a constant of this file):
 // one statement per batch, the columns as arrays, in the order given so that
 // concurrent writers lock rows in the same order (no deadlock).
-const upsertSQL = `INSERT INTO %s AS u (key_id, org_id, start, admitted, refused, client_errors, server_errors, cost)
-SELECT k, o, s, a, r, ce, se, c
-FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
-	WITH ORDINALITY AS t(k, o, s, a, r, ce, se, c, n)
+const upsertSQL = `INSERT INTO %s AS u (key_id, org_id, start, admitted, refused, client_errors, server_errors, cost, mcp_calls)
+SELECT k, o, s, a, r, ce, se, c, m
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+	WITH ORDINALITY AS t(k, o, s, a, r, ce, se, c, m, n)
 ORDER BY n
 ON CONFLICT (key_id, start) DO UPDATE SET
 	admitted      = u.admitted + EXCLUDED.admitted,
 	refused       = u.refused + EXCLUDED.refused,
 	client_errors = u.client_errors + EXCLUDED.client_errors,
 	server_errors = u.server_errors + EXCLUDED.server_errors,
-	cost          = u.cost + EXCLUDED.cost`
+	cost          = u.cost + EXCLUDED.cost,
+	mcp_calls     = u.mcp_calls + EXCLUDED.mcp_calls`
 
 const (
 	minuteTable = "civicgate.usage_minute"
@@ -78,12 +79,12 @@ func Write(ctx context.Context, pool *pgxpool.Pool, rows []Row) error {
 func upsert(ctx context.Context, tx pgx.Tx, table string, rows []Row) error {
 	n := len(rows)
 	keys, orgs, starts := make([]string, n), make([]string, n), make([]time.Time, n)
-	adm, ref, ce, se, cost := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	adm, ref, ce, se, cost, mcp := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, r := range rows {
 		keys[i], orgs[i], starts[i] = r.KeyID, r.OrgID, r.Start
-		adm[i], ref[i], ce[i], se[i], cost[i] = r.Admitted, r.Refused, r.ClientErrors, r.ServerErrors, r.Cost
+		adm[i], ref[i], ce[i], se[i], cost[i], mcp[i] = r.Admitted, r.Refused, r.ClientErrors, r.ServerErrors, r.Cost, r.MCP
 	}
-	if _, err := tx.Exec(ctx, fmt.Sprintf(upsertSQL, table), keys, orgs, starts, adm, ref, ce, se, cost); err != nil {
+	if _, err := tx.Exec(ctx, fmt.Sprintf(upsertSQL, table), keys, orgs, starts, adm, ref, ce, se, cost, mcp); err != nil {
 		return fmt.Errorf("upsert into %s: %w", table, err)
 	}
 	return nil

@@ -22,7 +22,7 @@ func TestWriteTwoGatewaysAdd(t *testing.T) {
 		for i := range 150 {
 			at := t0.Add(time.Duration(i) * time.Minute).Add(17 * time.Second)
 			m.Add(fmt.Sprintf("key_%d", i%3), fmt.Sprintf("org_%d", i%3%2), at,
-				Delta{Admitted: 1, Refused: int64(i % 2), ClientErrors: 1, ServerErrors: int64(i % 5 / 4), Cost: int64(i)})
+				Delta{Admitted: 1, Refused: int64(i % 2), ClientErrors: 1, ServerErrors: int64(i % 5 / 4), Cost: int64(i), MCP: int64(i % 3)})
 		}
 	}
 	var wg sync.WaitGroup
@@ -53,7 +53,7 @@ func TestWriteTwoGatewaysAdd(t *testing.T) {
 		start := t0.Add(time.Duration(i) * time.Minute)
 		key := fmt.Sprintf("key_%d", i%3)
 		got := minutes[key+" "+start.Format("2006-01-02T15:04")]
-		want := Delta{Admitted: 4, Refused: 4 * int64(i%2), ClientErrors: 4, ServerErrors: 4 * int64(i%5/4), Cost: 4 * int64(i)}
+		want := Delta{Admitted: 4, Refused: 4 * int64(i%2), ClientErrors: 4, ServerErrors: 4 * int64(i%5/4), Cost: 4 * int64(i), MCP: 4 * int64(i%3)}
 		if got.Delta != want || got.OrgID != fmt.Sprintf("org_%d", i%3%2) || !got.Start.Equal(start) {
 			t.Fatalf("minute %d: %+v, want %+v", i, got, want)
 		}
