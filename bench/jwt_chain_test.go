@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
+)
+
+// The chain of chain_test.go on the access-token path (docs/identity.md): the
+// same two routes, the gateway route's civic_auth with a jwt block over an
+// identity provider served by httptest, and the request's bearer an RS256
+// access token seen before — so gateway − bare is what the civic handlers
+// add to a request authenticated by a token, beside BenchmarkChain's key.
+
+// jwtAudience is the chain's jwt audience (a URL: 401s name the metadata).
+const jwtAudience = "https://api.civicgate.test/v1"
+
+// startJWTChain loads the chain with a jwt block and returns it with a token
+// of tier bench (subject auth0|bench) as its bearer.
+func startJWTChain(tb testing.TB) *chain {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	issuer := serveIdP(tb, key)
+	token := signRS256(tb, key, jwt.MapClaims{"iss": issuer, "aud": jwtAudience, "sub": "auth0|bench", "plan": "bench",
+		"iat": time.Now().Unix(), "exp": time.Now().Add(24 * time.Hour).Unix(), "jti": testenv.RandomSuffix(8)})
+	// The app needs a key store; the file holds one key, never used here.
+	keysFile := filepath.Join(tb.TempDir(), "keys.json")
+	if _, err := keystore.IssueToFile(keysFile, "bench", "bench", "live"); err != nil {
+		tb.Fatal(err)
+	}
+	_, prefix := testenv.Redis(tb)
+	caddyfile := fmt.Sprintf(`{
+	admin off
+	auto_https off
+	persist_config off
+	storage file_system %q
+	civic_auth {
+		keys file %q
+		environment live
+		identity_secret %q
+		tier bench 1000000000/h bills members regulatory_filings federal_budgets lobbying_disclosures changes
+		jwt {
+			issuer %s
+			audience %s
+			tier_claim plan
+		}
+	}
+	civic_rate_limit {
+		redis redis://%s/0
+		key_prefix %q
+		on_store_error closed
+	}
+}
+
+http://:%d {
+	handle /bare {
+		respond `+"`"+`{"data":{}}`+"`"+` 200
+	}
+	handle /v1/graphql {
+		civic_auth
+		civic_rate_limit
+		graphql_guard {
+			schema %q
+			family bills bills bill
+			family members members
+			family regulatory_filings regulatoryFilings
+			family federal_budgets federalBudgets
+			family lobbying_disclosures lobbyingDisclosures
+		}
+		respond `+"`"+`{"data":{}}`+"`"+` 200
+	}
+}
+`, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), issuer, jwtAudience, testenv.RedisAddr(), prefix,
+		testenv.FreePort(tb), filepath.Join(root, "backend", "schema", "records.graphqls"))
+	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		tb.Fatalf("adapt: %v (%v)", err, warnings)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		tb.Fatalf("load: %v", err)
+	}
+	tb.Cleanup(func() { _ = caddy.Stop() })
+	app, err := caddy.ActiveContext().App("http")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, s := range app.(*caddyhttp.App).Servers {
+		return &chain{srv: s, key: token}
+	}
+	tb.Fatal("no server")
+	return nil
+}
+
+// serveIdP serves discovery and a key set holding key's public half (kid
+// k1) on 127.0.0.1 and returns the issuer.
+func serveIdP(tb testing.TB, key *rsa.PrivateKey) string {
+	tb.Helper()
+	b64 := base64.RawURLEncoding.EncodeToString
+	jwks := map[string]any{"keys": []map[string]any{{"kty": "RSA", "kid": "k1", "alg": "RS256", "use": "sig",
+		"n": b64(key.N.Bytes()), "e": b64(big.NewInt(int64(key.E)).Bytes())}}}
+	var issuer string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "jwks_uri": issuer + "/jwks"})
+	})
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=86400")
+		_ = json.NewEncoder(w).Encode(jwks)
+	})
+	srv := httptest.NewServer(mux)
+	tb.Cleanup(srv.Close)
+	issuer = srv.URL
+	return issuer
+}
+
+// signRS256 is an RFC 9068 access token of claims signed by key (kid k1).
+func signRS256(tb testing.TB, key *rsa.PrivateKey, claims jwt.MapClaims) string {
+	tb.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	tok.Header["kid"], tok.Header["typ"] = "k1", "at+jwt"
+	s, err := tok.SignedString(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkJWTChain is BenchmarkChain with an access token: bare route vs
+// gateway route, the token cached after the first request.
+//
+//	go test -run '^$' -bench JWTChain -benchmem -count 5 ./bench/
+func BenchmarkJWTChain(b *testing.B) {
+	c := startJWTChain(b)
+	c.warm(b)
+	for _, p := range []string{"/bare", "/v1/graphql"} {
+		name := "bare"
+		if p != "/bare" {
+			name = "gateway_token"
+		}
+		b.Run(name, func(b *testing.B) {
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if s := c.serve(w, p); s != http.StatusOK {
+					b.Fatalf("status %d", s)
+				}
+			}
+		})
+	}
+}
+
+// TestJWTGatewayAddedAllocations pins what the civic handlers add to a
+// request admitted with a cached access token (docs/performance.md,
+// BENCHMARKS.md). civic_auth's token path allocates nothing its key path
+// does not (BenchmarkHandlerCachedToken); the one more than
+// TestGatewayAddedAllocations' 10 is graphql_guard's search of the body for
+// the bearer value, which copies a value over 96 bytes — a token, never a
+// key — to the heap (gqlguard/request containsToken).
+func TestJWTGatewayAddedAllocations(t *testing.T) {
+	c := startJWTChain(t)
+	c.warm(t)
+	w := &discard{h: http.Header{}}
+	allocs := func(p string) float64 {
+		return testing.AllocsPerRun(200, func() {
+			if s := c.serve(w, p); s != http.StatusOK {
+				t.Fatalf("%s: status %d, headers %v", p, s, w.h)
+			}
+		})
+	}
+	bare, gw := allocs("/bare"), allocs("/v1/graphql")
+	t.Logf("allocations per request with an access token: bare route %.0f, gateway route %.0f, added %.0f", bare, gw, gw-bare)
+	if added := gw - bare; added > jwtAddedAllocations {
+		t.Errorf("the gateway adds %s allocations per request with a token, want ≤ %d", strconv.FormatFloat(added, 'f', 0, 64), jwtAddedAllocations)
+	}
+}
+
+// jwtAddedAllocations is the measured count (the key path's is 10).
+const jwtAddedAllocations = 11
