@@ -1,0 +1,82 @@
+package mcp
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/civicgate/civicgate/internal/caddyopt"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+	httpcaddyfile.RegisterHandlerDirective("civic_mcp", caddyopt.Handler[Handler]())
+	// After civic_auth (registered after basic_auth), before civic_rate_limit
+	// (registered after forward_auth): the caller is known, and a tool call's
+	// GraphQL request is what the rate limit and the guard see.
+	httpcaddyfile.RegisterDirectiveOrder("civic_mcp", httpcaddyfile.Before, "forward_auth")
+}
+
+// UnmarshalCaddyfile parses
+//
+//	civic_mcp [<matcher>] {
+//	    tools                <manifest path>     # the tool manifest (docs/mcp.md)
+//	    schema               <path>              # graphql_guard's schema
+//	    family               <name> <rootField>... # repeated: graphql_guard's family lines
+//	    allowed_origins      <origin>...         # browser origins let in (default none)
+//	    max_sessions_per_key <n>                 # default 10
+//	    max_sessions         <n>                 # default 1000
+//	    session_idle_timeout <duration>          # default 10m
+//	    max_message          <size>              # default 1MiB: a POST body, a tool's answer
+//	}
+//
+// Every option but family may be given once.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return caddyopt.Read(d, "civic_mcp", caddyopt.Block{
+		"tools":  caddyopt.String(&h.Tools),
+		"schema": caddyopt.String(&h.Schema),
+		"family": caddyopt.EachNamed(1, func(a *caddyopt.Args) error {
+			if h.Families == nil {
+				h.Families = map[string][]string{}
+			}
+			h.Families[a.Name()] = a.Rest()
+			return nil
+		}),
+		"allowed_origins": caddyopt.Func(func(a *caddyopt.Args) error {
+			origins, err := a.AtLeast(1)
+			if err != nil {
+				return err
+			}
+			for i, o := range origins {
+				if origins[i], err = checkOrigin(o); err != nil {
+					return a.Errf("%v", err)
+				}
+			}
+			h.AllowedOrigins = origins
+			return nil
+		}),
+		"max_sessions_per_key": caddyopt.Positive(&h.MaxSessionsPerKey),
+		"max_sessions":         caddyopt.Positive(&h.MaxSessions),
+		"session_idle_timeout": caddyopt.DurationIn(&h.SessionIdleTimeout, time.Second, 24*time.Hour),
+		"max_message":          caddyopt.Size(&h.MaxMessage, 1<<10, 64<<20),
+	})
+}
+
+// checkOrigin accepts a browser origin, scheme://host[:port], and returns it
+// lower-cased (as browsers send it).
+func checkOrigin(o string) (string, error) {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("want an origin scheme://host[:port], got %q", o)
+	}
+	return strings.ToLower(o), nil
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

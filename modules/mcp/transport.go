@@ -1,0 +1,264 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/civicgate/civicgate/modules/contract"
+)
+
+// What civic_mcp checks before the SDK sees a request, so that each refusal
+// it can make has a JSON body (docs/design.md D10): the SDK's own are plain
+// text. MCP-level refusals are JSON-RPC error responses, which MCP clients
+// read; the others are the gateway's {"error":…} / {"errors":[…]} bodies.
+
+const (
+	sessionHeader  = "Mcp-Session-Id"
+	versionHeader  = "Mcp-Protocol-Version"
+	methodInit     = "initialize"
+	methodToolCall = "tools/call"
+)
+
+// JSON-RPC error codes of civic_mcp's refusals. -32000…-32099 are the
+// implementation's; -32001 for an unknown session is what the TypeScript
+// SDK's servers answer.
+const (
+	codeInvalidRequest  = -32600
+	codeParseError      = -32700
+	codeBadRequest      = -32000
+	codeSessionNotFound = -32001
+	codeNotEntitled     = -32003
+	codeTooManySessions = -32004
+)
+
+// supportedVersions are the protocol revisions served (docs/mcp.md).
+var supportedVersions = []string{"2025-11-25", "2025-06-18"}
+
+// rpcHead is what civic_mcp reads of a POSTed JSON-RPC message.
+type rpcHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+// rpcError is a JSON-RPC error response.
+type rpcError struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+var null = json.RawMessage("null")
+
+// writeRPCError answers status with a JSON-RPC error response to the
+// message with id (nil: null).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	e := rpcError{JSONRPC: "2.0", ID: id}
+	if len(e.ID) == 0 {
+		e.ID = null
+	}
+	e.Error.Code, e.Error.Message = code, msg
+	body, err := json.Marshal(&e)
+	if err != nil { // an id that is not JSON cannot reach here (parsed before)
+		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}`)
+	}
+	contract.WriteJSON(w, status, body)
+}
+
+// refuse counts a refusal and answers it as a JSON-RPC error.
+func (h *Handler) refuse(w http.ResponseWriter, reason string, status int, id json.RawMessage, code int, msg string) {
+	h.metrics.refusals.WithLabelValues(reason).Inc()
+	writeRPCError(w, status, id, code, msg)
+}
+
+// checkHeaders refuses a request the SDK would refuse for its headers.
+func (h *Handler) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodPost {
+		if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+			h.refuse(w, refusedBadRequest, http.StatusUnsupportedMediaType, nil, codeBadRequest, "Content-Type must be application/json")
+			return false
+		}
+	}
+	if r.Method != http.MethodDelete {
+		json, stream := accepts(r.Header["Accept"])
+		if !stream || (r.Method == http.MethodPost && !json) {
+			msg := "Accept must list application/json and text/event-stream"
+			if r.Method == http.MethodGet {
+				msg = "Accept must list text/event-stream"
+			}
+			h.refuse(w, refusedBadRequest, http.StatusNotAcceptable, nil, codeBadRequest, msg)
+			return false
+		}
+	}
+	if v := r.Header.Get(versionHeader); v != "" && v != supportedVersions[0] && v != supportedVersions[1] {
+		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeBadRequest,
+			"Unsupported MCP-Protocol-Version (supported: "+strings.Join(supportedVersions, ", ")+")")
+		return false
+	}
+	return true
+}
+
+// accepts reads Accept as the SDK does (streamableAccepts).
+func accepts(values []string) (json, stream bool) {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				json = true
+			case "text/event-stream", "text/*":
+				stream = true
+			case "*/*":
+				json, stream = true, true
+			}
+		}
+	}
+	return json, stream
+}
+
+// readBody reads a POST body of at most max bytes.
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, errTooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > max {
+		return nil, errTooLarge
+	}
+	return body, nil
+}
+
+var errTooLarge = errors.New("too large")
+
+// servePOST checks a POST and hands it to the SDK: an initialize opens a
+// session (sessions.go), any other message must name a session of the
+// caller's key.
+func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, q *contract.Request, caller *contract.Caller) {
+	if !h.checkHeaders(w, r) {
+		return
+	}
+	body, err := readBody(r, h.MaxMessage)
+	if errors.Is(err, errTooLarge) {
+		h.metrics.refusals.WithLabelValues(refusedTooLarge).Inc()
+		contract.WriteJSON(w, http.StatusRequestEntityTooLarge, contract.BodyTooLarge)
+		return
+	}
+	if err != nil {
+		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body could not be read")
+		return
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		// 2025-06-18 removed JSON-RPC batching; both revisions served refuse it.
+		h.refuse(w, refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
+		return
+	}
+	var head rpcHead
+	if err := json.Unmarshal(body, &head); err != nil {
+		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	sid := r.Header.Get(sessionHeader)
+	if sid == "" {
+		if head.Method != methodInit {
+			h.refuse(w, refusedBadRequest, http.StatusBadRequest, head.ID, codeBadRequest, "Mcp-Session-Id header is required: send initialize first")
+			return
+		}
+		h.initialize(w, r, head.ID, q, caller)
+		return
+	}
+	s := h.sessions.lookup(sid, caller.KeyID)
+	if s == nil || !s.begin() {
+		h.refuse(w, refusedUnknownSession, http.StatusNotFound, head.ID, codeSessionNotFound, "Session not found")
+		return
+	}
+	defer s.finish()
+	h.syncTools(s, caller)
+	if head.Method == methodToolCall {
+		live := s.register(r, next)
+		defer s.unregister(live)
+		r.Header[callHeader] = []string{live.id}
+	}
+	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+}
+
+// initialize opens a session for caller (within the caps) and lets the SDK
+// answer the initialize.
+func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, id json.RawMessage, q *contract.Request, caller *contract.Caller) {
+	s, refusal := h.sessions.open(caller, q)
+	if refusal != nil {
+		w.Header()["Retry-After"] = []string{strconv.Itoa(refusal.retryAfter)}
+		h.refuse(w, refusal.reason, refusal.status, id, codeTooManySessions, refusal.message)
+		return
+	}
+	s.begin()
+	defer s.finish()
+	// The SDK keeps the context of the request that opened a session for
+	// the session's life (its tool handlers run in it): give it one that
+	// holds only the session and follows this request's cancellation while
+	// it lasts, not the Caddy request with its replacer and variables.
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(r.Context(), cancel)
+	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, s)))
+	stop()
+	cancel()
+	if !s.initialized() {
+		h.sessions.end(s, endFailed)
+	}
+}
+
+// serveGET hands the standalone event stream of a session of the caller's
+// key to the SDK, each write under its own deadline (stream.go).
+func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request, caller *contract.Caller) {
+	if !h.checkHeaders(w, r) {
+		return
+	}
+	s := h.sessionOf(w, r, caller)
+	if s == nil {
+		return
+	}
+	h.sdk.ServeHTTP(newStreamWriter(w), r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+}
+
+// serveDELETE ends a session of the caller's key.
+func (h *Handler) serveDELETE(w http.ResponseWriter, r *http.Request, caller *contract.Caller) {
+	if !h.checkHeaders(w, r) {
+		return
+	}
+	s := h.sessionOf(w, r, caller)
+	if s == nil {
+		return
+	}
+	h.sessions.end(s, endDeleted)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sessionOf returns the session a GET or DELETE names, or answers why not.
+func (h *Handler) sessionOf(w http.ResponseWriter, r *http.Request, caller *contract.Caller) *session {
+	sid := r.Header.Get(sessionHeader)
+	if sid == "" {
+		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeBadRequest, "Mcp-Session-Id header is required")
+		return nil
+	}
+	s := h.sessions.lookup(sid, caller.KeyID)
+	if s == nil {
+		h.refuse(w, refusedUnknownSession, http.StatusNotFound, nil, codeSessionNotFound, "Session not found")
+	}
+	return s
+}
