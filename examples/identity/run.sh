@@ -19,6 +19,8 @@
 #   BIN_DIR                        where the binaries are built (bin/)
 #   CIVICGATE_TEST_HYDRA_CACHE     the tests' Hydra cache (internal/testhydra),
 #                                  used when it holds a build of tools/hydra
+# Functions run from traps and from await: not unreachable.
+# shellcheck disable=SC2317
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -45,6 +47,14 @@ HYDRA_TAGS=sqlite,sqlite_omit_load_extension
 
 say() { printf '==> %s\n' "$*"; }
 fail() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+
+# A port another program holds would answer the readiness checks below in
+# its place: refuse to start instead.
+for port in "$HYDRA_PORT" "$HYDRA_ADMIN_PORT" "$LIBRARY_PORT" "$GATEWAY_PORT" "$GATEWAY_ADMIN_PORT"; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		fail "port $port on 127.0.0.1 is in use; choose others with HYDRA_PORT, HYDRA_ADMIN_PORT, LIBRARY_PORT, GATEWAY_PORT, GATEWAY_ADMIN_PORT"
+	fi
+done
 
 # Everything the run writes lives in WORK_DIR — Hydra's SQLite file and
 # configuration, the keys file, Caddy's autosave, the logs — removed at the
@@ -183,6 +193,7 @@ EOF
 hydra_env=(env -i "HOME=$WORK_DIR" "TMPDIR=$WORK_DIR" "PATH=$PATH")
 "${hydra_env[@]}" "$HYDRA" migrate sql up --read-from-env --yes --config "$WORK_DIR/hydra.yml" \
 	>"$WORK_DIR/hydra-migrate.log" 2>&1 || fail "hydra migrate sql up failed"
+rm "$WORK_DIR/hydra-migrate.log"
 say "starting Hydra: issuer $ISSUER, admin $HYDRA_ADMIN"
 "${hydra_env[@]}" "$HYDRA" serve all --dev --sqa-opt-out --config "$WORK_DIR/hydra.yml" \
 	>"$WORK_DIR/hydra.log" 2>&1 &
@@ -232,11 +243,14 @@ query_curl() {
 	printf "curl -s %s \\\\\n  -H 'Authorization: Bearer %s' \\\\\n  -H 'Content-Type: application/json' \\\\\n  -d '{\"query\":\"%s\"}'\n" \
 		"$AUDIENCE" "$TOKEN" "$1"
 }
-# query runs it, printing the status and the body.
+# query runs it and prints the body and the status, which must be $2.
 query() {
-	curl -s -w ' (HTTP %{http_code})' "$AUDIENCE" -H "Authorization: Bearer $TOKEN" \
-		-H 'Content-Type: application/json' -d "{\"query\":\"$1\"}"
-	printf '\n'
+	local answer status
+	answer=$(curl -s -w '\n%{http_code}' "$AUDIENCE" -H "Authorization: Bearer $TOKEN" \
+		-H 'Content-Type: application/json' -d "{\"query\":\"$1\"}")
+	status=${answer##*$'\n'}
+	printf '%s (HTTP %s)\n' "${answer%$'\n'*}" "$status"
+	[[ $status == "$2" ]] || fail "the gateway answered HTTP $status, want $2 (its log: $WORK_DIR/civicgate.log)"
 }
 
 books='{ books(first: 2) { nodes { title author { name } } } }'
@@ -246,13 +260,13 @@ say "querying the library with the token (member tier: family catalog); paste th
 printf '\n'
 query_curl "$books"
 printf '\n'
-query "$books"
+query "$books" 200
 printf '\n'
 say "a family the member tier lacks (loans) is refused before it reaches libraryd:"
 printf '\n'
 query_curl "$loans"
 printf '\n'
-query "$loans"
+query "$loans" 403
 printf '\n'
 say "without a token, the 401 names the RFC 9728 metadata:"
 printf '\n'
