@@ -959,7 +959,7 @@ func TestTokenWatchPastExp(t *testing.T) {
 	a := tokenApp(t, newTokenIdP(t, idpRSAKey), 0)
 	rt := a.tokens.newResolvedToken(accesstoken.Identity{Subject: "auth0|late", Organization: "org_x", Tier: "enterprise",
 		Expiry: time.Now().Add(-time.Second), Issuer: "https://idp.example", KeyID: "jwt:sub:auth0|late"})
-	for range 200 {
+	for range 5000 {
 		w := rt.WatchCredential()
 		select {
 		case <-w.Done():
