@@ -44,7 +44,6 @@ const jwtClientSecret = "e2e-client-secret"
 
 // jwtStack is one stack whose gateway admits Hydra's access tokens.
 type jwtStack struct {
-	t           *testing.T
 	s           *stack.Stack
 	idp         *testhydra.Server
 	audience    string // the gateway's own URL: the API the tokens are for
@@ -138,7 +137,7 @@ func startJWTStack(t *testing.T, idp *testhydra.Server, extra string) *jwtStack 
 	// Every admitted request reaches recordsd, whose identity assertion
 	// the tests read (a cached answer would not).
 	s.Setenv("CIVICGATE_CACHE", "off")
-	g := &jwtStack{t: t, s: s, idp: idp, audience: s.HTTPSURL, identities: &identityRecorder{}}
+	g := &jwtStack{s: s, idp: idp, audience: s.HTTPSURL, identities: &identityRecorder{}}
 	g.metadataURL = g.audience + "/.well-known/oauth-protected-resource"
 
 	backend, err := url.Parse("http://" + s.Getenv("RECORDSD_LISTEN"))
@@ -177,21 +176,21 @@ func startJWTStack(t *testing.T, idp *testhydra.Server, extra string) *jwtStack 
 
 // client registers a Hydra client that may ask for audiences (the
 // gateway's when none) and whose tokens carry claims (plan, org_id).
-func (g *jwtStack) client(id string, claims map[string]any, audiences ...string) {
-	g.t.Helper()
+func (g *jwtStack) client(t *testing.T, id string, claims map[string]any, audiences ...string) {
+	t.Helper()
 	if len(audiences) == 0 {
 		audiences = []string{g.audience}
 	}
-	g.idp.CreateClient(g.t, id, jwtClientSecret, audiences, nil)
+	g.idp.CreateClient(t, id, jwtClientSecret, audiences, nil)
 	if claims != nil {
-		g.idp.SetClaims(g.t, id, claims)
+		g.idp.SetClaims(t, id, claims)
 	}
 }
 
 // token is a fresh client-credentials token of client id for the gateway.
-func (g *jwtStack) token(id string) string {
-	g.t.Helper()
-	tok := g.idp.Token(g.t, id, jwtClientSecret, []string{g.audience}, nil)
+func (g *jwtStack) token(t *testing.T, id string) string {
+	t.Helper()
+	tok := g.idp.Token(t, id, jwtClientSecret, []string{g.audience}, nil)
 	g.secrets = append(g.secrets, tok)
 	return tok
 }
@@ -205,10 +204,10 @@ func (g *jwtStack) keep(tok string) string {
 // setLifespan sets the lifespan of client id's client-credentials access
 // tokens (Hydra's PUT /admin/clients/{id}/lifespans): one client's tokens
 // can expire in seconds while the others live for Hydra's hour.
-func (g *jwtStack) setLifespan(id string, d time.Duration) {
-	g.t.Helper()
+func (g *jwtStack) setLifespan(t *testing.T, id string, d time.Duration) {
+	t.Helper()
 	body := `{"client_credentials_grant_access_token_lifespan":"` + strconv.Itoa(int(d/time.Second)) + `s"}`
-	hydraAdmin(g.t, g.idp, http.MethodPut, "/admin/clients/"+id+"/lifespans", body, http.StatusOK)
+	hydraAdmin(t, g.idp, http.MethodPut, "/admin/clients/"+id+"/lifespans", body, http.StatusOK)
 }
 
 // hydraAdmin sends one request to Hydra's admin API and wants status want;

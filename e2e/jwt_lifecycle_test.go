@@ -21,14 +21,14 @@ func testJWTSuspendedOrg(t *testing.T, g *jwtStack, sfx string) {
 	s.IssueKey(name, "free", "live") // creates the organization
 	orgID := orgIDByName(t, s, name)
 	client, libClient := "svc-susp-"+sfx, "svc-susp-lib-"+sfx
-	g.client(client, map[string]any{"plan": "enterprise", "org_id": orgID})
-	g.client(libClient, map[string]any{"plan": "jwtlib", "org_id": orgID})
-	tok := g.token(client)
+	g.client(t, client, map[string]any{"plan": "enterprise", "org_id": orgID})
+	g.client(t, libClient, map[string]any{"plan": "jwtlib", "org_id": orgID})
+	tok := g.token(t, client)
 	if x := getBills(t, s, tok); x.status != http.StatusOK {
 		t.Fatalf("before the suspension: %d %s", x.status, x.body)
 	}
-	ts := g.openTokenSocket(g.token(libClient))
-	g.awaitSubscribers(1)
+	ts := g.openTokenSocket(t, g.token(t, libClient))
+	g.awaitSubscribers(t, 1)
 
 	s.Run(s.Bins.Civicgate, "keys", "suspend", "--org", name)
 	returned := time.Now()
@@ -37,9 +37,9 @@ func testJWTSuspendedOrg(t *testing.T, g *jwtStack, sfx string) {
 		t.Fatalf("socket ended with %d %q (%v), want 4403 %q", e.code, e.reason, e.err, contract.MsgOrgSuspended)
 	}
 	t.Logf("socket closed %s after `keys suspend` returned", e.at.Sub(returned).Round(time.Millisecond))
-	g.awaitSubscribers(0)
+	g.awaitSubscribers(t, 0)
 	wantRefusal(t, "a token of the suspended organization", getBills(t, s, tok), http.StatusForbidden, contract.MsgOrgSuspended, "")
-	wantRefusal(t, "a new token of the suspended organization", getBills(t, s, g.token(client)), http.StatusForbidden, contract.MsgOrgSuspended, "")
+	wantRefusal(t, "a new token of the suspended organization", getBills(t, s, g.token(t, client)), http.StatusForbidden, contract.MsgOrgSuspended, "")
 
 	s.Run(s.Bins.Civicgate, "keys", "resume", "--org", name)
 	stack.WaitFor(t, 20*time.Second, "the token served again", func() error {
@@ -57,26 +57,26 @@ func testJWTStreams(t *testing.T, g *jwtStack, sfx string) {
 	s := g.s
 	t.Run("closed at exp", func(t *testing.T) {
 		client := "svc-lib-short-" + sfx
-		g.client(client, map[string]any{"plan": "jwtlib", "org_id": "idp-org-lib"})
-		g.setLifespan(client, 8*time.Second)
-		tok := g.token(client)
+		g.client(t, client, map[string]any{"plan": "jwtlib", "org_id": "idp-org-lib"})
+		g.setLifespan(t, client, 8*time.Second)
+		tok := g.token(t, client)
 		exp := decodeJWT(t, tok).exp()
-		ts := g.openTokenSocket(tok)
-		g.awaitSubscribers(1)
+		ts := g.openTokenSocket(t, tok)
+		g.awaitSubscribers(t, 1)
 		e := ts.awaitEnd(t, time.Until(exp)+streamCeiling, "the token's exp")
 		if e.code != 4403 || e.reason != "token expired" {
 			t.Fatalf("socket ended with %d %q (%v), want 4403 \"token expired\"", e.code, e.reason, e.err)
 		}
 		// exp has a second's resolution: the close may precede the clock's next second.
 		t.Logf("socket closed %s after the token's exp", e.at.Sub(exp).Round(time.Millisecond))
-		g.awaitSubscribers(0)
+		g.awaitSubscribers(t, 0)
 	})
 	t.Run("closed on a denial", func(t *testing.T) {
 		client := "svc-lib-" + sfx
-		g.client(client, map[string]any{"plan": "jwtlib", "org_id": "idp-org-lib"})
-		tok := g.token(client)
-		ts := g.openTokenSocket(tok)
-		g.awaitSubscribers(1)
+		g.client(t, client, map[string]any{"plan": "jwtlib", "org_id": "idp-org-lib"})
+		tok := g.token(t, client)
+		ts := g.openTokenSocket(t, tok)
+		g.awaitSubscribers(t, 1)
 		started := time.Now()
 		s.Run(s.Bins.Civicgate, "tokens", "deny", "--sub", client, "--reason", "e2e")
 		returned := time.Now()
@@ -88,13 +88,13 @@ func testJWTStreams(t *testing.T, g *jwtStack, sfx string) {
 		// to exit (its NOTIFY is sent when its transaction commits).
 		t.Logf("socket closed %s after `tokens deny` returned, %s after it started (goal: within 2 s, docs/operations.md \"Denying tokens\")",
 			e.at.Sub(returned).Round(time.Millisecond), e.at.Sub(started).Round(time.Millisecond))
-		g.awaitSubscribers(0)
+		g.awaitSubscribers(t, 0)
 		post := func() exchange {
 			return send(t, s, http.MethodPost, "/v1/graphql", tok, usageDoc)
 		}
 		wantRefusal(t, "a denied token", post(), http.StatusUnauthorized, "Access token denied", g.invalidToken("Access token denied"))
 		// So is any other token of the subject.
-		wantRefusal(t, "another token of the denied subject", getBills(t, s, g.token(client)), http.StatusUnauthorized,
+		wantRefusal(t, "another token of the denied subject", getBills(t, s, g.token(t, client)), http.StatusUnauthorized,
 			"Access token denied", g.invalidToken("Access token denied"))
 		s.Run(s.Bins.Civicgate, "tokens", "undeny", "--sub", client)
 		stack.WaitFor(t, 20*time.Second, "the token served after undeny", func() error {
@@ -113,16 +113,16 @@ func testJWTStreams(t *testing.T, g *jwtStack, sfx string) {
 // tokens the gateway verified before too (docs/identity.md "Keys").
 func testJWTRotation(t *testing.T, g *jwtStack, client string) {
 	s := g.s
-	seen := g.token(client)
+	seen := g.token(t, client)
 	if x := getBills(t, s, seen); x.status != http.StatusOK {
 		t.Fatalf("before the rotation: %d %s", x.status, x.body)
 	}
 	// Tokens of the old key first shown after the rotation, and after the
 	// old key's withdrawal.
-	afterRotation, afterWithdrawal := g.token(client), g.token(client)
+	afterRotation, afterWithdrawal := g.token(t, client), g.token(t, client)
 	oldKid := decodeJWT(t, seen).kid()
 	newKid := g.idp.RotateKeys(t)
-	rotated := g.token(client)
+	rotated := g.token(t, client)
 	if k := decodeJWT(t, rotated).kid(); k != newKid || k == oldKid {
 		t.Fatalf("the token after RotateKeys has kid %s, want %s", k, newKid)
 	}
@@ -151,12 +151,12 @@ func testJWTRotation(t *testing.T, g *jwtStack, client string) {
 	}
 
 	t.Run("withdrawn key", func(t *testing.T) {
-		current := g.token(client) // of the new key, never shown
+		current := g.token(t, client) // of the new key, never shown
 		hydraAdmin(t, g.idp, http.MethodDelete, "/admin/keys/"+testhydra.AccessTokenKeySet+"/"+oldKid, "", http.StatusNoContent)
 		// Another rotation: the next token's kid makes the gateway fetch
 		// the set, which no longer lists the old key.
 		g.idp.RotateKeys(t)
-		awaitServed("the newest key's token", g.token(client))
+		awaitServed("the newest key's token", g.token(t, client))
 		if x := getBills(t, s, current); x.status != http.StatusOK {
 			t.Fatalf("a token of a key still published: %d %s", x.status, x.body)
 		}

@@ -19,7 +19,7 @@ import (
 // challenge (docs/identity.md "Errors").
 func testJWTRefusals(t *testing.T, g *jwtStack, client, other, otherAudience string) {
 	s := g.s
-	good := g.token(client)
+	good := g.token(t, client)
 	if x := getBills(t, s, good); x.status != http.StatusOK {
 		t.Fatalf("a good enterprise token: %d %s", x.status, x.body)
 	}
@@ -75,9 +75,9 @@ func testJWTRefusals(t *testing.T, g *jwtStack, client, other, otherAudience str
 		// Hydra's own token of a client whose tokens live 3 s: served, then
 		// refused once its exp has passed (leeway 0).
 		short := "svc-short-" + testenv.RandomSuffix(6)
-		g.client(short, map[string]any{"plan": "enterprise", "org_id": "idp-org-short"})
-		g.setLifespan(short, 3*time.Second)
-		tok = g.token(short)
+		g.client(t, short, map[string]any{"plan": "enterprise", "org_id": "idp-org-short"})
+		g.setLifespan(t, short, 3*time.Second)
+		tok = g.token(t, short)
 		exp := decodeJWT(t, tok).exp()
 		if life := time.Until(exp); life > 5*time.Second {
 			t.Fatalf("the short-lived client's token lives %s", life)

@@ -35,8 +35,7 @@ type socketEnd struct {
 // openTokenSocket dials the library site with tok in the upgrade's
 // Authorization header, initialises, subscribes to loanEvents and reads
 // until the socket ends.
-func (g *jwtStack) openTokenSocket(tok string) *tokenSocket {
-	t := g.t
+func (g *jwtStack) openTokenSocket(t *testing.T, tok string) *tokenSocket {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -88,9 +87,9 @@ func (g *jwtStack) openTokenSocket(tok string) *tokenSocket {
 }
 
 // awaitSubscribers waits until the engine holds n loanEvents subscriptions.
-func (g *jwtStack) awaitSubscribers(n int) {
-	g.t.Helper()
-	stack.WaitFor(g.t, 30*time.Second, fmt.Sprintf("%d subscriptions in the engine", n), func() error {
+func (g *jwtStack) awaitSubscribers(t *testing.T, n int) {
+	t.Helper()
+	stack.WaitFor(t, 30*time.Second, fmt.Sprintf("%d subscriptions in the engine", n), func() error {
 		if got := g.events.Subscribers(); got != n {
 			return fmt.Errorf("%d subscriptions", got)
 		}

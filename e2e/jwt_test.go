@@ -41,23 +41,23 @@ func TestJWTAccessTokens(t *testing.T) {
 
 	// Clients: their tokens' subject is the client id (jwt:sub:<id>).
 	small, smallOrg := "svc-small-"+sfx, "idp-org-small-"+sfx
-	g.client(small, map[string]any{"plan": "jwtsmall", "org_id": smallOrg})
+	g.client(t, small, map[string]any{"plan": "jwtsmall", "org_id": smallOrg})
 	plain := "svc-plain-" + sfx // no plan: default_tier free
-	g.client(plain, map[string]any{"org_id": "idp-org-plain-" + sfx})
+	g.client(t, plain, map[string]any{"org_id": "idp-org-plain-" + sfx})
 	unknown := "svc-platinum-" + sfx
-	g.client(unknown, map[string]any{"plan": "platinum", "org_id": "idp-org-platinum-" + sfx})
+	g.client(t, unknown, map[string]any{"plan": "platinum", "org_id": "idp-org-platinum-" + sfx})
 	ent := "svc-ent-" + sfx
-	g.client(ent, map[string]any{"plan": "enterprise", "org_id": "idp-org-ent-" + sfx})
+	g.client(t, ent, map[string]any{"plan": "enterprise", "org_id": "idp-org-ent-" + sfx})
 	other := "svc-other-api-" + sfx // may only ask for another API's tokens
 	const otherAudience = "https://other-api.civicgate.test"
-	g.client(other, map[string]any{"plan": "enterprise", "org_id": "idp-org-other-" + sfx}, otherAudience)
+	g.client(t, other, map[string]any{"plan": "enterprise", "org_id": "idp-org-other-" + sfx}, otherAudience)
 
 	t.Run("tier from the plan claim, quota keyed by the subject, usage, identity", func(t *testing.T) {
 		testJWTServedAsTier(t, g, small, smallOrg)
 	})
 
 	t.Run("unknown tier refused, no plan gets the default tier", func(t *testing.T) {
-		tok := g.token(unknown)
+		tok := g.token(t, unknown)
 		x := getBills(t, s, tok)
 		wantRefusal(t, "plan platinum", x, http.StatusForbidden, "Access token names an unknown tier",
 			g.challenge(`error="insufficient_scope", error_description="Access token names an unknown tier"`))
@@ -65,7 +65,7 @@ func TestJWTAccessTokens(t *testing.T) {
 		wantRefusal(t, "plan platinum again", getBills(t, s, tok), http.StatusForbidden, "Access token names an unknown tier",
 			g.challenge(`error="insufficient_scope", error_description="Access token names an unknown tier"`))
 
-		tok = g.token(plain)
+		tok = g.token(t, plain)
 		x = getBills(t, s, tok)
 		if x.status != http.StatusOK || x.header.Get("RateLimit-Policy") != `"free";q=30;w=60` {
 			t.Fatalf("no plan: %d %s, RateLimit-Policy %q, want 200 under the free tier", x.status, x.body, x.header.Get("RateLimit-Policy"))
@@ -136,7 +136,7 @@ func TestJWTAccessTokens(t *testing.T) {
 
 	t.Run("IdP outage", func(t *testing.T) {
 		// Two tokens of the current key, never shown to the gateway yet.
-		first, second := g.token(ent), g.token(ent)
+		first, second := g.token(t, ent), g.token(t, ent)
 		idp.Stop(t)
 		x := getBills(t, s, first)
 		if x.status != http.StatusOK {
@@ -172,7 +172,7 @@ func TestJWTAccessTokens(t *testing.T) {
 func testJWTServedAsTier(t *testing.T, g *jwtStack, client, org string) {
 	s := g.s
 	keyID := "jwt:sub:" + client
-	first := g.token(client)
+	first := g.token(t, client)
 	want := usageCounts{}
 	admitted := func(x exchange, cost int64) {
 		t.Helper()
@@ -222,7 +222,7 @@ func testJWTServedAsTier(t *testing.T, g *jwtStack, client, org string) {
 
 	// A second token of the same client (another jti) spends the same
 	// quota: the bucket is the subject's, not the token's.
-	second := g.token(client)
+	second := g.token(t, client)
 	if decodeJWT(t, second).claims["jti"] == decodeJWT(t, first).claims["jti"] {
 		t.Fatal("Hydra issued the same jti twice")
 	}
