@@ -28,16 +28,19 @@ const (
 	methodToolCall = "tools/call"
 )
 
-// JSON-RPC error codes of civic_mcp's refusals. -32000…-32099 are the
-// implementation's; -32001 for an unknown session is what the TypeScript
-// SDK's servers answer.
+// JSON-RPC error codes of civic_mcp's refusals, in the implementation's
+// range -32000…-32099 and clear of the codes the go-sdk's jsonrpc2 gives a
+// meaning (-32001…-32005: a client reads -32003 as its own closing, -32004
+// as the server's) and MCP's (-32002, -32020…-32022, -32042). -32001 for an
+// unknown session is what the TypeScript SDK's servers answer (the go-sdk's
+// "unknown error": nothing a client acts on).
 const (
 	codeInvalidRequest  = -32600
 	codeParseError      = -32700
 	codeBadRequest      = -32000
 	codeSessionNotFound = -32001
-	codeNotEntitled     = -32003
-	codeTooManySessions = -32004
+	codeNotEntitled     = -32030
+	codeTooManySessions = -32031
 )
 
 // supportedVersions are the protocol revisions served (docs/mcp.md).
