@@ -317,8 +317,9 @@ func tokCorpus(t *testing.T, f *tokForge, issued string, evil *rsa.PrivateKey, a
 		{name: "plan naming no tier", token: f.sign(f.header(nil), f.payload(func(c map[string]any) { c["plan"] = "platinum" })),
 			status: http.StatusForbidden, msg: "Access token names an unknown tier", challenge: "Access token names an unknown tier"},
 
-		// cg_ makes it an API key: the key store knows no such key.
-		{name: "cg_-prefixed JWT", token: "cg_" + good, status: http.StatusUnauthorized, msg: "Invalid API key", challenge: "-"},
+		// cg_ makes it an API key, and not a well-formed one (docs/api.md
+		// "Errors": a token that is not a well-formed key).
+		{name: "cg_-prefixed JWT", token: "cg_" + good, status: http.StatusUnauthorized, msg: "Malformed authorization header", challenge: "-"},
 	}
 }
 
