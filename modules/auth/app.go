@@ -370,7 +370,7 @@ func (a *App) invalidate(payload string) {
 		a.cache.deleteOrg(payload[4:])
 		a.watches.notifyOrg(payload[4:])
 		if a.tokens != nil {
-			a.tokens.orgs.forget(payload[4:])
+			a.tokens.orgs.forget("") // keyed by the tokens' claims, which may be the name
 			a.tokens.recheck(context.Background())
 		}
 	case strings.HasPrefix(payload, "deny:"):

@@ -139,7 +139,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	if len(vals) > 1 {
 		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
-	token, problem := ParseAuthorization(v, len(vals) == 1)
+	token, problem := parseBearer(v, len(vals) == 1)
 	switch problem {
 	case headerMissing:
 		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMissingBearer, outcomeMissing)
@@ -153,6 +153,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 			return err
 		}
 		return next.ServeHTTP(w, r)
+	}
+	if !keystore.WellFormed(token) { // not a key's shape (with no jwt block, or with the cg_ prefix)
+		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
 
 	now := time.Now()

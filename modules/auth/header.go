@@ -18,6 +18,21 @@ const (
 // scheme is matched case-insensitively (RFC 9110 §11.1); exactly one space
 // separates it from a token that must have the key format cg_<env>_<base62>.
 func ParseAuthorization(v string, present bool) (string, headerProblem) {
+	tok, problem := parseBearer(v, present)
+	if problem != headerOK {
+		return "", problem
+	}
+	if !keystore.WellFormed(tok) {
+		return "", headerMalformed
+	}
+	return tok, headerOK
+}
+
+// parseBearer extracts the credential of a Bearer Authorization header value
+// whatever it is (an API key or an access token): the scheme,
+// case-insensitive, one space, then RFC 6750's b64token (ALPHA / DIGIT /
+// "-" / "." / "_" / "~" / "+" / "/", then "=" padding).
+func parseBearer(v string, present bool) (string, headerProblem) {
 	if !present {
 		return "", headerMissing
 	}
@@ -35,8 +50,29 @@ func ParseAuthorization(v string, present bool) (string, headerProblem) {
 		}
 	}
 	tok := v[len(scheme):]
-	if !keystore.WellFormed(tok) {
+	if !b64token(tok) {
 		return "", headerMalformed
 	}
 	return tok, headerOK
+}
+
+// b64token reports whether s is an RFC 6750 b64token.
+func b64token(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/') {
+			break
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
 }

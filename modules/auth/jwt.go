@@ -66,7 +66,7 @@ func (c *JWTConfig) caddyfileBlock() caddyopt.Block {
 			}
 			d, err := caddy.ParseDuration(v)
 			if err != nil || d < 0 || d > accesstoken.MaxLeeway {
-				return o.Errf("leeway %q: want a duration from 0 to %s", v, accesstoken.MaxLeeway)
+				return o.Errf("%q: want a duration from 0 to %s", v, accesstoken.MaxLeeway)
 			}
 			if d == 0 {
 				d = -1 // none (0 in the JSON is the default)
@@ -99,6 +99,11 @@ func (c *JWTConfig) verifierConfig(repl *caddy.Replacer, tiers []string, logger 
 		MaxTokenSize: int(c.MaxTokenSize), JWKSCacheMin: time.Duration(c.JWKSCacheMin), JWKSCacheMax: time.Duration(c.JWKSCacheMax),
 		CacheSize: c.CacheSize, MaxConcurrent: c.MaxConcurrent,
 		Logger: logger,
+	}
+	// a key set cached for less than the default refresh interval may be
+	// refreshed as often as it expires
+	if cfg.JWKSCacheMin > 0 && cfg.JWKSCacheMin < accesstoken.DefaultJWKSRefreshMinInterval {
+		cfg.JWKSRefreshMinInterval = cfg.JWKSCacheMin
 	}
 	for _, p := range c.ScopeTiers {
 		cfg.ScopeTiers = append(cfg.ScopeTiers, accesstoken.ScopeTier{Scope: p[0], Tier: p[1]})
@@ -146,7 +151,7 @@ func (a *App) provisionTokens(ctx caddy.Context, repl *caddy.Replacer) error {
 	}
 	v, err := accesstoken.New(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("civic_auth: jwt: %w", err)
+		return fmt.Errorf("civic_auth: %w", err) // accesstoken's errors name the jwt option
 	}
 	if err := registerJWTMetrics(ctx.GetMetricsRegistry(), v); err != nil {
 		v.Close()

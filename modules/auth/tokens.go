@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
@@ -124,38 +123,43 @@ func (rt *resolvedToken) placeholder(name string) (any, bool) {
 	return nil, false
 }
 
-// newResolvedToken derives what requests need from a verified identity. The
+// newResolvedToken derives what requests need from a verified identity; org
+// is the organization as the key store knows it (tokenorgs.go). The
 // families are the tier's less those whose require_scope scope the token
 // lacks, so graphql_guard refuses them like any family the tier lacks.
-func (t *tokenAuth) newResolvedToken(id accesstoken.Identity) *resolvedToken {
+func (t *tokenAuth) newResolvedToken(id accesstoken.Identity, org string) *resolvedToken {
 	tier := t.app.tiers[id.Tier]
 	fams := tier.families
 	if len(id.DeniedFamilies) > 0 {
 		fams = slices.DeleteFunc(slices.Clone(fams), id.Denies)
 	}
 	rt := &resolvedToken{t: t, id: id, tier: tier,
-		caller:   contract.Caller{KeyID: id.KeyID, Org: id.Organization, Tier: id.Tier, Env: t.app.Environment, Families: fams},
-		keyIDVal: id.KeyID, orgVal: id.Organization, tierVal: id.Tier, envVal: t.app.Environment, familiesVal: strings.Join(fams, ","),
+		caller:   contract.Caller{KeyID: id.KeyID, Org: org, Tier: id.Tier, Env: t.app.Environment, Families: fams},
+		keyIDVal: id.KeyID, orgVal: org, tierVal: id.Tier, envVal: t.app.Environment, familiesVal: strings.Join(fams, ","),
 	}
 	rt.placeholders = rt.placeholder
 	return rt
 }
 
-// hashToken is the token's SHA-256, read in place (no copy of the token).
-func hashToken(token string) [sha256.Size]byte {
-	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
-}
-
-// resolve returns the token's resolved value: cached until the token's exp,
-// else verified. A verification that fails counts against the client's
-// failed_lookups budget, so a flood of forged tokens from one address is
-// refused with 429 before any signature is checked.
+// resolve returns the token's resolved value. Every request asks the
+// verifier, whose cache answers a token seen before without allocating and
+// which refuses a cached token once it expires or its key is withdrawn;
+// the resolved value (placeholders, caller, assertion) is cached beside it
+// under the same hash. A token not seen before counts against the client's
+// failed_lookups budget until it verifies, so a flood of forged tokens from
+// one address is refused with 429 before any signature is checked.
 func (t *tokenAuth) resolve(r *http.Request, token string, now time.Time) (rt *resolvedToken, wait time.Duration, err error) {
-	sum := hashToken(token)
+	sum := accesstoken.HashToken(token)
 	t.mu.Lock()
 	rt, ok := t.cache.Get(sum)
 	t.mu.Unlock()
-	if ok && now.Before(rt.id.Expiry) {
+	if ok {
+		if _, err := t.verifier.VerifyHashed(r.Context(), token, &sum); err != nil {
+			t.mu.Lock()
+			t.cache.Delete(sum)
+			t.mu.Unlock()
+			return nil, 0, err
+		}
 		return rt, 0, nil
 	}
 	failed := t.app.failed
@@ -166,14 +170,14 @@ func (t *tokenAuth) resolve(r *http.Request, token string, now time.Time) (rt *r
 			return nil, max(w, time.Nanosecond), nil
 		}
 	}
-	id, err := t.verifier.Verify(r.Context(), token)
+	id, err := t.verifier.VerifyHashed(r.Context(), token, &sum)
 	if err != nil {
 		return nil, 0, err
 	}
 	if failed != nil {
 		failed.refund(client)
 	}
-	rt = t.newResolvedToken(id)
+	rt = t.newResolvedToken(id, t.orgs.storeID(r.Context(), id.Organization, now))
 	t.mu.Lock()
 	t.cache.Put(sum, rt)
 	t.mu.Unlock()
@@ -200,15 +204,23 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, as *authSpa
 		w.Header()["Www-Authenticate"] = t.denied
 		return nil, false, h.refuse(w, as, http.StatusUnauthorized, bodyTokenDenied, outcomeTokenDenied)
 	}
-	as.setOrg(rt.id.Organization)
+	as.setOrg(rt.caller.Org)
 	if t.orgs.suspended(r.Context(), rt.id.Organization, now) {
 		h.refusalLog().Info("access token refused", zap.String("key_id", rt.id.KeyID), zap.String("org", rt.id.Organization), zap.String("reason", outcomeSuspended))
 		return nil, false, h.refuse(w, as, http.StatusForbidden, contract.BodyOrgSuspended, outcomeSuspended)
 	}
 	if h.RequireFamily != "" {
-		if err := t.verifier.RequireFamily(&rt.id, h.RequireFamily); err != nil || !rt.tier.entitled(h.RequireFamily) {
+		if !rt.tier.entitled(h.RequireFamily) {
 			w.Header()[contract.HeaderRefusedFamily] = h.refusedFamily
 			return nil, false, h.refuse(w, as, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
+		}
+		var te *accesstoken.Error
+		if err := t.verifier.RequireFamily(&rt.id, h.RequireFamily); errors.As(err, &te) {
+			// the tier owns the family; the token lacks its scope (RFC 6750 insufficient_scope)
+			hdr := w.Header()
+			hdr[contract.HeaderRefusedFamily] = h.refusedFamily
+			hdr["Www-Authenticate"] = []string{t.challenge(te.Challenge())}
+			return nil, false, h.refuse(w, as, te.Kind.Status(), te.Kind.Body(), tokenOutcomes[te.Kind])
 		}
 	}
 	assertion, err := h.app.assertionFor(&rt.caller, &rt.ident, now)

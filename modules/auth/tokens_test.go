@@ -717,12 +717,19 @@ func TestTokenOrgSuspended(t *testing.T) {
 	if got := get(t, g.base+"/bills", "Authorization", "Bearer "+stranger); got.status != 200 {
 		t.Fatalf("an organization the store does not know: %d %q", got.status, got.body)
 	}
+	// The claim may name the organization by its name: the token is then the
+	// store's organization (its id in {civic.org} and the caller), suspended with it.
+	byName := signToken(idpRSAKey, g.idp.claims("auth0|by-name", "enterprise", "acme", time.Hour))
+	if p := g.probe(t, byName, ""); p.Caller.Org != g.acme.OrgID || p.Placeholders["civic.org"] != g.acme.OrgID {
+		t.Fatalf("org claim %q: caller org %q, {civic.org} %q, want the store's id %q", "acme", p.Caller.Org, p.Placeholders["civic.org"], g.acme.OrgID)
+	}
 
 	if err := keystore.SetOrgStatus(ctx, g.pool, "acme", keystore.OrgSuspended); err != nil {
 		t.Fatal(err)
 	}
 	awaitWatch(t, w, contract.MsgOrgSuspended)
 	expectTokenRefusal(t, get(t, g.base+"/bills", "Authorization", "Bearer "+tok), 403, `{"error":"Organization suspended"}`, "")
+	expectTokenRefusal(t, get(t, g.base+"/bills", "Authorization", "Bearer "+byName), 403, `{"error":"Organization suspended"}`, "")
 	if got := get(t, g.base+"/bills", "Authorization", "Bearer "+stranger); got.status != 200 {
 		t.Fatalf("another organization: %d %q", got.status, got.body)
 	}
@@ -796,8 +803,8 @@ func TestTokenCaddyfileErrors(t *testing.T) {
 		"jwt argument":         {global("jwt extra {\nissuer https://a\n}"), "wrong argument count or unexpected line ending after 'extra'"},
 		"issuer twice":         {jwtBlock("issuer https://other.example.com/"), "issuer given twice"},
 		"scope_tier one value": {jwtBlock("scope_tier api:read"), "wrong argument count or unexpected line ending after 'api:read'"},
-		"leeway over 5m":       {jwtBlock("leeway 6m"), `leeway "6m": want a duration from 0 to 5m0s`},
-		"leeway negative":      {jwtBlock("leeway -1s"), `leeway "-1s": want a duration from 0 to 5m0s`},
+		"leeway over 5m":       {jwtBlock("leeway 6m"), `jwt: leeway: "6m": want a duration from 0 to 5m0s`},
+		"leeway negative":      {jwtBlock("leeway -1s"), `jwt: leeway: "-1s": want a duration from 0 to 5m0s`},
 		"max_token_size small": {jwtBlock("max_token_size 100"), `max_token_size: want`},
 		"jwks_cache_min zero":  {jwtBlock("jwks_cache_min 0s"), `jwks_cache_min: want a duration above zero, got "0s"`},
 		"cache_size zero":      {jwtBlock("cache_size 0"), `cache_size: want a positive integer, got "0"`},
@@ -879,15 +886,16 @@ func TestTokenOfWithdrawnKeyRefused(t *testing.T) {
 		tokenChallenge("invalid_token", "Access token signed by an unknown key"))
 }
 
-// TestTokenWithoutJWTBlock: a gateway without a jwt block answers a JWT like
-// any unknown key (docs/identity.md "In the gateway").
+// TestTokenWithoutJWTBlock: a gateway without a jwt block answers a JWT as it
+// always did — not the shape of a key: a malformed header (docs/identity.md
+// "In the gateway").
 func TestTokenWithoutJWTBlock(t *testing.T) {
 	dsn, _ := migratedDB(t)
 	g := startGateway(t, dsn, "1s")
 	idpKeys()
 	p := newTokenIdP(t, idpRSAKey)
 	tok := signToken(idpRSAKey, p.claims("auth0|user-1", "free", "", time.Hour))
-	expectRefusal(t, get(t, g.base+"/bills", "Authorization", "Bearer "+tok), 401, `{"error":"Invalid API key"}`)
+	expectRefusal(t, get(t, g.base+"/bills", "Authorization", "Bearer "+tok), 401, `{"error":"Malformed authorization header"}`)
 }
 
 // TestTokenLeewayZero: `leeway 0` means no leeway (docs/identity.md
@@ -958,7 +966,7 @@ func TestTokenWatchPastExp(t *testing.T) {
 	idpKeys()
 	a := tokenApp(t, newTokenIdP(t, idpRSAKey), 0)
 	rt := a.tokens.newResolvedToken(accesstoken.Identity{Subject: "auth0|late", Organization: "org_x", Tier: "enterprise",
-		Expiry: time.Now().Add(-time.Second), Issuer: "https://idp.example", KeyID: "jwt:sub:auth0|late"})
+		Expiry: time.Now().Add(-time.Second), Issuer: "https://idp.example", KeyID: "jwt:sub:auth0|late"}, "org_x")
 	for range 5000 {
 		w := rt.WatchCredential()
 		select {

@@ -19,11 +19,14 @@ import (
 
 // tokenWatch implements contract.CredentialWatch for one exchange.
 type tokenWatch struct {
-	t     *tokenAuth
-	rt    *resolvedToken
-	done  chan struct{}
-	timer *time.Timer
-	once  sync.Once
+	t    *tokenAuth
+	rt   *resolvedToken
+	done chan struct{}
+	// timer fires at exp; set before the watch can fire (under timerMu,
+	// which fire also takes: the timer's own goroutine may be the one firing).
+	timerMu sync.Mutex
+	timer   *time.Timer
+	once    sync.Once
 	// reason is written once before done is closed; read after.
 	reason string
 }
@@ -36,7 +39,9 @@ func (rt *resolvedToken) WatchCredential() contract.CredentialWatch {
 	t.watches[w] = struct{}{}
 	t.watchMu.Unlock()
 	t.app.metrics.watches.Inc()
+	w.timerMu.Lock()
 	w.timer = time.AfterFunc(time.Until(rt.id.Expiry), func() { w.fire(msgTokenExpired) })
+	w.timerMu.Unlock()
 	// Denied or suspended between the request's check and now: fire at once.
 	t.recheckOne(context.Background(), w, time.Now())
 	return w
@@ -57,7 +62,11 @@ func (w *tokenWatch) Reason() string {
 func (w *tokenWatch) fire(reason string) {
 	w.once.Do(func() {
 		w.reason = reason
-		w.timer.Stop()
+		w.timerMu.Lock()
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		w.timerMu.Unlock()
 		w.t.watchMu.Lock()
 		delete(w.t.watches, w)
 		w.t.watchMu.Unlock()

@@ -109,10 +109,20 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 		v.refused[TooLarge].Add(1)
 		return Identity{}, refusal(TooLarge)
 	}
+	sum := HashToken(token)
+	return v.VerifyHashed(ctx, token, &sum)
+}
+
+// VerifyHashed is Verify for a caller that already holds HashToken(token)
+// (a cache of its own keyed by it): the token is hashed once per request.
+func (v *Verifier) VerifyHashed(ctx context.Context, token string, sum *[sha256.Size]byte) (Identity, error) {
+	if len(token) > v.cfg.MaxTokenSize {
+		v.refused[TooLarge].Add(1)
+		return Identity{}, refusal(TooLarge)
+	}
 	now := v.cfg.Now()
-	sum := hashToken(token)
 	v.keys.maybeRefresh(now)
-	if id, refused, ok := v.cached(&sum, now); ok {
+	if id, refused, ok := v.cached(sum, now); ok {
 		if refused != nil {
 			v.refused[refused.Kind].Add(1)
 			return Identity{}, refused
@@ -132,7 +142,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	}
 	if key != nil { // signature verified: the answer holds until exp
 		v.mu.Lock()
-		v.cache.Put(sum, &entry{id: id, refusal: refused, until: id.Expiry.Add(v.cfg.Leeway), key: key})
+		v.cache.Put(*sum, &entry{id: id, refusal: refused, until: id.Expiry.Add(v.cfg.Leeway), key: key})
 		v.mu.Unlock()
 	}
 	if refused != nil {
@@ -141,10 +151,10 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	return id, nil
 }
 
-// hashToken is the SHA-256 of a token, read in place: []byte(token) would
+// HashToken is the SHA-256 of a token, read in place: []byte(token) would
 // copy it to the heap, a stack buffer would be zeroed on every call, and a
 // hit must cost well under a microsecond. Sum256 only reads the slice.
-func hashToken(token string) [sha256.Size]byte {
+func HashToken(token string) [sha256.Size]byte {
 	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
@@ -41,16 +42,11 @@ func (l *Located) ContainsBearer(body []byte, token string) bool {
 	return false
 }
 
-// containsToken reports whether b holds token (without converting either).
+// containsToken reports whether b holds token, reading the token in place
+// (bytes.Contains only reads it): an access token is longer than any stack
+// buffer worth zeroing per request, and []byte(token) would copy it to the heap.
 func containsToken(b []byte, token string) bool {
-	var stack [96]byte
-	needle := stack[:0]
-	if len(token) <= len(stack) {
-		needle = append(needle, token...)
-	} else {
-		needle = []byte(token)
-	}
-	return bytes.Contains(b, needle)
+	return bytes.Contains(b, unsafe.Slice(unsafe.StringData(token), len(token)))
 }
 
 // containsInValue reports whether token occurs in a decoded JSON value
