@@ -51,8 +51,8 @@ func mustAbs(p string) string {
 
 // upstream is the library engine behind a recorder of the requests it got.
 type upstream struct {
-	srv    *httptest.Server
-	calls  atomic.Int64
+	srv     *httptest.Server
+	calls   atomic.Int64
 	mu      sync.Mutex
 	bodies  []string
 	headers []http.Header

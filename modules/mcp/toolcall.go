@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,19 +32,31 @@ import (
 // callHeader carries a tools/call POST's call id to its tool handler.
 const callHeader = "X-Civic-Mcp-Call"
 
-// liveCall is a tools/call POST in progress.
+// liveCall is a tools/call POST in progress. Its tool handler, which the
+// SDK runs on a goroutine of its own, hands the GraphQL request to the
+// POST's goroutine (jobs): that goroutine owns the request (Caddy reuses
+// what it holds once ServeHTTP returns), and its stack has already grown
+// through the chain, where a fresh goroutine would grow and copy its stack
+// on every call.
 type liveCall struct {
 	id     string
 	r      *http.Request
 	next   caddyhttp.Handler
 	ctx    context.Context // r's, canceled when the POST or the session ends
 	cancel context.CancelFunc
-	busy   sync.WaitGroup // tool handlers using r
+	jobs   chan *job
+}
+
+// job is one GraphQL request of a tool call, run by the POST's goroutine.
+type job struct {
+	body  []byte
+	ans   answer
+	ready chan struct{}
 }
 
 // register records a tools/call POST of the session.
 func (s *session) register(r *http.Request, next caddyhttp.Handler) *liveCall {
-	c := &liveCall{r: r, next: next}
+	c := &liveCall{r: r, next: next, jobs: make(chan *job)}
 	c.ctx, c.cancel = context.WithCancel(r.Context())
 	s.mu.Lock()
 	s.seq++
@@ -59,26 +70,59 @@ func (s *session) register(r *http.Request, next caddyhttp.Handler) *liveCall {
 	return c
 }
 
-// unregister forgets a POST once the SDK answered it, and waits until no
-// tool handler uses its request: Caddy reuses what the request holds (its
-// replacer, for the access log) once ServeHTTP returns.
+// unregister forgets a POST once the SDK answered it; a handler still
+// offering a job sees the call's context canceled.
 func (s *session) unregister(c *liveCall) {
 	s.mu.Lock()
 	delete(s.calls, c.id)
 	s.mu.Unlock()
 	c.cancel()
-	c.busy.Wait()
 }
 
-// acquire returns the live call id names, held until release.
-func (s *session) acquire(id string) *liveCall {
+// lookupCall returns the live call id names.
+func (s *session) lookupCall(id string) *liveCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.calls[id]
-	if c != nil {
-		c.busy.Add(1)
+	return s.calls[id]
+}
+
+// serveCall lets the SDK answer a tools/call POST on another goroutine
+// while this one runs the GraphQL requests its tool handler hands over.
+func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, live *liveCall) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Off Caddy's goroutine, Caddy's recovery does not reach: a panic
+		// would end the process. Nothing of it is logged but the fact.
+		defer func() {
+			if recover() != nil {
+				h.logger.Error("the MCP SDK panicked answering a tools/call")
+			}
+		}()
+		h.sdk.ServeHTTP(w, r)
+	}()
+	for {
+		select {
+		case j := <-live.jobs:
+			j.ans = h.forward(live, j.body)
+			close(j.ready)
+		case <-done:
+			return
+		}
 	}
-	return c
+}
+
+// run has the POST's goroutine forward body, or reports that the POST
+// ended first.
+func (c *liveCall) run(body []byte) answer {
+	j := &job{body: body, ready: make(chan struct{})}
+	select {
+	case c.jobs <- j:
+	case <-c.ctx.Done():
+		return answer{canceled: true}
+	}
+	<-j.ready
+	return j.ans
 }
 
 // newServer is the SDK server of one session: the tools of its families,
@@ -138,12 +182,11 @@ func (h *Handler) call(ctx context.Context, s *session, tool *tooldef.Tool, req 
 	if req.Extra != nil {
 		id = req.Extra.Header.Get(callHeader)
 	}
-	live := s.acquire(id)
+	live := s.lookupCall(id)
 	if live == nil {
 		h.metrics.calls.WithLabelValues(callCanceled).Inc()
 		return toolError("The HTTP request of this call ended before the call ran."), nil
 	}
-	defer live.busy.Done()
 	body, err := tool.Request(req.Params.Arguments)
 	if err != nil { // *tooldef.ArgumentError: nothing is sent
 		h.metrics.calls.WithLabelValues(callBadArguments).Inc()
@@ -152,8 +195,7 @@ func (h *Handler) call(ctx context.Context, s *session, tool *tooldef.Tool, req 
 	// notifications/cancelled cancels ctx: cancel the GraphQL request too.
 	stop := context.AfterFunc(ctx, live.cancel)
 	defer stop()
-	ans := h.forward(live, body)
-	outcome, res, rpcErr := render(ans)
+	outcome, res, rpcErr := render(live.run(body))
 	h.metrics.calls.WithLabelValues(outcome).Inc()
 	return res, rpcErr
 }

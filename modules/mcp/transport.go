@@ -193,12 +193,15 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	defer s.finish()
 	h.syncTools(s, caller)
-	if head.Method == methodToolCall {
-		live := s.register(r, next)
-		defer s.unregister(live)
-		r.Header[callHeader] = []string{live.id}
+	sr := r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
+	if head.Method != methodToolCall {
+		h.sdk.ServeHTTP(w, sr)
+		return
 	}
-	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	live := s.register(r, next)
+	defer s.unregister(live)
+	r.Header[callHeader] = []string{live.id}
+	h.serveCall(w, sr, live)
 }
 
 // initialize opens a session for caller (within the caps) and lets the SDK
