@@ -1,7 +1,14 @@
 package mcp
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/civicgate/civicgate/internal/adapttest"
 	_ "github.com/civicgate/civicgate/modules/auth"      // civic_auth, for the order golden file
@@ -40,4 +47,37 @@ func TestCaddyfileValidControl(t *testing.T) {
 	adapttest.Adapts(t, mcpCfg("family bills bills bill\nfamily members Query.members\nallowed_origins https://claude.ai http://localhost:6274\n"+
 		"max_sessions_per_key 3\nmax_sessions 50\nsession_idle_timeout 1m\nmax_message 64KiB"))
 	adapttest.Adapts(t, ":8080 {\ncivic_mcp /v1/mcp {\ntools t.json\nschema s.graphqls\n}\n}\n")
+}
+
+// A relative tools path is the Caddyfile's neighbour, as import resolves
+// files: in the file that names it, also when that file is imported from
+// another directory; absolute paths and placeholders stay as written.
+func TestToolsPathBesideCaddyfile(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "conf")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	routes := "civic_mcp {\ntools %s\nschema s.graphqls\n}\n"
+	for path, want := range map[string]string{
+		"mcp-tools.json":        filepath.Join(sub, "mcp-tools.json"),
+		"../tools/t.json":       filepath.Join(dir, "tools", "t.json"),
+		"/etc/civicgate/t.json": "/etc/civicgate/t.json",
+		"{env.TOOLS}":           "{env.TOOLS}",
+	} {
+		if err := os.WriteFile(filepath.Join(sub, "routes.caddy"), []byte(fmt.Sprintf(routes, path)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		main := filepath.Join(dir, "Caddyfile")
+		if err := os.WriteFile(main, []byte(":8080 {\nimport conf/routes.caddy\n}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(":8080 {\nimport conf/routes.caddy\n}\n"), map[string]any{"filename": main})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(out); !strings.Contains(got, `"tools":`+strconv.Quote(want)) {
+			t.Errorf("tools %s: adapted to %s, want %q", path, got, want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ func init() {
 // UnmarshalCaddyfile parses
 //
 //	civic_mcp [<matcher>] {
-//	    tools                <manifest path>     # the tool manifest (docs/mcp.md)
+//	    tools                <manifest path>     # the tool manifest (docs/mcp.md); relative: to this Caddyfile
 //	    schema               <path>              # graphql_guard's schema
 //	    family               <name> <rootField>... # repeated: graphql_guard's family lines
 //	    allowed_origins      <origin>...         # browser origins let in (default none)
@@ -38,7 +39,14 @@ func init() {
 // Every option but family may be given once.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Read(d, "civic_mcp", caddyopt.Block{
-		"tools":  caddyopt.String(&h.Tools),
+		"tools": caddyopt.Func(func(a *caddyopt.Args) error {
+			v, err := a.One()
+			if err != nil {
+				return err
+			}
+			h.Tools = besideCaddyfile(a.Dispenser().File(), v)
+			return nil
+		}),
 		"schema": caddyopt.String(&h.Schema),
 		"family": caddyopt.EachNamed(1, func(a *caddyopt.Args) error {
 			if h.Families == nil {
@@ -65,6 +73,18 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"session_idle_timeout": caddyopt.DurationIn(&h.SessionIdleTimeout, time.Second, 24*time.Hour),
 		"max_message":          caddyopt.Size(&h.MaxMessage, 1<<10, 64<<20),
 	})
+}
+
+// besideCaddyfile resolves a relative manifest path against the directory
+// of the Caddyfile that names it, as import resolves its files: the
+// shipped routes.caddy names mcp-tools.json beside it, wherever the
+// directory is (caddyfile/ in the repository, /etc/civicgate in the
+// image). A path with a placeholder is left as it is.
+func besideCaddyfile(caddyfile, path string) string {
+	if filepath.IsAbs(path) || strings.Contains(path, "{") || caddyfile == "" {
+		return path
+	}
+	return filepath.Join(filepath.Dir(caddyfile), path)
 }
 
 // checkOrigin accepts a browser origin, scheme://host[:port], and returns it

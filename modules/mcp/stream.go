@@ -22,15 +22,16 @@ const streamWriteTimeout = 30 * time.Second
 // streamWriter gives each write of a GET stream its own deadline.
 type streamWriter struct {
 	http.ResponseWriter
-	rc *http.ResponseController
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
 func newStreamWriter(w http.ResponseWriter) *streamWriter {
-	return &streamWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+	return &streamWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: streamWriteTimeout}
 }
 
 func (s *streamWriter) Write(p []byte) (int, error) {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	return s.ResponseWriter.Write(p)
 }
 
