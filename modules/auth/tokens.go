@@ -141,11 +141,10 @@ func (t *tokenAuth) newResolvedToken(id accesstoken.Identity, org string) *resol
 	return rt
 }
 
-// resolve returns the token's resolved value. Every request asks the
-// verifier, whose cache answers a token seen before without allocating and
-// which refuses a cached token once it expires or its key is withdrawn;
-// the resolved value (placeholders, caller, assertion) is cached beside it
-// under the same hash. A token not seen before counts against the client's
+// resolve returns the token's resolved value (placeholders, caller,
+// assertion), cached by the token's hash while the verifier says its
+// identity is Valid — before exp plus leeway, its key still published; then
+// the verifier answers why not (expired, unknown key). A token not seen before counts against the client's
 // failed_lookups budget until it verifies, so a flood of forged tokens from
 // one address is refused with 429 before any signature is checked.
 func (t *tokenAuth) resolve(r *http.Request, token string, now time.Time) (rt *resolvedToken, wait time.Duration, err error) {
@@ -154,13 +153,16 @@ func (t *tokenAuth) resolve(r *http.Request, token string, now time.Time) (rt *r
 	rt, ok := t.cache.Get(sum)
 	t.mu.Unlock()
 	if ok {
+		if t.verifier.Valid(&rt.id) {
+			return rt, 0, nil
+		}
+		// expired, or its key withdrawn: the verifier says which
+		t.mu.Lock()
+		t.cache.Delete(sum)
+		t.mu.Unlock()
 		if _, err := t.verifier.VerifyHashed(r.Context(), token, &sum); err != nil {
-			t.mu.Lock()
-			t.cache.Delete(sum)
-			t.mu.Unlock()
 			return nil, 0, err
 		}
-		return rt, 0, nil
 	}
 	failed := t.app.failed
 	client := clientAddr(r)
@@ -192,8 +194,8 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, as *authSpa
 		return nil, false, h.refuseThrottled(w, as, wait)
 	}
 	if err != nil {
-		var te *accesstoken.Error
-		if !errors.As(err, &te) { // the request's context ended while waiting
+		te := refusalOf(err)
+		if te == nil { // the request's context ended while waiting
 			return nil, false, h.refuse(w, as, http.StatusServiceUnavailable, contract.BodyInternal, outcomeError)
 		}
 		w.Header()["Www-Authenticate"] = t.kinds[te.Kind]
@@ -214,8 +216,11 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, as *authSpa
 			w.Header()[contract.HeaderRefusedFamily] = h.refusedFamily
 			return nil, false, h.refuse(w, as, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
 		}
-		var te *accesstoken.Error
-		if err := t.verifier.RequireFamily(&rt.id, h.RequireFamily); errors.As(err, &te) {
+		if err := t.verifier.RequireFamily(&rt.id, h.RequireFamily); err != nil {
+			te := refusalOf(err)
+			if te == nil {
+				return nil, false, h.refuse(w, as, http.StatusForbidden, contract.BodyNotEntitled, outcomeNotEntitled)
+			}
 			// the tier owns the family; the token lacks its scope (RFC 6750 insufficient_scope)
 			hdr := w.Header()
 			hdr[contract.HeaderRefusedFamily] = h.refusedFamily
@@ -241,4 +246,14 @@ func (h *Handler) refusalLog() *zap.Logger {
 		return h.refusals
 	}
 	return h.logger
+}
+
+// refusalOf is err's *accesstoken.Error, or nil (errors.As's target escapes:
+// called only on the refusal path).
+func refusalOf(err error) *accesstoken.Error {
+	var te *accesstoken.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return nil
 }

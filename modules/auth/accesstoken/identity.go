@@ -32,6 +32,10 @@ type Identity struct {
 	// DeniedFamilies are the RequireScopes families whose scope the token
 	// lacks, in configuration order; nil when none is.
 	DeniedFamilies []string
+
+	// key verified the signature (Verifier.Valid asks whether it is still
+	// published).
+	key *jwk
 }
 
 // Denies reports whether the token lacks the scope family requires.

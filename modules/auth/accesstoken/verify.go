@@ -141,6 +141,7 @@ func (v *Verifier) VerifyHashed(ctx context.Context, token string, sum *[sha256.
 		v.verified.Add(1)
 	}
 	if key != nil { // signature verified: the answer holds until exp
+		id.key = key
 		v.mu.Lock()
 		v.cache.Put(*sum, &entry{id: id, refusal: refused, until: id.Expiry.Add(v.cfg.Leeway), key: key})
 		v.mu.Unlock()
@@ -149,6 +150,22 @@ func (v *Verifier) VerifyHashed(ctx context.Context, token string, sum *[sha256.
 		return Identity{}, refused
 	}
 	return id, nil
+}
+
+// Valid reports whether an identity Verify returned still holds: before its
+// exp plus the leeway, and its key still published (a refresh that no longer
+// lists it retires it). It starts a due key set refresh as Verify does and
+// counts a cache hit: a caller keeping identities of its own (by
+// HashToken) asks Valid instead of Verify for a token it has seen, without
+// a second lookup.
+func (v *Verifier) Valid(id *Identity) bool {
+	now := v.cfg.Now()
+	v.keys.maybeRefresh(now)
+	if !now.Before(id.Expiry.Add(v.cfg.Leeway)) || id.key == nil || id.key.retired.Load() {
+		return false
+	}
+	v.hits.Add(1)
+	return true
 }
 
 // HashToken is the SHA-256 of a token, read in place: []byte(token) would
