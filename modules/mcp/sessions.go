@@ -199,13 +199,6 @@ func (t *sessionTable) endAll(reason string) {
 	}
 }
 
-// len is the number of sessions open.
-func (t *sessionTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byID)
-}
-
 // begin marks a POST of the session in progress (the idle timer waits),
 // or reports that the session has ended.
 func (s *session) begin() bool {
