@@ -15,7 +15,8 @@
 #
 # Env: BENCH_ROUNDS (10), BENCH_DURATION (2s), BENCH_WARMUP (0.5s), BENCH_CONNS (16),
 #      BENCH_PORT_BASE (18190: +1 recordsd, +2 bare, +3 cached, +4 uncached, +5/+6/+7 their admin
-#      endpoints, +8 the bench's own redis-server), CIVICGATE_PG_HOST/PORT (127.0.0.1:5432).
+#      endpoints, +8 the bench's own redis-server, +9 the identity provider stand-in bench/cmd/jwtissuer that
+#      the Caddyfile's jwt block needs), CIVICGATE_PG_HOST/PORT (127.0.0.1:5432).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -46,10 +47,11 @@ export CIVICGATE_SCHEMA="$root/backend/schema/records.graphqls"
 CIVICGATE_RL_PREFIX="civicgate:cachebench:$(rand 8):"
 export CIVICGATE_RL_PREFIX
 redis_port=$((base + 8))
+jwt_port=$((base + 9))
 work=$(mktemp -d)
 export XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
 
-for p in $(seq $((base + 1)) $((base + 8))); do
+for p in $(seq $((base + 1)) $((base + 9))); do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 		log "port $p is in use; set BENCH_PORT_BASE"; exit 1
 	fi

@@ -5,7 +5,9 @@
 #   bench/run.sh [SUITE ...] [--fresh] [-n]   suites: space- or comma-separated, run in the order given;
 #                                             -n (--dry-run) prints what would run and stops
 #
-#   side-by-side  gateway vs bare Caddy vs recordsd direct, driven by bench/cmd/loadgen (bench/side-by-side.sh);
+#   side-by-side  gateway vs bare Caddy vs recordsd direct, driven by bench/cmd/loadgen (bench/side-by-side.sh): the
+#                 records and light mixes with an API key, records-jwt with access tokens of bench/cmd/jwtissuer
+#                 beside the key, records-jwt-first-seen with a token never seen before on every request (≈ 9 min);
 #                 rewrites the "Side by side" section of BENCHMARKS.md (BENCH_WRITE=0: print only)
 #   cache         response cache (docs/design.md D35): a polling mix of 50 repeated documents at 16 connections against
 #                 the gateway with graphql_cache, the same gateway with CIVICGATE_CACHE=off, bare Caddy and recordsd
@@ -23,7 +25,7 @@
 #   subscriptions graphql-transport-ws subscriptions direct vs plain reverse_proxy vs gateway (1×1, 50×100,
 #                 5000×1 sockets×subscriptions), delivery latency and memory per subscription, with
 #                 stream_buffer_size 32KiB and 4KiB, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 2 min)
-#   default       side-by-side, gateway, unique-vars: what `make bench` runs when BENCH is empty (≈ 10 min)
+#   default       side-by-side, gateway, unique-vars: what `make bench` runs when BENCH is empty (≈ 14 min)
 #   all           side-by-side, cache, gateway, unique-vars, subscriptions, modules, backend
 #
 # Without arguments the suites come from BENCH (default: default). Each suite's own settings are BENCH_*

@@ -89,7 +89,7 @@ func measure(ctx context.Context, cfg config, t target, conns int) (cell, error)
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			d := &doer{client: newClient(), t: t, bearer: cfg.bearer}
+			d := &doer{client: newClient(), t: t}
 			defer d.client.CloseIdleConnections()
 			local := make([]time.Duration, 0, 1<<14)
 			localErrs := 0
@@ -120,7 +120,7 @@ func measure(ctx context.Context, cfg config, t target, conns int) (cell, error)
 					}
 				}
 				t0 := time.Now()
-				_, err := d.do(cctx, cfg.mix[i%len(cfg.mix)].body)
+				_, err := d.do(cctx, cfg.mix[i%len(cfg.mix)].body, i)
 				el := time.Since(t0)
 				if !on {
 					continue

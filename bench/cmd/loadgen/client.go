@@ -35,18 +35,22 @@ var errTransport = errors.New("no answer")
 type doer struct {
 	client *http.Client
 	t      target
-	bearer string
 	buf    bytes.Buffer
 }
 
-func (d *doer) do(ctx context.Context, body []byte) ([]byte, error) {
+// do sends the connection's i-th request (i picks its bearer).
+func (d *doer) do(ctx context.Context, body []byte, i int) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.t.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("new request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if d.t.auth {
-		req.Header.Set("Authorization", "Bearer "+d.bearer)
+	if d.t.bearers != nil {
+		v, err := d.t.bearers.value(i)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.t.name, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+v)
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
@@ -74,13 +78,13 @@ func (d *doer) do(ctx context.Context, body []byte) ([]byte, error) {
 func checkTargets(ctx context.Context, cfg config) error {
 	first := map[string][]byte{}
 	for _, t := range cfg.targets {
-		d := &doer{client: newClient(), t: t, bearer: cfg.bearer}
+		d := &doer{client: newClient(), t: t}
 		deadline := time.Now().Add(60 * time.Second)
 		for i, rq := range cfg.mix {
 			var body []byte
 			var err error
 			for {
-				body, err = d.do(ctx, rq.body)
+				body, err = d.do(ctx, rq.body, i)
 				if err == nil || i > 0 || !errors.Is(err, errTransport) || time.Now().After(deadline) || ctx.Err() != nil {
 					break
 				}

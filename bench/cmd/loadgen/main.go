@@ -11,7 +11,12 @@
 //	        --redis 127.0.0.1:18086 --conns 1,16 --rounds 5 --duration 4s --warmup 1s
 //
 // The bearer key for --auth targets is read from the environment variable
-// LOADGEN_BEARER and is never printed.
+// LOADGEN_BEARER and is never printed. A --bearer-file target sends access
+// tokens instead, one line of the file per request, cycled (a warm
+// verification cache); with --bearer-once each token is sent once in the whole
+// run (every request brings a token the gateway has not verified before).
+// --label names the run in the report and in the --summary rows, which
+// bench/side-by-side.sh gathers into one table of every mix's ratios.
 package main
 
 import (
@@ -39,10 +44,11 @@ type config struct {
 	warmup   time.Duration
 	mix      []request
 	mixName  string
+	label    string // the run's name in the report and --summary (default: mixName)
 	baseline string // ratios: candidate / baseline
 	compare  string
-	bearer   string
 	ratios   []ratio // extra ratio rows (--ratio)
+	summary  string  // file the summary rows are appended to ("": none)
 }
 
 // ratio is one --ratio cand/base[>=goal]: cand's throughput over base's, per
@@ -53,9 +59,9 @@ type ratio struct {
 }
 
 type target struct {
-	name string
-	url  string
-	auth bool
+	name    string
+	url     string
+	bearers *bearers // nil: no Authorization header
 }
 
 type proc struct {
@@ -84,6 +90,11 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (co
 	var targets, auths, procs listFlag
 	fs.Var(&targets, "target", "name=URL of a target (repeat; order = interleaving order)")
 	fs.Var(&auths, "auth", "name of a target that gets Authorization: Bearer $LOADGEN_BEARER (repeat)")
+	var bearerFiles listFlag
+	fs.Var(&bearerFiles, "bearer-file", "name=PATH: the target sends the tokens of PATH (one a line), cycled per request (repeat)")
+	bearerOnce := fs.Bool("bearer-once", false, "send each --bearer-file token once in the whole run (first-seen tokens); a request after the last fails")
+	label := fs.String("label", "", "the run's name in the report and the --summary rows (default: the mix)")
+	summary := fs.String("summary", "", "append one Markdown row per goal ratio (the compare/baseline pair and each --ratio with a goal) to this file")
 	fs.Var(&procs, "proc", "name=PID of a process whose CPU time is measured (repeat)")
 	var ratios listFlag
 	fs.Var(&ratios, "ratio", "cand/base[>=goal]: also report cand ÷ base throughput and latency, with an optional throughput goal (repeat)")
@@ -102,10 +113,13 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (co
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg := config{redis: *redisAddr, rounds: *rounds, duration: *duration, warmup: *warmup, mixName: *mix,
-		baseline: *baseline, compare: *compare}
-	authSet := map[string]bool{}
-	for _, a := range auths {
-		authSet[a] = true
+		label: *label, baseline: *baseline, compare: *compare, summary: *summary}
+	if cfg.label == "" {
+		cfg.label = *mix
+	}
+	sources, err := bearerSources(auths, bearerFiles, *bearerOnce, getenv)
+	if err != nil {
+		return config{}, err
 	}
 	seen := map[string]bool{}
 	for _, t := range targets {
@@ -117,20 +131,14 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (co
 			return config{}, fmt.Errorf("--target %q given twice", name)
 		}
 		seen[name] = true
-		cfg.targets = append(cfg.targets, target{name: name, url: url, auth: authSet[name]})
+		cfg.targets = append(cfg.targets, target{name: name, url: url, bearers: sources[name]})
 	}
 	if len(cfg.targets) == 0 {
 		return config{}, errors.New("at least one --target is required")
 	}
-	for a := range authSet {
+	for a := range sources {
 		if !seen[a] {
-			return config{}, fmt.Errorf("--auth %q names no target", a)
-		}
-	}
-	if len(authSet) > 0 {
-		cfg.bearer = getenv("LOADGEN_BEARER")
-		if cfg.bearer == "" {
-			return config{}, errors.New("--auth needs the key in LOADGEN_BEARER")
+			return config{}, fmt.Errorf("--auth or --bearer-file %q names no target", a)
 		}
 	}
 	for _, r := range ratios {
@@ -179,6 +187,37 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (co
 	return cfg, nil
 }
 
+// bearerSources maps each --auth target to the key of LOADGEN_BEARER and
+// each --bearer-file target to the tokens of its file.
+func bearerSources(auths, files listFlag, once bool, getenv func(string) string) (map[string]*bearers, error) {
+	out := map[string]*bearers{}
+	for _, a := range auths {
+		key := getenv("LOADGEN_BEARER")
+		if key == "" {
+			return nil, errors.New("--auth needs the key in LOADGEN_BEARER")
+		}
+		out[a] = &bearers{values: []string{key}}
+	}
+	for _, f := range files {
+		name, path, ok := strings.Cut(f, "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("--bearer-file %q: want name=PATH", f)
+		}
+		if out[name] != nil {
+			return nil, fmt.Errorf("--bearer-file %q: the target already has a bearer", name)
+		}
+		tokens, err := readBearerFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = &bearers{values: tokens, once: once}
+	}
+	if once && len(files) == 0 {
+		return nil, errors.New("--bearer-once needs a --bearer-file")
+	}
+	return out, nil
+}
+
 // parseRatio reads cand/base[>=goal]; both names must be targets.
 func parseRatio(s string, targets map[string]bool) (ratio, error) {
 	spec, goalText, hasGoal := strings.Cut(s, ">=")
@@ -206,5 +245,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err != nil {
 		return err
 	}
-	return writeReport(stdout, cfg, res)
+	if err := writeReport(stdout, cfg, res); err != nil {
+		return err
+	}
+	return appendSummary(cfg, res)
 }

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,5 +161,126 @@ func TestPollingMixAndRatios(t *testing.T) {
 		if _, err := parseRatio(bad, targets); err == nil {
 			t.Errorf("parseRatio(%q) accepted", bad)
 		}
+	}
+}
+
+// bearerServer answers like graphqlServer and counts every bearer value.
+func bearerServer(t *testing.T, seen *sync.Map) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			n, _ := seen.LoadOrStore(v, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"data":{"__typename":"Query"}}`))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func tokenFile(t *testing.T, tokens ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(p, []byte(strings.Join(tokens, "\n")+"\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A --bearer-file target cycles through every token of its file, the key
+// target keeps its key, no value is printed, and --summary gets one headed
+// row per goal ratio under the run's label.
+func TestBearerFileCyclesTokens(t *testing.T) {
+	var seen sync.Map
+	bare, gw := bearerServer(t, &seen), bearerServer(t, &seen)
+	tokens := []string{"tok.one.aaa", "tok.two.bbb", "tok.three.ccc"}
+	summary := filepath.Join(t.TempDir(), "summary.md")
+	var out, log bytes.Buffer
+	args := []string{"--mix", "light", "--rounds", "2", "--duration", "100ms", "--warmup", "10ms", "--conns", "1,2",
+		"--target", "bare=" + bare.URL, "--target", "gateway=" + gw.URL, "--target", "gateway-jwt=" + gw.URL,
+		"--auth", "gateway", "--bearer-file", "gateway-jwt=" + tokenFile(t, tokens...),
+		"--compare", "gateway-jwt", "--ratio", "gateway/bare>=0.9", "--ratio", "gateway-jwt/gateway",
+		"--label", "light-jwt", "--summary", summary}
+	if err := run(context.Background(), args, &out, &log, getenv(map[string]string{"LOADGEN_BEARER": "cg_live_smoke"})); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	for _, v := range append(tokens, "cg_live_smoke") {
+		n, ok := seen.Load(v)
+		if !ok || n.(*atomic.Int64).Load() < 2 {
+			t.Errorf("bearer %q sent %v times, want several", v, n)
+		}
+		if strings.Contains(out.String()+log.String(), v) {
+			t.Errorf("bearer %q printed", v)
+		}
+	}
+	report := out.String()
+	for _, want := range []string{"`light-jwt`: the requests of mix `light`", "`gateway-jwt` 3 distinct bearer values",
+		"`gateway` one bearer value", "| throughput gateway-jwt / bare | 2 |"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(rows) != 4 || !strings.HasPrefix(rows[0], "| run | ratio |") ||
+		!strings.HasPrefix(rows[2], "| light-jwt | gateway-jwt ÷ bare | ") || !strings.HasPrefix(rows[3], "| light-jwt | gateway ÷ bare | ") {
+		t.Fatalf("summary: want a header and the two goal ratios, got\n%s", b)
+	}
+}
+
+// With --bearer-once no token is sent twice, and once the file is used up
+// requests fail as errors rather than reuse a token.
+func TestBearerOnceNeverRepeats(t *testing.T) {
+	var seen sync.Map
+	gw := bearerServer(t, &seen)
+	var tokens []string
+	for i := range 40 {
+		tokens = append(tokens, "tok.once."+strconv.Itoa(i))
+	}
+	cfg, err := parseFlags([]string{"--mix", "light", "--target", "gw=" + gw.URL, "--bearer-file", "gw=" + tokenFile(t, tokens...),
+		"--bearer-once"}, io.Discard, getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.duration, cfg.warmup = 200*time.Millisecond, 0
+	c, err := measure(context.Background(), cfg, cfg.targets[0], 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	seen.Range(func(k, v any) bool {
+		sent++
+		if n := v.(*atomic.Int64).Load(); n != 1 {
+			t.Errorf("token %v sent %d times", k, n)
+		}
+		return true
+	})
+	if sent != 40 || c.errors == 0 || !strings.Contains(c.firstErr, "every first-seen token has been sent") {
+		t.Fatalf("%d tokens sent, %d errors (first %q); want all 40 once, then errors", sent, c.errors, c.firstErr)
+	}
+}
+
+func TestBearerFlagRefusals(t *testing.T) {
+	good := tokenFile(t, "a.b.c")
+	for _, args := range [][]string{
+		{"--target", "a=http://x", "--bearer-file", "a"},
+		{"--target", "a=http://x", "--bearer-file", "b=" + good},
+		{"--target", "a=http://x", "--bearer-file", "a=" + filepath.Join(t.TempDir(), "missing")},
+		{"--target", "a=http://x", "--bearer-file", "a=" + tokenFile(t, "")},
+		{"--target", "a=http://x", "--bearer-file", "a=" + tokenFile(t, "two tokens")},
+		{"--target", "a=http://x", "--bearer-once"},
+	} {
+		if _, err := parseFlags(args, io.Discard, getenv(nil)); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	_, err := parseFlags([]string{"--target", "a=http://x", "--bearer-file", "a=" + good, "--bearer-file", "a=" + good}, io.Discard, getenv(nil))
+	if err == nil || strings.Contains(err.Error(), "a.b.c") {
+		t.Errorf("two files for one target: %v", err)
 	}
 }

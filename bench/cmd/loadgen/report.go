@@ -52,7 +52,7 @@ func writeRatios(b *strings.Builder, cfg config, r results) {
 	if len(cfg.ratios) == 0 {
 		return
 	}
-	b.WriteString("Ratios: median over rounds of the per-round value (the cells of a round ran back to back).\n\n")
+	b.WriteString("Ratios: median over rounds of the per-round value (the cells of a round ran within seconds of each other).\n\n")
 	b.WriteString("| ratio | conns | throughput | p50 | p99 | throughput goal | verdict |\n|---|---:|---:|---:|---:|---|---|\n")
 	for _, n := range cfg.conns {
 		for _, rt := range cfg.ratios {
@@ -70,7 +70,7 @@ func writeRatios(b *strings.Builder, cfg config, r results) {
 }
 
 // paired is the median over rounds of f(candidate cell, baseline cell):
-// each round's two cells ran back to back, so the pair shares the
+// each round's two cells ran within seconds of each other, so the pair shares the
 // machine's load of that moment.
 func (r results) paired(cfg config, conns int, f func(cand, base cell) float64) (float64, bool) {
 	var xs []float64
@@ -145,13 +145,18 @@ func writeReport(w io.Writer, cfg config, r results) error {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "Mix `%s` (%d requests, round-robin per connection); %d rounds × %v measured (after %v warm-up) per target and connection count, interleaved in the order %s; %s → %s.\n\n",
-		cfg.mixName, len(cfg.mix), cfg.rounds, cfg.duration, cfg.warmup, targetNames(cfg), r.start.UTC().Format("15:04:05"), r.end.UTC().Format("15:04:05 UTC"))
+	mixText := fmt.Sprintf("Mix `%s` (%d requests", cfg.mixName, len(cfg.mix))
+	if cfg.label != cfg.mixName {
+		mixText = fmt.Sprintf("`%s`: the requests of mix `%s` (%d", cfg.label, cfg.mixName, len(cfg.mix))
+	}
+	fmt.Fprintf(&b, "%s, round-robin per connection); %d rounds × %v measured (after %v warm-up) per target and connection count, interleaved in the order %s; %s → %s.\n\n",
+		mixText, cfg.rounds, cfg.duration, cfg.warmup, targetNames(cfg), r.start.UTC().Format("15:04:05"), r.end.UTC().Format("15:04:05 UTC"))
+	writeCredentials(&b, cfg)
 	if hasPair {
-		fmt.Fprintf(&b, "Ratios %s / %s: median over rounds of the per-round value (the two cells of a round ran back to back).\n\n", cfg.compare, cfg.baseline)
+		fmt.Fprintf(&b, "Ratios %s / %s: median over rounds of the per-round value (the two cells of a round ran within seconds of each other).\n\n", cfg.compare, cfg.baseline)
 		b.WriteString("| measure | conns | value | target | verdict |\n|---|---:|---:|---|---|\n")
 		thr, _ := r.paired(cfg, hi, func(c, base cell) float64 { return c.rps() / base.rps() })
-		fmt.Fprintf(&b, "| throughput %s / %s | %d | %.3f | ≥ 0.90 | %s |\n", cfg.compare, cfg.baseline, hi, thr, verdict(thr >= 0.90))
+		fmt.Fprintf(&b, "| throughput %s / %s | %d | %.3f | ≥ %.2f | %s |\n", cfg.compare, cfg.baseline, hi, thr, mainGoal, verdict(thr >= mainGoal))
 		d50, _ := r.paired(cfg, lo, func(c, base cell) float64 { return us(c.p50 - base.p50) })
 		fmt.Fprintf(&b, "| added p50 latency | %d | %.0f µs | ≤ 50 µs | %s |\n", lo, d50, verdict(d50 <= 50))
 		d99, _ := r.paired(cfg, lo, func(c, base cell) float64 { return us(c.p99 - base.p99) })
