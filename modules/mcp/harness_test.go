@@ -131,6 +131,12 @@ func (g *gateway) start(t *testing.T, c gatewayConfig) *gateway {
 	}
 }
 http://localhost:%[2]d {
+	# as routes.caddy: response headers with placeholders, applied when the SDK writes
+	header {
+		X-Request-Id {http.request.uuid}
+		-Server
+	}
+	log_append key_id {civic.key_id}
 	@graphql path /v1/graphql /v1/mcp
 	handle @graphql {
 		civic_auth
