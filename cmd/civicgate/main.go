@@ -1,6 +1,6 @@
 // Command civicgate is the civicgate gateway: a Caddy v2 build with Caddy's
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
-// webhooks, the organization console, the response cache, tracing), plus the `civicgate keys` key-management,
+// webhooks, the organization console, the response cache, MCP, tracing), plus the `civicgate keys` key-management,
 // `civicgate tokens` access-token deny list,
 // `civicgate webhooks` migration, `civicgate console link` and `civicgate audit`
 // commands. `civicgate version` prints civicgate's version and
@@ -21,6 +21,7 @@ import (
 	_ "github.com/civicgate/civicgate/modules/console/consolecmd"
 	_ "github.com/civicgate/civicgate/modules/gqlcache"
 	_ "github.com/civicgate/civicgate/modules/gqlguard"
+	_ "github.com/civicgate/civicgate/modules/mcp"
 	_ "github.com/civicgate/civicgate/modules/logredact"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
 	_ "github.com/civicgate/civicgate/modules/tracing"
