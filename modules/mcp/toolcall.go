@@ -210,13 +210,16 @@ type answer struct {
 }
 
 // forward runs the GraphQL POST body through next as live's caller: the
-// same credential in a fresh request value (contract.Request.Derive), the
+// same credential in a fresh request value (contract.Request.Derive) marked
+// as an MCP call, the
 // live request's headers but its MCP ones, its URL and context.
 func (h *Handler) forward(live *liveCall, body []byte) answer {
-	ctx := live.ctx
-	if q, ok := contract.RequestFrom(ctx); ok {
-		ctx = contract.WithRequest(ctx, q.Derive())
+	var d contract.Request
+	if q, ok := contract.RequestFrom(live.ctx); ok {
+		d = q.Derive()
 	}
+	d.SetTransport(contract.TransportMCP) // usage counts it in mcp_calls (docs/design.md D45)
+	ctx := contract.WithRequest(live.ctx, d)
 	sub := live.r.WithContext(ctx)
 	u := *live.r.URL
 	sub.URL = &u
