@@ -183,7 +183,7 @@ section="$work/section.md"
 	echo "graphql_cache with \`CIVICGATE_CACHE=${CIVICGATE_CACHE}\` (off: a pass-through; the cached comparison is bench/cache.sh) → reverse_proxy). Same binary, same global options (\`metrics\` on, no access log), same upstream"
 	echo "transport. Plain HTTP/1.1 keep-alive on loopback for all three: TLS would cost both Caddy variants the same and is"
 	echo "not what is compared. \`bin/loadgen\` (bench/cmd/loadgen) runs closed-loop connections (one client per connection),"
-	echo "checks every answer (200, \`data\`, no \`errors\`; and before timing, that all three targets return identical bytes)."
+	echo "checks every answer (200, \`data\`, no \`errors\`; and before timing, that all targets return identical bytes)."
 	echo "CPU µs/req is utime+stime from /proc/<pid>/stat over the measured seconds ÷ requests (10 ms ticks); Redis"
 	echo "cmds/req is the INFO commandstats delta ÷ requests."
 	echo
@@ -199,8 +199,9 @@ section="$work/section.md"
 	echo
 	echo "### Every mix: gateway ÷ bare (goal ≥ 0.90× throughput at 16 connections), key and token"
 	echo
-	echo "Median over rounds of each round's ratio; in a \`-jwt\` mix both rows come from the same rounds. Added p50/p99:"
-	echo "candidate − bare at 1 connection."
+	echo "Median over rounds of each round's ratio; in a \`-jwt\` mix both rows come from the same rounds (a one-round row is"
+	echo "one sample). Added p50/p99: candidate − bare at 1 connection. Proxy CPU: the gateway process's CPU µs per request"
+	echo "over bare Caddy's (\`gateway-jwt\` is served by the \`gateway\` process)."
 	echo
 	cat "$summary"
 	echo

@@ -202,7 +202,8 @@ func TestBearerFileCyclesTokens(t *testing.T) {
 		"--target", "bare=" + bare.URL, "--target", "gateway=" + gw.URL, "--target", "gateway-jwt=" + gw.URL,
 		"--auth", "gateway", "--bearer-file", "gateway-jwt=" + tokenFile(t, tokens...),
 		"--compare", "gateway-jwt", "--ratio", "gateway/bare>=0.9", "--ratio", "gateway-jwt/gateway",
-		"--label", "light-jwt", "--summary", summary}
+		"--label", "light-jwt", "--summary", summary,
+		"--proc", "gateway=" + strconv.Itoa(os.Getpid()), "--proc", "bare=" + strconv.Itoa(os.Getpid())}
 	if err := run(context.Background(), args, &out, &log, getenv(map[string]string{"LOADGEN_BEARER": "cg_live_smoke"})); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
@@ -227,9 +228,12 @@ func TestBearerFileCyclesTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(rows) != 4 || !strings.HasPrefix(rows[0], "| run | ratio |") ||
-		!strings.HasPrefix(rows[2], "| light-jwt | gateway-jwt ÷ bare | ") || !strings.HasPrefix(rows[3], "| light-jwt | gateway ÷ bare | ") {
+	if len(rows) != 4 || !strings.HasPrefix(rows[0], "| run | rounds | ratio |") ||
+		!strings.HasPrefix(rows[2], "| light-jwt | 2 | gateway-jwt ÷ bare | ") || !strings.HasPrefix(rows[3], "| light-jwt | 2 | gateway ÷ bare | ") {
 		t.Fatalf("summary: want a header and the two goal ratios, got\n%s", b)
+	}
+	if strings.Contains(rows[2], "| — |") {
+		t.Errorf("gateway-jwt has no CPU over bare, though the gateway process serves it:\n%s", rows[2])
 	}
 }
 
@@ -282,5 +286,17 @@ func TestBearerFlagRefusals(t *testing.T) {
 	_, err := parseFlags([]string{"--target", "a=http://x", "--bearer-file", "a=" + good, "--bearer-file", "a=" + good}, io.Discard, getenv(nil))
 	if err == nil || strings.Contains(err.Error(), "a.b.c") {
 		t.Errorf("two files for one target: %v", err)
+	}
+}
+
+// A target's CPU is its own process's, else that of the name before its
+// last "-" (gateway-jwt is served by gateway).
+func TestProcOf(t *testing.T) {
+	cfg := config{procs: []proc{{name: "gateway", pid: 1}, {name: "bare", pid: 2}, {name: "gateway-b", pid: 3}}}
+	for target, want := range map[string]string{"gateway": "gateway", "gateway-jwt": "gateway", "gateway-jwt-new": "gateway",
+		"gateway-b": "gateway-b", "bare": "bare", "direct": "direct", "x-y": "x-y"} {
+		if got := procOf(cfg, target); got != want {
+			t.Errorf("procOf(%q) = %q, want %q", target, got, want)
+		}
 	}
 }

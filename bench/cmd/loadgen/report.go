@@ -171,8 +171,9 @@ func writeReport(w io.Writer, cfg config, r results) error {
 			d50h, _ := r.paired(cfg, hi, func(c, base cell) float64 { return us(c.p50 - base.p50) })
 			fmt.Fprintf(&b, "| added p50 latency (for information) | %d | %.0f µs | — | — |\n", hi, d50h)
 		}
-		cpuC, okC := r.paired(cfg, hi, func(c, base cell) float64 { v, _ := c.cpuPerReq(cfg.compare); return v })
-		cpuB, okB := r.paired(cfg, hi, func(c, base cell) float64 { v, _ := base.cpuPerReq(cfg.baseline); return v })
+		procC, procB := procOf(cfg, cfg.compare), procOf(cfg, cfg.baseline)
+		cpuC, okC := r.paired(cfg, hi, func(c, base cell) float64 { v, _ := c.cpuPerReq(procC); return v })
+		cpuB, okB := r.paired(cfg, hi, func(c, base cell) float64 { v, _ := base.cpuPerReq(procB); return v })
 		if okC && okB && cpuB > 0 {
 			fmt.Fprintf(&b, "| proxy CPU µs/request %s − %s (for information) | %d | %.0f µs | — | — |\n", cfg.compare, cfg.baseline, hi, cpuC-cpuB)
 		}
@@ -231,6 +232,22 @@ func writeReport(w io.Writer, cfg config, r results) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// procOf is the --proc that serves a target: the one of the same name, else,
+// for a target named like gateway-jwt (a second credential on the same
+// process), the one named by the part before the last "-".
+func procOf(cfg config, target string) string {
+	for name := target; ; {
+		if hasProc(cfg, name) {
+			return name
+		}
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			return target
+		}
+		name = name[:i]
+	}
 }
 
 func targetNames(cfg config) string {

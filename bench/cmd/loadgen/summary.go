@@ -12,8 +12,8 @@ import (
 const mainGoal = 0.90
 
 // summaryHeader heads the --summary file: one row per goal ratio of a run.
-const summaryHeader = "| run | ratio | throughput, max conns | goal | verdict | throughput, min conns | added p50, min conns | added p99, min conns | p99 ratio, max conns | candidate errors |\n" +
-	"|---|---|---:|---|---|---:|---:|---:|---:|---:|\n"
+const summaryHeader = "| run | rounds | ratio | throughput, max conns | goal | verdict | throughput, min conns | added p50, min conns | added p99, min conns | p99 ratio, max conns | proxy CPU µs/req over base, max conns | candidate errors |\n" +
+	"|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|\n"
 
 // writeCredentials says which targets sent which bearer (never the value).
 func writeCredentials(b *strings.Builder, cfg config) {
@@ -60,14 +60,33 @@ func summaryRows(cfg config, r results) string {
 		d50 := r.pairedOf(cfg.rounds, p.cand, p.base, lo, func(c, base cell) float64 { return us(c.p50 - base.p50) })
 		d99 := r.pairedOf(cfg.rounds, p.cand, p.base, lo, func(c, base cell) float64 { return us(c.p99 - base.p99) })
 		p99 := r.pairedOf(cfg.rounds, p.cand, p.base, hi, func(c, base cell) float64 { return float64(c.p99) / float64(base.p99) })
+		procC, procB := procOf(cfg, p.cand), procOf(cfg, p.base)
+		cpu := "—"
+		if hasProc(cfg, procC) && hasProc(cfg, procB) {
+			d := r.pairedOf(cfg.rounds, p.cand, p.base, hi, func(c, base cell) float64 {
+				vc, _ := c.cpuPerReq(procC)
+				vb, _ := base.cpuPerReq(procB)
+				return vc - vb
+			})
+			cpu = fmt.Sprintf("%+.0f", d)
+		}
 		errs := 0
 		for _, n := range cfg.conns {
 			errs += r.summarize(cfg, p.cand, n).errors
 		}
-		fmt.Fprintf(&b, "| %s | %s ÷ %s | %.3f (%d) | ≥ %g | %s | %.3f (%d) | %+.0f µs | %+.0f µs | %.3f | %d |\n",
-			cfg.label, p.cand, p.base, hiThr, hi, p.goal, verdict(hiThr >= p.goal), loThr, lo, d50, d99, p99, errs)
+		fmt.Fprintf(&b, "| %s | %d | %s ÷ %s | %.3f (%d) | ≥ %g | %s | %.3f (%d) | %+.0f µs | %+.0f µs | %.3f | %s | %d |\n",
+			cfg.label, cfg.rounds, p.cand, p.base, hiThr, hi, p.goal, verdict(hiThr >= p.goal), loThr, lo, d50, d99, p99, cpu, errs)
 	}
 	return b.String()
+}
+
+func hasProc(cfg config, name string) bool {
+	for _, p := range cfg.procs {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // appendSummary appends the run's rows to cfg.summary, heading a new file.
