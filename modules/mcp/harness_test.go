@@ -51,11 +51,25 @@ func mustAbs(p string) string {
 
 // upstream is the library engine behind a recorder of the requests it got.
 type upstream struct {
-	srv     *httptest.Server
-	calls   atomic.Int64
-	mu      sync.Mutex
-	bodies  []string
-	headers []http.Header
+	srv      *httptest.Server
+	calls    atomic.Int64
+	waiting  atomic.Int64 // requests for upstream-slow now waiting
+	canceled atomic.Int64 // requests for upstream-slow the gateway canceled
+	mu       sync.Mutex
+	bodies   []string
+	headers  []http.Header
+}
+
+// Answers the upstream gives in place of the engine's when a request's
+// variables hold one of these values (answers no GraphQL server should
+// leak verbatim, and text that JSON encoders escape differently).
+var upstreamAnswers = map[string]struct {
+	status int
+	body   string
+}{
+	`"upstream-500"`:    {500, `<html><body>Internal Server Error & <b>more</b></body></html>`},
+	`"upstream-errors"`: {200, `{"data":null,"errors":[{"message":"boom <b>&</b>` + "\u2028" + ` next","extensions":{"code":"INTERNAL_ERROR","stack":"x"},"path":["book"]}]}`},
+	`"upstream-markup"`: {200, `{"data":{"book":{"id":"<b>&amp;</b>","title":"A ` + "\u2028 B é \u003c" + `","author":null}}}`},
 }
 
 func newUpstream(t testing.TB) *upstream {
@@ -68,6 +82,20 @@ func newUpstream(t testing.TB) *upstream {
 		u.bodies = append(u.bodies, string(body))
 		u.headers = append(u.headers, r.Header.Clone())
 		u.mu.Unlock()
+		for marker, a := range upstreamAnswers {
+			if bytes.Contains(body, []byte(marker)) {
+				w.WriteHeader(a.status)
+				_, _ = io.WriteString(w, a.body)
+				return
+			}
+		}
+		if bytes.Contains(body, []byte(`"upstream-slow"`)) { // answers only when the gateway gives up
+			u.waiting.Add(1)
+			<-r.Context().Done()
+			u.waiting.Add(-1)
+			u.canceled.Add(1)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		engine.ServeHTTP(w, r)
 	}))

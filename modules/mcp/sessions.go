@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +56,8 @@ type session struct {
 	watch      contract.CredentialWatch
 
 	toolsMu sync.Mutex // serializes tool list changes
+
+	ready atomic.Bool // sdkReady's answer once true (it stays true)
 }
 
 // sessionTable holds the sessions of one civic_mcp handler.
@@ -179,11 +182,13 @@ func (t *sessionTable) end(s *session, reason string) {
 	if s.watch != nil {
 		s.watch.Stop()
 	}
+	// Counted before the SDK session closes its streams: a client that sees
+	// its stream end finds the end counted.
+	t.h.metrics.open.Dec()
+	t.h.metrics.ended.WithLabelValues(reason).Inc()
 	for ss := range s.server.Sessions() {
 		_ = ss.Close()
 	}
-	t.h.metrics.open.Dec()
-	t.h.metrics.ended.WithLabelValues(reason).Inc()
 }
 
 // endAll ends every session (the configuration is unloaded).
@@ -250,6 +255,23 @@ func (s *session) follow(w contract.CredentialWatch) {
 func (s *session) initialized() bool {
 	for ss := range s.server.Sessions() {
 		if ss.ID() == s.id && ss.InitializeParams() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sdkReady reports whether the SDK would run a tools/call of the session
+// now, as civic_mcp answers it (fastcall.go): its initialize has arrived
+// (the SDK refuses calls before), for a revision before 2026-07-28 (from
+// which the SDK marks each result with a resultType).
+func (s *session) sdkReady() bool {
+	if s.ready.Load() {
+		return true
+	}
+	for ss := range s.server.Sessions() {
+		if p := ss.InitializeParams(); ss.ID() == s.id && p != nil && p.ProtocolVersion < "2026-07-28" {
+			s.ready.Store(true)
 			return true
 		}
 	}

@@ -40,6 +40,7 @@ const callHeader = "X-Civic-Mcp-Call"
 // on every call.
 type liveCall struct {
 	id     string
+	rpcID  jsonrpc.ID // set when civic_mcp answers the call itself
 	r      *http.Request
 	next   caddyhttp.Handler
 	ctx    context.Context // r's, canceled when the POST or the session ends
@@ -54,17 +55,25 @@ type job struct {
 	ready chan struct{}
 }
 
-// register records a tools/call POST of the session.
-func (s *session) register(r *http.Request, next caddyhttp.Handler) *liveCall {
-	c := &liveCall{r: r, next: next, jobs: make(chan *job)}
-	c.ctx, c.cancel = context.WithCancel(r.Context())
+// register records a tools/call POST of the session; rpcID is the call's
+// JSON-RPC id when civic_mcp answers it (fastcall.go), the zero ID when the
+// SDK does. It returns nil for an id already in flight in the session.
+func (s *session) register(r *http.Request, next caddyhttp.Handler, rpcID jsonrpc.ID) *liveCall {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rpcID.IsValid() {
+		for _, c := range s.calls {
+			if c.rpcID == rpcID {
+				return nil
+			}
+		}
+	}
+	c := &liveCall{r: r, next: next, rpcID: rpcID, jobs: make(chan *job)}
+	c.ctx, c.cancel = context.WithCancel(r.Context())
 	s.seq++
 	c.id = strconv.FormatUint(s.seq, 36)
 	s.calls[c.id] = c
-	ended := s.ended
-	s.mu.Unlock()
-	if ended {
+	if s.ended {
 		c.cancel()
 	}
 	return c
@@ -150,15 +159,26 @@ func (h *Handler) entitlement(s *session) mcpsdk.Middleware {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			if method == methodToolCall {
 				if p, ok := req.GetParams().(*mcpsdk.CallToolParamsRaw); ok {
-					if t, known := h.tools.Lookup(p.Name); known && !t.Entitled(s.tierFamilies()) {
-						h.metrics.calls.WithLabelValues(callNotEntitled).Inc()
-						return nil, notEntitled(t.Family)
+					if t, known := h.tools.Lookup(p.Name); known {
+						if err := h.outsideTier(s, t); err != nil {
+							return nil, err
+						}
 					}
 				}
 			}
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// outsideTier is the JSON-RPC error of a call of tool t when the session's
+// tier lacks its family (counted), or nil.
+func (h *Handler) outsideTier(s *session, t *tooldef.Tool) error {
+	if t.Entitled(s.tierFamilies()) {
+		return nil
+	}
+	h.metrics.calls.WithLabelValues(callNotEntitled).Inc()
+	return notEntitled(t.Family)
 }
 
 // notEntitled is the JSON-RPC error of a call outside the tier, its data
@@ -187,15 +207,22 @@ func (h *Handler) call(ctx context.Context, s *session, tool *tooldef.Tool, req 
 		h.metrics.calls.WithLabelValues(callCanceled).Inc()
 		return toolError("The HTTP request of this call ended before the call ran."), nil
 	}
-	body, err := tool.Request(req.Params.Arguments)
+	// notifications/cancelled cancels ctx: cancel the GraphQL request too.
+	stop := context.AfterFunc(ctx, live.cancel)
+	defer stop()
+	return h.runTool(tool, req.Params.Arguments, live.run)
+}
+
+// runTool checks the arguments of a call of tool, has send run its GraphQL
+// request and renders the answer, counting the outcome: a call of a tool
+// the tier has, on either path (the SDK's handler, fastcall.go).
+func (h *Handler) runTool(tool *tooldef.Tool, arguments json.RawMessage, send func([]byte) answer) (*mcpsdk.CallToolResult, error) {
+	body, err := tool.Request(arguments)
 	if err != nil { // *tooldef.ArgumentError: nothing is sent
 		h.metrics.calls.WithLabelValues(callBadArguments).Inc()
 		return toolError(err.Error()), nil
 	}
-	// notifications/cancelled cancels ctx: cancel the GraphQL request too.
-	stop := context.AfterFunc(ctx, live.cancel)
-	defer stop()
-	outcome, res, rpcErr := render(live.run(body))
+	outcome, res, rpcErr := render(send(body))
 	h.metrics.calls.WithLabelValues(outcome).Inc()
 	return res, rpcErr
 }
@@ -232,11 +259,13 @@ func (h *Handler) forward(live *liveCall, body []byte) answer {
 	sub.Trailer = nil
 	rec := &capture{header: make(http.Header, 8), limit: int(h.MaxMessage)}
 	err := live.next.ServeHTTP(rec, sub)
+	if live.ctx.Err() != nil {
+		// Whatever the chain made of it: reverse_proxy records 499 and
+		// returns no error when its request is canceled.
+		return answer{canceled: true}
+	}
 	a := answer{status: rec.status, header: rec.header, body: rec.body, tooLarge: rec.over}
 	if err != nil && !rec.over {
-		if live.ctx.Err() != nil {
-			return answer{canceled: true}
-		}
 		status := http.StatusInternalServerError
 		var he caddyhttp.HandlerError
 		if errors.As(err, &he) && he.StatusCode >= 400 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -26,6 +27,8 @@ const (
 	versionHeader  = "Mcp-Protocol-Version"
 	methodInit     = "initialize"
 	methodToolCall = "tools/call"
+	// methodCancelled may name a call civic_mcp answers (fastcall.go).
+	methodCancelled = "notifications/cancelled"
 )
 
 // JSON-RPC error codes of civic_mcp's refusals, in the implementation's
@@ -193,12 +196,18 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	defer s.finish()
 	h.syncTools(s, caller)
+	if head.Method == methodToolCall && h.answerCall(w, r, next, s, body) {
+		return
+	}
+	if head.Method == methodCancelled {
+		s.cancelNamed(body)
+	}
 	sr := r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
 	if head.Method != methodToolCall {
 		h.sdk.ServeHTTP(w, sr)
 		return
 	}
-	live := s.register(r, next)
+	live := s.register(r, next, jsonrpc.ID{})
 	defer s.unregister(live)
 	r.Header[callHeader] = []string{live.id}
 	h.serveCall(w, sr, live)
