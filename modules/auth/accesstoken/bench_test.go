@@ -5,16 +5,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/testidp"
 )
 
 // benchVerifier is a verifier on the real clock and a token of s signed
-// with alg, valid for an hour.
-func benchVerifier(b *testing.B, s signer, alg string) (*Verifier, string) {
-	p := newIDP(b, s)
+// with its usual alg, valid for an hour.
+func benchVerifier(b *testing.B, s testidp.Key) (*Verifier, string) {
+	p := testidp.Start(b, s)
 	cfg := testConfig(p, newClock())
 	cfg.Now = nil // time.Now, as in production
 	v := newVerifier(b, cfg)
-	return v, token(s, alg, claimsFor(p, time.Now()))
+	return v, testidp.Sign(s, claimsFor(p, time.Now()))
 }
 
 // BenchmarkVerifyCached is a token seen before: SHA-256 of the token, one
@@ -26,8 +28,8 @@ func BenchmarkVerifyCached(b *testing.B) { benchCached(b, 0) }
 func BenchmarkVerifyCachedLarge(b *testing.B) { benchCached(b, 850) }
 
 func benchCached(b *testing.B, pad int) {
-	s := signer{kid: "k", key: rsaA}
-	p := newIDP(b, s)
+	s := testidp.Key{KID: "k", Signer: rsaA}
+	p := testidp.Start(b, s)
 	cfg := testConfig(p, newClock())
 	cfg.Now = nil
 	v := newVerifier(b, cfg)
@@ -35,7 +37,7 @@ func benchCached(b *testing.B, pad int) {
 	if pad > 0 {
 		c["pad"] = strings.Repeat("x", pad)
 	}
-	tok := token(s, "RS256", c)
+	tok := testidp.Sign(s, c)
 	ctx := context.Background()
 	if _, err := v.Verify(ctx, tok); err != nil {
 		b.Fatal(err)
@@ -51,8 +53,8 @@ func benchCached(b *testing.B, pad int) {
 
 // benchFirstSeen is the whole verification of a token not in the cache:
 // header, payload, claim checks, key lookup, signature.
-func benchFirstSeen(b *testing.B, s signer, alg string) {
-	v, tok := benchVerifier(b, s, alg)
+func benchFirstSeen(b *testing.B, s testidp.Key) {
+	v, tok := benchVerifier(b, s)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -64,23 +66,23 @@ func benchFirstSeen(b *testing.B, s signer, alg string) {
 }
 
 func BenchmarkVerifyFirstSeenRS256(b *testing.B) {
-	benchFirstSeen(b, signer{kid: "k", key: rsaA}, "RS256")
+	benchFirstSeen(b, testidp.Key{KID: "k", Signer: rsaA})
 }
 func BenchmarkVerifyFirstSeenES256(b *testing.B) {
-	benchFirstSeen(b, signer{kid: "k", key: ecP256}, "ES256")
+	benchFirstSeen(b, testidp.Key{KID: "k", Signer: ecP256})
 }
 func BenchmarkVerifyFirstSeenEdDSA(b *testing.B) {
-	benchFirstSeen(b, signer{kid: "k", key: edKey}, "EdDSA")
+	benchFirstSeen(b, testidp.Key{KID: "k", Signer: edKey})
 }
 
 // BenchmarkRefusedBadSignature: a forged token costs one public-key
 // operation (under the verification slots), like a first sight.
 func BenchmarkRefusedBadSignature(b *testing.B) {
-	p := newIDP(b, signer{kid: "k", key: rsaA})
+	p := testidp.Start(b, testidp.Key{KID: "k", Signer: rsaA})
 	cfg := testConfig(p, newClock())
 	cfg.Now = nil
 	v := newVerifier(b, cfg)
-	tok := token(signer{kid: "k", key: rsaEvil}, "RS256", claimsFor(p, time.Now()))
+	tok := testidp.Sign(testidp.Key{KID: "k", Signer: rsaEvil}, claimsFor(p, time.Now()))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/civicgate/civicgate/internal/testidp"
 )
 
 // issuerServer serves handlers under an issuer whose path is path; the
@@ -33,8 +35,8 @@ func serveJSON(v any) func(string, http.ResponseWriter) {
 	return func(_ string, w http.ResponseWriter) { _ = json.NewEncoder(w).Encode(v) }
 }
 
-func jwksHandler(s signer) func(string, http.ResponseWriter) {
-	return serveJSON(map[string]any{"keys": []any{s.publicJWK()}})
+func jwksHandler(s testidp.Key) func(string, http.ResponseWriter) {
+	return serveJSON(map[string]any{"keys": []any{s.JWK()}})
 }
 
 // metadata serves the issuer's metadata naming jwksPath on its origin.
@@ -51,7 +53,7 @@ func discoveryConfig(issuer string) Config {
 }
 
 func TestDiscoveryOpenIDConnect(t *testing.T) {
-	s := signer{kid: "a", key: rsaA}
+	s := testidp.Key{KID: "a", Signer: rsaA}
 	issuer, _ := issuerServer(t, "/realms/civic", map[string]func(string, http.ResponseWriter){
 		"/realms/civic/.well-known/openid-configuration": metadata("/realms/civic/certs"),
 		"/realms/civic/certs":                            jwksHandler(s),
@@ -70,7 +72,7 @@ func TestDiscoveryOpenIDConnect(t *testing.T) {
 // /.well-known/oauth-authorization-server/<path>, tried when the OpenID
 // Connect document is not there.
 func TestDiscoveryRFC8414Fallback(t *testing.T) {
-	s := signer{kid: "a", key: rsaA}
+	s := testidp.Key{KID: "a", Signer: rsaA}
 	issuer, _ := issuerServer(t, "/tenant1/", map[string]func(string, http.ResponseWriter){
 		"/.well-known/oauth-authorization-server/tenant1": metadata("/tenant1/keys"),
 		"/tenant1/keys": jwksHandler(s),
@@ -83,7 +85,7 @@ func TestDiscoveryRFC8414Fallback(t *testing.T) {
 }
 
 func TestJWKSURLSkipsDiscovery(t *testing.T) {
-	s := signer{kid: "a", key: rsaA}
+	s := testidp.Key{KID: "a", Signer: rsaA}
 	issuer, hits := issuerServer(t, "", map[string]func(string, http.ResponseWriter){"/keys": jwksHandler(s)})
 	cfg := discoveryConfig(issuer)
 	cfg.JWKSURL = issuer + "/keys"
@@ -98,7 +100,7 @@ func TestJWKSURLSkipsDiscovery(t *testing.T) {
 }
 
 func TestDiscoveryRefusals(t *testing.T) {
-	s := signer{kid: "a", key: rsaA}
+	s := testidp.Key{KID: "a", Signer: rsaA}
 	other, _ := issuerServer(t, "", map[string]func(string, http.ResponseWriter){"/keys": jwksHandler(s)})
 	cases := []struct {
 		name   string

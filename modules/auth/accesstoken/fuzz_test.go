@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/civicgate/civicgate/internal/testidp"
 )
 
 // signingInput is a compact token's header.payload.
@@ -20,7 +22,7 @@ func signingInput(tok string) string {
 // issuer signed (a signature can vary — ECDSA's — the claims cannot); the
 // attacker's server is never asked.
 func FuzzVerify(f *testing.F) {
-	p := newIDP(f, hostileSigners()...)
+	p := testidp.Start(f, hostileSigners()...)
 	attacker, attackerHits := attackerServer(f)
 	clock := newClock()
 	cfg := testConfig(p, clock)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/civicgate/civicgate/internal/testidp"
 )
 
 // hostileCase is a token and the refusal it must meet (kind 0: accepted).
@@ -27,20 +29,20 @@ type hostileCase struct {
 }
 
 // hostileSigners are the issuer's keys in the hostile cases.
-func hostileSigners() []signer {
-	return []signer{
-		{kid: "rsa-a", key: rsaA},
-		{kid: "rsa-ps", alg: "PS256", key: rsaB},
-		{kid: "ec-256", alg: "ES256", key: ecP256},
-		{kid: "ed", key: edKey},
+func hostileSigners() []testidp.Key {
+	return []testidp.Key{
+		{KID: "rsa-a", Signer: rsaA},
+		{KID: "rsa-ps", Alg: "PS256", Signer: rsaB},
+		{KID: "ec-256", Alg: "ES256", Signer: ecP256},
+		{KID: "ed", Signer: edKey},
 	}
 }
 
 // hostileCases builds every hostile token against issuer p (whose keys are
 // hostileSigners) at now; attacker is a URL serving the attacker's keys.
-func hostileCases(p *idp, attacker string, now time.Time) []hostileCase {
-	good := signer{kid: "rsa-a", key: rsaA}
-	evil := signer{kid: "evil", key: rsaEvil}
+func hostileCases(p *testidp.Server, attacker string, now time.Time) []hostileCase {
+	good := testidp.Key{KID: "rsa-a", Signer: rsaA}
+	evil := testidp.Key{KID: "evil", Signer: rsaEvil}
 	base := claimsFor(p, now)
 	payload := func(edit func(map[string]any)) string {
 		c := maps.Clone(base)
@@ -56,7 +58,7 @@ func hostileCases(p *idp, attacker string, now time.Time) []hostileCase {
 		}
 		return mustJSON(h)
 	}
-	rs := func(h, pl string, key any) string { return rawToken(h, pl, jwt.SigningMethodRS256, key) }
+	rs := func(h, pl string, key any) string { return testidp.SignRaw(h, pl, jwt.SigningMethodRS256, key) }
 	withClaims := func(edit func(map[string]any)) string { return rs(header(nil), payload(edit), rsaA) }
 	withHeader := func(edit func(map[string]any)) string { return rs(header(edit), payload(nil), rsaA) }
 	// replace swaps a member's JSON text in the good payload.
@@ -78,7 +80,7 @@ func hostileCases(p *idp, attacker string, now time.Time) []hostileCase {
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "attacker"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
 	}, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "attacker"}}, &rsaEvil.PublicKey, rsaEvil)
-	good0 := token(good, "RS256", base)
+	good0 := testidp.Sign(good, base)
 	parts := strings.Split(good0, ".")
 	huge := payload(func(c map[string]any) { c["pad"] = strings.Repeat("x", DefaultMaxTokenSize) })
 
@@ -86,35 +88,35 @@ func hostileCases(p *idp, attacker string, now time.Time) []hostileCase {
 		{"good", good0, 0},
 
 		// Algorithms.
-		{"alg none", rawToken(`{"alg":"none","typ":"JWT"}`, payload(nil), nil, nil), DisallowedAlgorithm},
-		{"alg None", rawToken(`{"alg":"None","kid":"rsa-a"}`, payload(nil), nil, nil), DisallowedAlgorithm},
-		{"alg none with a signature", rawToken(`{"alg":"none","kid":"rsa-a"}`, payload(nil), jwt.SigningMethodRS256, rsaA), DisallowedAlgorithm},
+		{"alg none", testidp.SignRaw(`{"alg":"none","typ":"JWT"}`, payload(nil), nil, nil), DisallowedAlgorithm},
+		{"alg None", testidp.SignRaw(`{"alg":"None","kid":"rsa-a"}`, payload(nil), nil, nil), DisallowedAlgorithm},
+		{"alg none with a signature", testidp.SignRaw(`{"alg":"none","kid":"rsa-a"}`, payload(nil), jwt.SigningMethodRS256, rsaA), DisallowedAlgorithm},
 		{"alg empty", withHeader(func(h map[string]any) { h["alg"] = "" }), DisallowedAlgorithm},
 		{"alg missing", withHeader(func(h map[string]any) { delete(h, "alg") }), Malformed},
 		{"alg a number", withHeader(func(h map[string]any) { h["alg"] = 256 }), Malformed},
-		{"HS256 keyed with the RSA public key PEM", rawToken(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, pemPKIX), DisallowedAlgorithm},
-		{"HS256 keyed with the PKCS1 PEM", rawToken(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, pemPKCS1), DisallowedAlgorithm},
-		{"HS256 keyed with the JWK n bytes", rawToken(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, rsaA.N.Bytes()), DisallowedAlgorithm},
-		{"HS256 keyed with the JWK n text", rawToken(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, []byte(b64u(rsaA.N.Bytes()))), DisallowedAlgorithm},
+		{"HS256 keyed with the RSA public key PEM", testidp.SignRaw(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, pemPKIX), DisallowedAlgorithm},
+		{"HS256 keyed with the PKCS1 PEM", testidp.SignRaw(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, pemPKCS1), DisallowedAlgorithm},
+		{"HS256 keyed with the JWK n bytes", testidp.SignRaw(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, rsaA.N.Bytes()), DisallowedAlgorithm},
+		{"HS256 keyed with the JWK n text", testidp.SignRaw(header(func(h map[string]any) { h["alg"] = "HS256" }), payload(nil), jwt.SigningMethodHS256, []byte(b64u(rsaA.N.Bytes()))), DisallowedAlgorithm},
 		{"RS256 header, HMAC signature keyed with the PEM", hsInput + "." + b64u(hsSig), BadSignature},
-		{"ES256 with an RSA key's kid", rawToken(header(func(h map[string]any) { h["alg"] = "ES256" }), payload(nil), jwt.SigningMethodES256, ecP256), DisallowedAlgorithm},
+		{"ES256 with an RSA key's kid", testidp.SignRaw(header(func(h map[string]any) { h["alg"] = "ES256" }), payload(nil), jwt.SigningMethodES256, ecP256), DisallowedAlgorithm},
 		{"RS256 with an EC key's kid", rs(header(func(h map[string]any) { h["kid"] = "ec-256" }), payload(nil), rsaA), DisallowedAlgorithm},
 		{"RS256 with a PS256 key's kid", rs(header(func(h map[string]any) { h["kid"] = "rsa-ps" }), payload(nil), rsaB), DisallowedAlgorithm},
-		{"EdDSA with an RSA key's kid", rawToken(header(func(h map[string]any) { h["alg"] = "EdDSA" }), payload(nil), jwt.SigningMethodEdDSA, edKey), DisallowedAlgorithm},
+		{"EdDSA with an RSA key's kid", testidp.SignRaw(header(func(h map[string]any) { h["alg"] = "EdDSA" }), payload(nil), jwt.SigningMethodEdDSA, edKey), DisallowedAlgorithm},
 
 		// kid is a map key, nothing else.
-		{"kid path", token(signer{kid: "../../../../etc/passwd", key: rsaEvil}, "RS256", base), UnknownKey},
-		{"kid SQL", token(signer{kid: "' OR '1'='1' --", key: rsaEvil}, "RS256", base), UnknownKey},
-		{"kid URL", token(signer{kid: attacker + "/jwks", key: rsaEvil}, "RS256", base), UnknownKey},
-		{"kid with NUL", token(signer{kid: "rsa-a\x00", key: rsaEvil}, "RS256", base), UnknownKey},
+		{"kid path", testidp.Sign(testidp.Key{KID: "../../../../etc/passwd", Signer: rsaEvil}, base), UnknownKey},
+		{"kid SQL", testidp.Sign(testidp.Key{KID: "' OR '1'='1' --", Signer: rsaEvil}, base), UnknownKey},
+		{"kid URL", testidp.Sign(testidp.Key{KID: attacker + "/jwks", Signer: rsaEvil}, base), UnknownKey},
+		{"kid with NUL", testidp.Sign(testidp.Key{KID: "rsa-a\x00", Signer: rsaEvil}, base), UnknownKey},
 		{"kid a number", withHeader(func(h map[string]any) { h["kid"] = 1 }), Malformed},
 
 		// Headers that name keys are never read.
 		{"jku to the attacker, attacker kid", rs(header(func(h map[string]any) { h["jku"], h["kid"] = attacker+"/jwks", "evil" }), payload(nil), rsaEvil), UnknownKey},
 		{"jku to the attacker, issuer kid", rs(header(func(h map[string]any) { h["jku"] = attacker + "/jwks" }), payload(nil), rsaEvil), BadSignature},
 		{"x5u to the attacker", rs(header(func(h map[string]any) { h["x5u"] = attacker + "/cert.pem" }), payload(nil), rsaEvil), BadSignature},
-		{"jwk of the attacker, attacker kid", rs(header(func(h map[string]any) { h["jwk"], h["kid"] = evil.publicJWK(), "evil" }), payload(nil), rsaEvil), UnknownKey},
-		{"jwk of the attacker, issuer kid", rs(header(func(h map[string]any) { h["jwk"] = evil.publicJWK() }), payload(nil), rsaEvil), BadSignature},
+		{"jwk of the attacker, attacker kid", rs(header(func(h map[string]any) { h["jwk"], h["kid"] = evil.JWK(), "evil" }), payload(nil), rsaEvil), UnknownKey},
+		{"jwk of the attacker, issuer kid", rs(header(func(h map[string]any) { h["jwk"] = evil.JWK() }), payload(nil), rsaEvil), BadSignature},
 		{"x5c of the attacker", rs(header(func(h map[string]any) { h["x5c"] = []string{b64std(certDER)} }), payload(nil), rsaEvil), BadSignature},
 
 		// Size and structure.
@@ -166,7 +168,7 @@ func hostileCases(p *idp, attacker string, now time.Time) []hostileCase {
 		{"aud a number", withClaims(func(c map[string]any) { c["aud"] = 1 }), Malformed},
 		{"aud array of numbers", withClaims(func(c map[string]any) { c["aud"] = []int{1} }), Malformed},
 		{"iss other", withClaims(func(c map[string]any) { c["iss"] = "https://evil.example" }), WrongIssuer},
-		{"iss with a trailing slash", withClaims(func(c map[string]any) { c["iss"] = p.issuer + "/" }), WrongIssuer},
+		{"iss with a trailing slash", withClaims(func(c map[string]any) { c["iss"] = p.Issuer() + "/" }), WrongIssuer},
 		{"iss missing", withClaims(func(c map[string]any) { delete(c, "iss") }), WrongIssuer},
 		{"iss a number", withClaims(func(c map[string]any) { c["iss"] = 1 }), Malformed},
 		{"sub missing", withClaims(func(c map[string]any) { delete(c, "sub") }), MissingClaim},
@@ -189,7 +191,7 @@ func hostileCases(p *idp, attacker string, now time.Time) []hostileCase {
 
 		// No kid: the one key for the algorithm.
 		{"no kid, one RSA key for RS256", withHeader(func(h map[string]any) { delete(h, "kid") }), 0},
-		{"no kid, EdDSA", rawToken(`{"alg":"EdDSA"}`, payload(nil), jwt.SigningMethodEdDSA, edKey), 0},
+		{"no kid, EdDSA", testidp.SignRaw(`{"alg":"EdDSA"}`, payload(nil), jwt.SigningMethodEdDSA, edKey), 0},
 	}
 }
 
@@ -212,14 +214,14 @@ func attackerServer(t testing.TB) (string, *atomic.Int64) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{signer{kid: "evil", key: rsaEvil}.publicJWK()}})
+		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{testidp.Key{KID: "evil", Signer: rsaEvil}.JWK()}})
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, &hits
 }
 
 func TestHostileTokens(t *testing.T) {
-	p := newIDP(t, hostileSigners()...)
+	p := testidp.Start(t, hostileSigners()...)
 	attacker, attackerHits := attackerServer(t)
 	clock := newClock()
 	v := newVerifier(t, testConfig(p, clock))
@@ -241,15 +243,15 @@ func TestHostileTokens(t *testing.T) {
 	if n := attackerHits.Load(); n != 0 {
 		t.Fatalf("the attacker's server was asked %d times", n)
 	}
-	if n := p.jwksFetches.Load(); n != 1 {
+	if n := p.JWKSFetches(); n != 1 {
 		t.Fatalf("%d key set fetches, want 1: the frozen clock keeps every unknown kid within the refresh interval", n)
 	}
 }
 
 func TestNoKidAmbiguous(t *testing.T) {
-	p := newIDP(t, signer{kid: "a", key: rsaA}, signer{kid: "b", key: rsaB})
+	p := testidp.Start(t, testidp.Key{KID: "a", Signer: rsaA}, testidp.Key{KID: "b", Signer: rsaB})
 	clock := newClock()
 	v := newVerifier(t, testConfig(p, clock))
-	tok := rawToken(`{"alg":"RS256"}`, mustJSON(claimsFor(p, clock.Now())), jwt.SigningMethodRS256, rsaA)
+	tok := testidp.SignRaw(`{"alg":"RS256"}`, mustJSON(claimsFor(p, clock.Now())), jwt.SigningMethodRS256, rsaA)
 	wantKind(t, verifyErr(v, tok), UnknownKey)
 }

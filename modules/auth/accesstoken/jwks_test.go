@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/testidp"
 )
 
 func TestParseJWKSIgnoresUnusableKeys(t *testing.T) {
-	good := signer{kid: "good", key: rsaA}.publicJWK()
-	ec := signer{kid: "ec", key: ecP256}.publicJWK()
-	ed := signer{kid: "ed", key: edKey}.publicJWK()
+	good := testidp.Key{KID: "good", Signer: rsaA}.JWK()
+	ec := testidp.Key{KID: "ec", Signer: ecP256}.JWK()
+	ed := testidp.Key{KID: "ed", Signer: edKey}.JWK()
 	edit := func(base map[string]any, kv ...any) map[string]any {
 		m := map[string]any{}
 		for k, v := range base {
@@ -25,7 +27,7 @@ func TestParseJWKSIgnoresUnusableKeys(t *testing.T) {
 		}
 		return m
 	}
-	small := signer{kid: "small", key: rsaA}.publicJWK()
+	small := testidp.Key{KID: "small", Signer: rsaA}.JWK()
 	small["n"] = b64u(rsaA.N.Bytes()[:128]) // 1024 bits
 	offCurve := edit(ec, "kid", "off-curve")
 	offCurve["y"] = offCurve["x"]
@@ -75,14 +77,14 @@ func TestParseJWKSIgnoresUnusableKeys(t *testing.T) {
 
 // One kid for two algorithms: each token finds the key of its own.
 func TestKidListedTwice(t *testing.T) {
-	ps := signer{kid: "k", alg: "PS256", key: rsaB}
-	rs := signer{kid: "k", alg: "RS256", key: rsaA}
-	p := newIDP(t, ps, rs)
+	ps := testidp.Key{KID: "k", Alg: "PS256", Signer: rsaB}
+	rs := testidp.Key{KID: "k", Alg: "RS256", Signer: rsaA}
+	p := testidp.Start(t, ps, rs)
 	clock := newClock()
 	v := newVerifier(t, testConfig(p, clock))
-	mustVerify(t, v, token(ps, "PS256", claimsFor(p, clock.Now())))
-	mustVerify(t, v, token(rs, "RS256", claimsFor(p, clock.Now())))
-	wantKind(t, verifyErr(v, token(signer{kid: "k", key: rsaB}, "RS256", claimsFor(p, clock.Now()))), BadSignature)
+	mustVerify(t, v, testidp.Sign(ps, claimsFor(p, clock.Now())))
+	mustVerify(t, v, testidp.Sign(rs, claimsFor(p, clock.Now())))
+	wantKind(t, verifyErr(v, testidp.Sign(testidp.Key{KID: "k", Signer: rsaB}, claimsFor(p, clock.Now()))), BadSignature)
 }
 
 func TestCacheLifetime(t *testing.T) {

@@ -7,28 +7,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/testidp"
 )
 
 func TestVerifiesEveryAlgorithm(t *testing.T) {
-	testKeys()
-	signers := map[string]signer{
-		"RS256": {kid: "rsa-a", key: rsaA},
-		"PS256": {kid: "rsa-ps", alg: "PS256", key: rsaB},
-		"ES256": {kid: "ec-256", key: ecP256},
-		"ES384": {kid: "ec-384", alg: "ES384", key: ecP384},
-		"EdDSA": {kid: "ed", key: edKey},
+	signers := map[string]testidp.Key{
+		"RS256": {KID: "rsa-a", Signer: rsaA},
+		"PS256": {KID: "rsa-ps", Alg: "PS256", Signer: rsaB},
+		"ES256": {KID: "ec-256", Signer: ecP256},
+		"ES384": {KID: "ec-384", Alg: "ES384", Signer: ecP384},
+		"EdDSA": {KID: "ed", Signer: edKey},
 	}
-	var all []signer
+	var all []testidp.Key
 	for _, s := range signers {
 		all = append(all, s)
 	}
-	p := newIDP(t, all...)
+	p := testidp.Start(t, all...)
 	clock := newClock()
 	v := newVerifier(t, testConfig(p, clock))
 	for alg, s := range signers {
 		t.Run(alg, func(t *testing.T) {
-			id := mustVerify(t, v, token(s, alg, claimsFor(p, clock.Now())))
-			if id.Subject != "auth0|user-1" || id.Tier != "paid_beta" || id.Issuer != p.issuer || id.JTI != "jti-1" {
+			id := mustVerify(t, v, testidp.Sign(s, claimsFor(p, clock.Now())))
+			if id.Subject != "auth0|user-1" || id.Tier != "paid_beta" || id.Issuer != p.Issuer() || id.JTI != "jti-1" {
 				t.Fatalf("identity %+v", id)
 			}
 		})
@@ -39,8 +40,8 @@ func TestVerifiesEveryAlgorithm(t *testing.T) {
 }
 
 func TestIdentity(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: rsaA})
-	s := p.keys[0]
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: rsaA})
+	s := p.Keys()[0]
 	clock := newClock()
 	now := clock.Now()
 	cfg := testConfig(p, clock)
@@ -49,11 +50,11 @@ func TestIdentity(t *testing.T) {
 
 	c := claimsFor(p, now)
 	c["scp"] = []string{"records:read", "extra"}
-	id := mustVerify(t, v, token(s, "RS256", c))
+	id := mustVerify(t, v, testidp.Sign(s, c))
 	want := Identity{
-		Subject: "auth0|user-1", Organization: p.issuer + "|auth0|user-1", Tier: "paid_beta",
+		Subject: "auth0|user-1", Organization: p.Issuer() + "|auth0|user-1", Tier: "paid_beta",
 		Scopes: []string{"openid", "records:read", "extra"}, Expiry: now.Add(time.Hour),
-		JTI: "jti-1", Issuer: p.issuer, KeyID: "jwt:sub:auth0|user-1",
+		JTI: "jti-1", Issuer: p.Issuer(), KeyID: "jwt:sub:auth0|user-1",
 		DeniedFamilies: []string{"lobbying_disclosures"},
 	}
 	if !id.Expiry.Equal(want.Expiry) || !slices.Equal(id.Scopes, want.Scopes) || !slices.Equal(id.DeniedFamilies, want.DeniedFamilies) {
@@ -108,8 +109,8 @@ func TestKeyID(t *testing.T) {
 }
 
 func TestOrganizationAndSubjectClaims(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: rsaA})
-	s := p.keys[0]
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: rsaA})
+	s := p.Keys()[0]
 	clock := newClock()
 	cfg := testConfig(p, clock)
 	cfg.OrgClaim, cfg.SubjectClaim = "org_id", "oid"
@@ -117,7 +118,7 @@ func TestOrganizationAndSubjectClaims(t *testing.T) {
 
 	c := claimsFor(p, clock.Now())
 	c["org_id"], c["oid"] = "org_42", "9f1c"
-	id := mustVerify(t, v, token(s, "RS256", c))
+	id := mustVerify(t, v, testidp.Sign(s, c))
 	if id.Organization != "org_42" || id.Subject != "9f1c" || id.KeyID != "jwt:sub:9f1c" {
 		t.Fatalf("identity %+v", id)
 	}
@@ -132,14 +133,14 @@ func TestOrganizationAndSubjectClaims(t *testing.T) {
 			c := claimsFor(p, clock.Now())
 			c["org_id"], c["oid"] = "org_42", "9f1c"
 			edit(c)
-			wantKind(t, verifyErr(v, token(s, "RS256", c)), MissingClaim)
+			wantKind(t, verifyErr(v, testidp.Sign(s, c)), MissingClaim)
 		})
 	}
 }
 
 func TestTiers(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: rsaA})
-	s := p.keys[0]
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: rsaA})
+	s := p.Keys()[0]
 	clock := newClock()
 
 	claimCfg := testConfig(p, clock)
@@ -155,7 +156,7 @@ func TestTiers(t *testing.T) {
 	tok := func(edit func(map[string]any)) string {
 		c := claimsFor(p, clock.Now())
 		edit(c)
-		return token(s, "RS256", c)
+		return testidp.Sign(s, c)
 	}
 	cases := []struct {
 		name string
@@ -191,12 +192,12 @@ func TestTiers(t *testing.T) {
 }
 
 func TestCacheHitUntilExpiry(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: rsaA})
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: rsaA})
 	clock := newClock()
 	v := newVerifier(t, testConfig(p, clock))
 	c := claimsFor(p, clock.Now())
 	c["exp"] = clock.Now().Add(2 * time.Minute).Unix()
-	tok := token(p.keys[0], "RS256", c)
+	tok := testidp.Sign(p.Keys()[0], c)
 
 	mustVerify(t, v, tok)
 	mustVerify(t, v, tok)
@@ -216,7 +217,7 @@ func TestCacheHitUntilExpiry(t *testing.T) {
 }
 
 func TestCacheBounded(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: ecP256})
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: ecP256})
 	clock := newClock()
 	cfg := testConfig(p, clock)
 	cfg.CacheSize = 3
@@ -224,7 +225,7 @@ func TestCacheBounded(t *testing.T) {
 	for i := range 5 {
 		c := claimsFor(p, clock.Now())
 		c["jti"] = string(rune('a' + i))
-		mustVerify(t, v, token(p.keys[0], "ES256", c))
+		mustVerify(t, v, testidp.Sign(p.Keys()[0], c))
 	}
 	if st := v.Stats(); st.CacheEntries != 3 || st.CacheEvictions != 2 {
 		t.Fatalf("stats %+v, want 3 entries and 2 evictions", st)
@@ -232,12 +233,12 @@ func TestCacheBounded(t *testing.T) {
 }
 
 func TestVerificationSlotsBounded(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: rsaA})
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: rsaA})
 	clock := newClock()
 	cfg := testConfig(p, clock)
 	cfg.MaxConcurrent = 1
 	v := newVerifier(t, cfg)
-	tok := token(p.keys[0], "RS256", claimsFor(p, clock.Now()))
+	tok := testidp.Sign(p.Keys()[0], claimsFor(p, clock.Now()))
 
 	v.sem <- struct{}{} // the one slot is taken
 	ctx, cancel := context.WithCancel(context.Background())
@@ -259,7 +260,7 @@ func TestVerificationSlotsBounded(t *testing.T) {
 }
 
 func TestNegativeLeewayMeansNone(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: rsaA})
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: rsaA})
 	clock := newClock()
 	cfg := testConfig(p, clock)
 	cfg.Leeway = -1
@@ -267,7 +268,7 @@ func TestNegativeLeewayMeansNone(t *testing.T) {
 	lenient := newVerifier(t, testConfig(p, clock))
 	c := claimsFor(p, clock.Now())
 	c["exp"] = clock.Now().Add(-time.Second).Unix()
-	tok := token(p.keys[0], "RS256", c)
+	tok := testidp.Sign(p.Keys()[0], c)
 	wantKind(t, verifyErr(strict, tok), Expired)
 	mustVerify(t, lenient, tok)
 }
@@ -276,14 +277,14 @@ func TestNegativeLeewayMeansNone(t *testing.T) {
 // 403 (which says the token itself was good), and a good token without a
 // tier is refused from the cache the next time, without a verification.
 func TestTierRefusalAfterSignature(t *testing.T) {
-	p := newIDP(t, signer{kid: "k", key: rsaA})
+	p := testidp.Start(t, testidp.Key{KID: "k", Signer: rsaA})
 	clock := newClock()
 	v := newVerifier(t, testConfig(p, clock))
 	c := claimsFor(p, clock.Now())
 	c[testTierClaim] = "platinum"
 
-	wantKind(t, verifyErr(v, token(signer{kid: "k", key: rsaEvil}, "RS256", c)), BadSignature)
-	tok := token(p.keys[0], "RS256", c)
+	wantKind(t, verifyErr(v, testidp.Sign(testidp.Key{KID: "k", Signer: rsaEvil}, c)), BadSignature)
+	tok := testidp.Sign(p.Keys()[0], c)
 	wantKind(t, verifyErr(v, tok), UnknownTier)
 	for range cap(v.sem) {
 		v.sem <- struct{}{} // no slot left: a verification would wait, and fail on the cancelled context
