@@ -13,6 +13,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/adapttest"
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestResourceMetadataDocument(t *testing.T) {
 	g := startTokenGateway(t, tokenGatewayConfig{})
 	url := g.base + "/.well-known/oauth-protected-resource/v1"
-	want := `{"resource":"https://api.civicgate.test/v1","authorization_servers":["` + g.idp.issuer +
+	want := `{"resource":"https://api.civicgate.test/v1","authorization_servers":["` + g.idp.Issuer() +
 		`"],"scopes_supported":["changes:read"],"bearer_methods_supported":["header"],"resource_name":"Civic Records API"}`
 	got := get(t, url)
 	if got.status != 200 || got.body != want {
@@ -111,17 +112,17 @@ http://localhost:%[2]d {
 		respond "ok"
 	}
 }
-`, adminPort, port, testenv.FreePort(t), keysFile, testSecret, p.issuer, c.option)
+`, adminPort, port, testenv.FreePort(t), keysFile, testSecret, p.Issuer(), c.option)
 		caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort}).InitServer(cfg, "caddyfile")
 		base := fmt.Sprintf("http://localhost:%d", port)
-		want := `{"resource":"civic-api","authorization_servers":["` + p.issuer + `"],"scopes_supported":["a:read","b:read","c:read"],"bearer_methods_supported":["header"]}`
+		want := `{"resource":"civic-api","authorization_servers":["` + p.Issuer() + `"],"scopes_supported":["a:read","b:read","c:read"],"bearer_methods_supported":["header"]}`
 		if got := get(t, base+"/.well-known/oauth-protected-resource"); got.status != 200 || got.body != want {
 			t.Fatalf("%d %q, want %q", got.status, got.body, want)
 		}
 		expectTokenRefusal(t, get(t, base+"/"), 401, `{"error":"Missing bearer token"}`, c.challenge)
 		claims := p.claims("auth0|x", "", "", time.Hour)
 		claims["aud"], claims["scope"] = "civic-api", "openid"
-		tok := signToken(idpRSAKey, claims)
+		tok := testidp.Sign(idpRSAKey, claims)
 		expectTokenRefusal(t, get(t, base+"/", "Authorization", "Bearer "+tok), 403, `{"error":"Access token grants no tier"}`,
 			c.challenge+`, error="insufficient_scope", error_description="Access token grants no tier"`)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/accesstoken"
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -38,7 +39,7 @@ func tokenApp(tb testing.TB, p *tokenIdP, cacheSize int) *App {
 		store:       indexStore(nil),
 		metrics:     m,
 		logger:      zap.NewNop(),
-		JWT: &JWTConfig{Issuer: p.issuer, Audience: tokenAudience, Algorithms: []string{"RS256", "ES256", "EdDSA"},
+		JWT: &JWTConfig{Issuer: p.Issuer(), Audience: tokenAudience, Algorithms: []string{"RS256", "ES256", "EdDSA"},
 			TierClaim: "plan", OrgClaim: "org_id", RequireScopes: [][2]string{{"changes", "changes:read"}}, CacheSize: cacheSize},
 	}
 	// provisionTokens' steps, with the verifier's log discarded (Caddy's
@@ -55,8 +56,8 @@ func tokenApp(tb testing.TB, p *tokenIdP, cacheSize int) *App {
 }
 
 // benchToken is a token of p for sub, tier enterprise, valid for an hour.
-func benchToken(p *tokenIdP, k idpKey, sub string) string {
-	return signToken(k, p.claims(sub, "enterprise", "org_bench", time.Hour))
+func benchToken(p *tokenIdP, k testidp.Key, sub string) string {
+	return testidp.Sign(k, p.claims(sub, "enterprise", "org_bench", time.Hour))
 }
 
 // BenchmarkHandlerCachedToken is BenchmarkHandlerCachedKey with an access
@@ -104,7 +105,7 @@ func BenchmarkHandlerCachedToken(b *testing.B) {
 // with cache_size 1 and a ring of pre-signed tokens (signing stays outside
 // the timer), every request verifies its token — header, claims, key,
 // signature —, resolves it and signs its identity assertion.
-func benchHandlerFirstSeen(b *testing.B, k idpKey) {
+func benchHandlerFirstSeen(b *testing.B, k testidp.Key) {
 	p := newTokenIdP(b, k)
 	toks := make([][]string, 64)
 	for i := range toks {

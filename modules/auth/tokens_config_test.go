@@ -13,6 +13,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/adapttest"
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/accesstoken"
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -33,7 +34,7 @@ func TestTokenFailedLookups(t *testing.T) {
 			t.Fatalf("genuine token %d: %d %q", i, got.status, got.body)
 		}
 	}
-	forged := signToken(idpForgeKey, g.idp.claims("auth0|known", "enterprise", g.acme.OrgID, time.Hour))
+	forged := testidp.Sign(idpForgeKey, g.idp.claims("auth0|known", "enterprise", g.acme.OrgID, time.Hour))
 	for range 3 {
 		expectTokenRefusal(t, get(t, g.base+"/bills", "Authorization", "Bearer "+forged), 401, `{"error":"Invalid access token signature"}`,
 			tokenChallenge("invalid_token", "Invalid access token signature"))
@@ -80,7 +81,7 @@ func TestTokenCaddyfileErrors(t *testing.T) {
 func TestTokenProvisionErrors(t *testing.T) {
 	idpKeys()
 	p := newTokenIdP(t, idpRSAKey)
-	good := "issuer " + p.issuer + "\naudience " + tokenAudience + "\ntier_claim plan\n"
+	good := "issuer " + p.Issuer() + "\naudience " + tokenAudience + "\ntier_claim plan\n"
 	if err := provisionCaddyfile(t, jwtCaddyfile(good)); err != nil {
 		t.Fatalf("the control configuration: %v", err)
 	}
@@ -89,11 +90,11 @@ func TestTokenProvisionErrors(t *testing.T) {
 		"HS256":                    {good + "algorithms RS256 HS256", `algorithms: "HS256" is symmetric`},
 		"none":                     {good + "algorithms none", `algorithms: "none": unsigned tokens are never accepted`},
 		"missing issuer":           {"audience " + tokenAudience + "\ntier_claim plan", "issuer: required"},
-		"missing audience":         {"issuer " + p.issuer + "\ntier_claim plan", "audience: required"},
+		"missing audience":         {"issuer " + p.Issuer() + "\ntier_claim plan", "audience: required"},
 		"unknown default_tier":     {good + "default_tier gold", `default_tier: unknown tier "gold" (tiers: enterprise, free)`},
-		"unknown scope_tier tier":  {"issuer " + p.issuer + "\naudience a\nscope_tier api:gold gold", `scope_tier: scope "api:gold": unknown tier "gold"`},
+		"unknown scope_tier tier":  {"issuer " + p.Issuer() + "\naudience a\nscope_tier api:gold gold", `scope_tier: scope "api:gold": unknown tier "gold"`},
 		"tier_claim and scope":     {good + "scope_tier api:read free", "give tier_claim or scope_tier lines, not both"},
-		"no tier source":           {"issuer " + p.issuer + "\naudience a", "default_tier: required without tier_claim or scope_tier"},
+		"no tier source":           {"issuer " + p.Issuer() + "\naudience a", "default_tier: required without tier_claim or scope_tier"},
 		"bad require_scope family": {good + "require_scope Bills bills:read", `civic_auth: jwt require_scope: bad family "Bills"`},
 		"require_scope twice":      {good + "require_scope bills a\nrequire_scope bills b", `require_scope: family "bills" given twice`},
 		"issuer over plain http":   {"issuer http://idp.example.com\naudience a\ntier_claim plan", "issuer: "},
@@ -134,11 +135,11 @@ func TestTokenOfWithdrawnKeyRefused(t *testing.T) {
 	if got := get(t, g.base+"/bills", "Authorization", "Bearer "+tok); got.status != 200 {
 		t.Fatalf("%d %q", got.status, got.body)
 	}
-	g.idp.setKeys(idpRSAKey, idpEdKey)
+	g.idp.SetKeys(idpRSAKey, idpEdKey)
 	v := g.app(t).tokens.verifier
 	// An unknown kid refreshes the set, at most once per 10 s.
 	testenv.EventuallyTrue(t, notifyWithin, "a key set refresh", func() bool {
-		get(t, g.base+"/bills", "Authorization", "Bearer "+g.token(idpKey{"rsa-next", "RS256", idpRSA}, "auth0|x", "free", time.Hour, nil))
+		get(t, g.base+"/bills", "Authorization", "Bearer "+g.token(testidp.Key{KID: "rsa-next", Alg: "RS256", Signer: idpRSA}, "auth0|x", "free", time.Hour, nil))
 		return v.Stats().KeySetRefreshes >= 2
 	})
 	if _, err := v.Verify(context.Background(), tok); err == nil || err.(*accesstoken.Error).Kind != accesstoken.UnknownKey {
@@ -156,7 +157,7 @@ func TestTokenWithoutJWTBlock(t *testing.T) {
 	g := startGateway(t, dsn, "1s")
 	idpKeys()
 	p := newTokenIdP(t, idpRSAKey)
-	tok := signToken(idpRSAKey, p.claims("auth0|user-1", "free", "", time.Hour))
+	tok := testidp.Sign(idpRSAKey, p.claims("auth0|user-1", "free", "", time.Hour))
 	expectRefusal(t, get(t, g.base+"/bills", "Authorization", "Bearer "+tok), 401, `{"error":"Malformed authorization header"}`)
 }
 
@@ -176,7 +177,7 @@ func TestTokenLeewayZero(t *testing.T) {
 func TestTokenJWKSCacheMinShort(t *testing.T) {
 	idpKeys()
 	p := newTokenIdP(t, idpRSAKey)
-	err := provisionCaddyfile(t, jwtCaddyfile("issuer "+p.issuer+"\naudience a\ntier_claim plan\njwks_cache_min 5s"))
+	err := provisionCaddyfile(t, jwtCaddyfile("issuer "+p.Issuer()+"\naudience a\ntier_claim plan\njwks_cache_min 5s"))
 	if err != nil {
 		t.Fatalf("jwks_cache_min 5s: %v", err)
 	}

@@ -2,17 +2,9 @@ package auth
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -23,10 +15,10 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -34,7 +26,7 @@ import (
 // The access-token path as Caddy runs it (tokens.go, tokenwatch.go,
 // tokenorgs.go, jwt.go; docs/identity.md): a gateway provisioned from a
 // Caddyfile whose civic_auth has a jwt block naming an identity provider
-// served by httptest (discovery and a JWKS over real HTTP), with the
+// served by internal/testidp (discovery and a JWKS over real HTTP), with the
 // PostgreSQL key store, and tokens signed here with real RSA, EC and Ed25519
 // keys. tokenProbe, a handler behind civic_auth, shows what the request
 // value carries and opens credential watches the tests await.
@@ -42,105 +34,37 @@ import (
 // The IdP's signing keys, generated once per test binary (RSA is slow).
 var (
 	idpKeysOnce           sync.Once
-	idpRSA, idpRSAForger  *rsa.PrivateKey
-	idpEC                 *ecdsa.PrivateKey
-	idpEd                 ed25519.PrivateKey
-	idpRSAKey, idpECKey   idpKey
-	idpEdKey, idpForgeKey idpKey
+	idpRSA                crypto.Signer
+	idpRSAKey, idpECKey   testidp.Key
+	idpEdKey, idpForgeKey testidp.Key
 )
-
-// idpKey is a private key the IdP publishes under kid, for alg.
-type idpKey struct {
-	kid, alg string
-	key      crypto.Signer
-}
 
 func idpKeys() {
 	idpKeysOnce.Do(func() {
-		must := func(err error) {
-			if err != nil {
-				panic(err)
-			}
-		}
-		var err error
-		idpRSA, err = rsa.GenerateKey(rand.Reader, 2048)
-		must(err)
-		idpRSAForger, err = rsa.GenerateKey(rand.Reader, 2048)
-		must(err)
-		idpEC, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		must(err)
-		_, idpEd, err = ed25519.GenerateKey(rand.Reader)
-		must(err)
-		idpRSAKey = idpKey{"rsa-1", "RS256", idpRSA}
-		idpECKey = idpKey{"ec-1", "ES256", idpEC}
-		idpEdKey = idpKey{"ed-1", "EdDSA", idpEd}
+		idpRSA = testidp.MustSigner("RS256")
+		idpRSAKey = testidp.Key{KID: "rsa-1", Alg: "RS256", Signer: idpRSA}
+		idpECKey = testidp.Key{KID: "ec-1", Alg: "ES256", Signer: testidp.MustSigner("ES256")}
+		idpEdKey = testidp.Key{KID: "ed-1", Alg: "EdDSA", Signer: testidp.MustSigner("EdDSA")}
 		// the forger knows the published kid, not the key
-		idpForgeKey = idpKey{"rsa-1", "RS256", idpRSAForger}
+		idpForgeKey = testidp.Key{KID: "rsa-1", Alg: "RS256", Signer: testidp.MustSigner("RS256")}
 	})
 }
 
-func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+// tokenIdP is the identity provider of the token tests (internal/testidp:
+// discovery and a JWKS on 127.0.0.1) with the claims of a good token.
+type tokenIdP struct{ *testidp.Server }
 
-// jwk is k's public key as the JWKS publishes it.
-func (k idpKey) jwk() map[string]any {
-	m := map[string]any{"kid": k.kid, "alg": k.alg, "use": "sig"}
-	switch pub := k.key.Public().(type) {
-	case *rsa.PublicKey:
-		m["kty"], m["n"], m["e"] = "RSA", b64url(pub.N.Bytes()), b64url(big.NewInt(int64(pub.E)).Bytes())
-	case *ecdsa.PublicKey:
-		b, _ := pub.Bytes() // 0x04 || x || y
-		size := (len(b) - 1) / 2
-		m["kty"], m["crv"], m["x"], m["y"] = "EC", pub.Curve.Params().Name, b64url(b[1:1+size]), b64url(b[1+size:])
-	case ed25519.PublicKey:
-		m["kty"], m["crv"], m["x"] = "OKP", "Ed25519", b64url(pub)
-	}
-	return m
-}
-
-// tokenIdP is an identity provider on 127.0.0.1: discovery at
-// /.well-known/openid-configuration, the key set at /jwks.
-type tokenIdP struct {
-	srv    *httptest.Server
-	issuer string
-	mu     sync.Mutex
-	keys   []idpKey
-}
-
-func newTokenIdP(t testing.TB, keys ...idpKey) *tokenIdP {
+func newTokenIdP(t testing.TB, keys ...testidp.Key) *tokenIdP {
 	t.Helper()
 	idpKeys()
-	p := &tokenIdP{keys: keys}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": p.issuer, "jwks_uri": p.issuer + "/jwks"})
-	})
-	mux.HandleFunc("/jwks", func(w http.ResponseWriter, _ *http.Request) {
-		p.mu.Lock()
-		set := make([]map[string]any, 0, len(p.keys))
-		for _, k := range p.keys {
-			set = append(set, k.jwk())
-		}
-		p.mu.Unlock()
-		w.Header().Set("Cache-Control", "max-age=600")
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": set})
-	})
-	p.srv = httptest.NewServer(mux)
-	p.issuer = p.srv.URL
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *tokenIdP) setKeys(keys ...idpKey) {
-	p.mu.Lock()
-	p.keys = keys
-	p.mu.Unlock()
+	return &tokenIdP{testidp.Start(t, keys...)}
 }
 
 // claims are a good token's claims: subject sub, tier plan and organization
 // org (each left out when ""), valid for ttl from now.
 func (p *tokenIdP) claims(sub, plan, org string, ttl time.Duration) map[string]any {
 	now := time.Now()
-	c := map[string]any{"iss": p.issuer, "aud": tokenAudience, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
+	c := map[string]any{"iss": p.Issuer(), "aud": tokenAudience, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
 		"jti": "jti-" + testenv.RandomSuffix(6)}
 	for name, v := range map[string]string{"sub": sub, "plan": plan, "org_id": org} {
 		if v != "" {
@@ -148,28 +72,6 @@ func (p *tokenIdP) claims(sub, plan, org string, ttl time.Duration) map[string]a
 		}
 	}
 	return c
-}
-
-// signToken signs claims with k under its kid and alg, typ at+jwt.
-func signToken(k idpKey, claims map[string]any) string {
-	return signTokenHeader(map[string]any{"alg": k.alg, "kid": k.kid, "typ": "at+jwt"}, k.key, claims)
-}
-
-// signTokenHeader signs claims under header with key, by header's alg
-// ("none": no signature).
-func signTokenHeader(header map[string]any, key any, claims map[string]any) string {
-	h, _ := json.Marshal(header)
-	c, _ := json.Marshal(claims)
-	input := b64url(h) + "." + b64url(c)
-	alg, _ := header["alg"].(string)
-	if alg == "none" {
-		return input + "."
-	}
-	sig, err := jwt.GetSigningMethod(alg).Sign(input, key)
-	if err != nil {
-		panic(err)
-	}
-	return input + "." + b64url(sig)
 }
 
 // The jwt block the gateway runs with: the audience is an https URL, so every
@@ -265,7 +167,7 @@ http://localhost:%[2]d {
 		civic_test_token_probe
 	}
 }
-`, adminPort, port, testenv.FreePort(t), g.logPath, g.upstream.srv.URL, c.authOptions, g.idp.issuer, tokenAudience, c.jwtOptions)
+`, adminPort, port, testenv.FreePort(t), g.logPath, g.upstream.srv.URL, c.authOptions, g.idp.Issuer(), tokenAudience, c.jwtOptions)
 	caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort}).InitServer(cfg, "caddyfile")
 	return g
 }
@@ -282,7 +184,7 @@ func (g *tokenGateway) app(t *testing.T) *App {
 
 // token signs a token of g's IdP for sub with tier plan in organization
 // acme, valid for ttl, with extra claims set (nil values removed).
-func (g *tokenGateway) token(k idpKey, sub, plan string, ttl time.Duration, extra map[string]any) string {
+func (g *tokenGateway) token(k testidp.Key, sub, plan string, ttl time.Duration, extra map[string]any) string {
 	c := g.idp.claims(sub, plan, g.acme.OrgID, ttl)
 	for name, v := range extra {
 		if v == nil {
@@ -291,7 +193,7 @@ func (g *tokenGateway) token(k idpKey, sub, plan string, ttl time.Duration, extr
 			c[name] = v
 		}
 	}
-	return signToken(k, c)
+	return testidp.Sign(k, c)
 }
 
 // expectTokenRefusal checks a refusal's status, body, Content-Type and

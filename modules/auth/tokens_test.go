@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -25,9 +26,9 @@ import (
 func TestTokenAdmitted(t *testing.T) {
 	g := startTokenGateway(t, tokenGatewayConfig{})
 	org := g.acme.OrgID
-	for _, k := range []idpKey{idpRSAKey, idpECKey, idpEdKey} {
-		t.Run(k.alg, func(t *testing.T) {
-			sub := "auth0|user-" + k.kid
+	for _, k := range []testidp.Key{idpRSAKey, idpECKey, idpEdKey} {
+		t.Run(k.Alg, func(t *testing.T) {
+			sub := "auth0|user-" + k.KID
 			tok := g.token(k, sub, "enterprise", time.Hour, nil)
 			got := get(t, g.base+"/echo", "Authorization", "Bearer "+tok)
 			if want := "jwt:sub:" + sub + "|" + org + "|enterprise|live|1000/m,100000/d|bills,members|500000/h"; got.status != 200 || got.body != want {
@@ -55,7 +56,7 @@ func TestTokenAdmitted(t *testing.T) {
 
 	// A subject that would need escaping stands as a hash in the key id.
 	odd := g.token(idpRSAKey, "user name/with spaces", "free", time.Hour, nil)
-	sum := sha256Hex(g.idp.issuer + "\x00" + "user name/with spaces")
+	sum := sha256Hex(g.idp.Issuer() + "\x00" + "user name/with spaces")
 	if got := get(t, g.base+"/echo", "Authorization", "Bearer "+odd); !strings.HasPrefix(got.body, "jwt:hash:"+sum[:32]+"|") {
 		t.Fatalf("key id of an unusual subject: %d %q", got.status, got.body)
 	}
@@ -185,21 +186,21 @@ func TestTokenRefusals(t *testing.T) {
 		code, reason string
 	}{
 		{"malformed", "abc.def.ghi", 401, invalid, "Malformed access token"},
-		{"too large", signToken(idpRSAKey, claims(map[string]any{"pad": strings.Repeat("x", 9000)})), 401, invalid, "Access token too large"},
-		{"alg none", signTokenHeader(map[string]any{"alg": "none", "kid": "rsa-1", "typ": "at+jwt"}, nil, claims(nil)), 401, invalid, "Access token signing algorithm not accepted"},
-		{"HS256 keyed with the public key", signTokenHeader(map[string]any{"alg": "HS256", "kid": "rsa-1", "typ": "at+jwt"}, pubPEM, claims(nil)), 401, invalid, "Access token signing algorithm not accepted"},
-		{"algorithm not listed", signTokenHeader(map[string]any{"alg": "PS256", "kid": "rsa-1", "typ": "at+jwt"}, idpRSA, claims(nil)), 401, invalid, "Access token signing algorithm not accepted"},
-		{"unknown kid", signToken(idpKey{"rsa-unknown", "RS256", idpRSA}, claims(nil)), 401, invalid, "Access token signed by an unknown key"},
-		{"forged signature", signToken(idpForgeKey, claims(nil)), 401, invalid, "Invalid access token signature"},
-		{"wrong issuer", signToken(idpRSAKey, claims(map[string]any{"iss": "https://evil.example"})), 401, invalid, "Access token from an untrusted issuer"},
-		{"wrong audience", signToken(idpRSAKey, claims(map[string]any{"aud": "https://other.example"})), 401, invalid, "Access token not issued for this API"},
-		{"expired", signToken(idpRSAKey, claims(map[string]any{"exp": now.Add(-time.Hour).Unix(), "iat": now.Add(-2 * time.Hour).Unix()})), 401, invalid, "Access token expired"},
-		{"not yet valid", signToken(idpRSAKey, claims(map[string]any{"nbf": now.Add(time.Hour).Unix()})), 401, invalid, "Access token not yet valid"},
-		{"ID token", signToken(idpRSAKey, claims(map[string]any{"at_hash": "Zm9v"})), 401, invalid, "Token is not an access token"},
-		{"no subject", signToken(idpRSAKey, claims(map[string]any{"sub": nil})), 401, invalid, "Access token lacks a required claim"},
-		{"no organization", signToken(idpRSAKey, claims(map[string]any{"org_id": nil})), 401, invalid, "Access token lacks a required claim"},
-		{"no tier", signToken(idpRSAKey, claims(map[string]any{"plan": nil})), 403, scope, "Access token grants no tier"},
-		{"unknown tier", signToken(idpRSAKey, claims(map[string]any{"plan": "gold"})), 403, scope, "Access token names an unknown tier"},
+		{"too large", testidp.Sign(idpRSAKey, claims(map[string]any{"pad": strings.Repeat("x", 9000)})), 401, invalid, "Access token too large"},
+		{"alg none", testidp.SignHeader(map[string]any{"alg": "none", "kid": "rsa-1", "typ": "at+jwt"}, nil, claims(nil)), 401, invalid, "Access token signing algorithm not accepted"},
+		{"HS256 keyed with the public key", testidp.SignHeader(map[string]any{"alg": "HS256", "kid": "rsa-1", "typ": "at+jwt"}, pubPEM, claims(nil)), 401, invalid, "Access token signing algorithm not accepted"},
+		{"algorithm not listed", testidp.SignHeader(map[string]any{"alg": "PS256", "kid": "rsa-1", "typ": "at+jwt"}, idpRSA, claims(nil)), 401, invalid, "Access token signing algorithm not accepted"},
+		{"unknown kid", testidp.Sign(testidp.Key{KID: "rsa-unknown", Alg: "RS256", Signer: idpRSA}, claims(nil)), 401, invalid, "Access token signed by an unknown key"},
+		{"forged signature", testidp.Sign(idpForgeKey, claims(nil)), 401, invalid, "Invalid access token signature"},
+		{"wrong issuer", testidp.Sign(idpRSAKey, claims(map[string]any{"iss": "https://evil.example"})), 401, invalid, "Access token from an untrusted issuer"},
+		{"wrong audience", testidp.Sign(idpRSAKey, claims(map[string]any{"aud": "https://other.example"})), 401, invalid, "Access token not issued for this API"},
+		{"expired", testidp.Sign(idpRSAKey, claims(map[string]any{"exp": now.Add(-time.Hour).Unix(), "iat": now.Add(-2 * time.Hour).Unix()})), 401, invalid, "Access token expired"},
+		{"not yet valid", testidp.Sign(idpRSAKey, claims(map[string]any{"nbf": now.Add(time.Hour).Unix()})), 401, invalid, "Access token not yet valid"},
+		{"ID token", testidp.Sign(idpRSAKey, claims(map[string]any{"at_hash": "Zm9v"})), 401, invalid, "Token is not an access token"},
+		{"no subject", testidp.Sign(idpRSAKey, claims(map[string]any{"sub": nil})), 401, invalid, "Access token lacks a required claim"},
+		{"no organization", testidp.Sign(idpRSAKey, claims(map[string]any{"org_id": nil})), 401, invalid, "Access token lacks a required claim"},
+		{"no tier", testidp.Sign(idpRSAKey, claims(map[string]any{"plan": nil})), 403, scope, "Access token grants no tier"},
+		{"unknown tier", testidp.Sign(idpRSAKey, claims(map[string]any{"plan": "gold"})), 403, scope, "Access token names an unknown tier"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for range 2 { // the second answer may come from a cache: the same
@@ -227,7 +228,7 @@ func TestTokenDenied(t *testing.T) {
 	w, wo := probeWatch(t, "denied"), probeWatch(t, "other")
 	expectOpen(t, w)
 
-	if _, err := keystore.DenyToken(ctx, g.pool, keystore.Denial{Kind: keystore.DenySub, Issuer: g.idp.issuer, Value: "auth0|denied", Reason: "test"}, "test"); err != nil {
+	if _, err := keystore.DenyToken(ctx, g.pool, keystore.Denial{Kind: keystore.DenySub, Issuer: g.idp.Issuer(), Value: "auth0|denied", Reason: "test"}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	awaitWatch(t, w, "Access token denied")
@@ -251,7 +252,7 @@ func TestTokenDenied(t *testing.T) {
 		t.Fatalf("the subject's other token: %d %q", got.status, got.body)
 	}
 
-	if _, err := keystore.UndenyToken(ctx, g.pool, keystore.DenySub, g.idp.issuer, "auth0|denied", "test"); err != nil {
+	if _, err := keystore.UndenyToken(ctx, g.pool, keystore.DenySub, g.idp.Issuer(), "auth0|denied", "test"); err != nil {
 		t.Fatal(err)
 	}
 	awaitBody(t, g.base+"/bills", tok, "upstream ok", notifyWithin)
@@ -267,13 +268,13 @@ func TestTokenOrgSuspended(t *testing.T) {
 	tok := g.token(idpRSAKey, "auth0|member", "enterprise", time.Hour, nil)
 	g.probe(t, tok, "member")
 	w := probeWatch(t, "member")
-	stranger := signToken(idpRSAKey, g.idp.claims("auth0|stranger", "free", "org_not_in_the_store", time.Hour))
+	stranger := testidp.Sign(idpRSAKey, g.idp.claims("auth0|stranger", "free", "org_not_in_the_store", time.Hour))
 	if got := get(t, g.base+"/bills", "Authorization", "Bearer "+stranger); got.status != 200 {
 		t.Fatalf("an organization the store does not know: %d %q", got.status, got.body)
 	}
 	// The claim may name the organization by its name: the token is then the
 	// store's organization (its id in {civic.org} and the caller), suspended with it.
-	byName := signToken(idpRSAKey, g.idp.claims("auth0|by-name", "enterprise", "acme", time.Hour))
+	byName := testidp.Sign(idpRSAKey, g.idp.claims("auth0|by-name", "enterprise", "acme", time.Hour))
 	if p := g.probe(t, byName, ""); p.Caller.Org != g.acme.OrgID || p.Placeholders["civic.org"] != g.acme.OrgID {
 		t.Fatalf("org claim %q: caller org %q, {civic.org} %q, want the store's id %q", "acme", p.Caller.Org, p.Placeholders["civic.org"], g.acme.OrgID)
 	}
@@ -299,7 +300,7 @@ func TestTokenWatchExpires(t *testing.T) {
 	g := startTokenGateway(t, tokenGatewayConfig{jwtOptions: "leeway 1s"})
 	c := g.idp.claims("auth0|short", "enterprise", g.acme.OrgID, 3*time.Second)
 	exp := time.Unix(c["exp"].(int64), 0)
-	tok := signToken(idpEdKey, c)
+	tok := testidp.Sign(idpEdKey, c)
 	g.probe(t, tok, "short")
 	w := probeWatch(t, "short")
 	awaitWatch(t, w, "token expired")
