@@ -1,14 +1,8 @@
 package bench
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,15 +12,15 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
 // The chain of chain_test.go on the access-token path (docs/identity.md): the
 // same two routes, the gateway route's civic_auth with a jwt block over an
-// identity provider served by httptest, and the request's bearer an RS256
+// identity provider (internal/testidp), and the request's bearer an RS256
 // access token seen before — so gateway − bare is what the civic handlers
 // add to a request authenticated by a token, beside BenchmarkChain's key.
 
@@ -39,12 +33,11 @@ func startJWTChain(tb testing.TB) *chain {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	issuer := serveIdP(tb, key)
-	token := signRS256(tb, key, jwt.MapClaims{"iss": issuer, "aud": jwtAudience, "sub": "auth0|bench", "plan": "bench",
+	key := testidp.NewKey(tb, "RS256")
+	idp := testidp.Start(tb, key)
+	idp.SetCacheControl("max-age=86400") // no key set refresh within a run
+	issuer := idp.Issuer()
+	token := testidp.Sign(key, map[string]any{"iss": issuer, "aud": jwtAudience, "sub": "auth0|bench", "plan": "bench",
 		"iat": time.Now().Unix(), "exp": time.Now().Add(24 * time.Hour).Unix(), "jti": testenv.RandomSuffix(8)})
 	// The app needs a key store; the file holds one key, never used here.
 	keysFile := filepath.Join(tb.TempDir(), "keys.json")
@@ -112,40 +105,6 @@ http://:%d {
 	}
 	tb.Fatal("no server")
 	return nil
-}
-
-// serveIdP serves discovery and a key set holding key's public half (kid
-// k1) on 127.0.0.1 and returns the issuer.
-func serveIdP(tb testing.TB, key *rsa.PrivateKey) string {
-	tb.Helper()
-	b64 := base64.RawURLEncoding.EncodeToString
-	jwks := map[string]any{"keys": []map[string]any{{"kty": "RSA", "kid": "k1", "alg": "RS256", "use": "sig",
-		"n": b64(key.N.Bytes()), "e": b64(big.NewInt(int64(key.E)).Bytes())}}}
-	var issuer string
-	mux := http.NewServeMux()
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "jwks_uri": issuer + "/jwks"})
-	})
-	mux.HandleFunc("/jwks", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=86400")
-		_ = json.NewEncoder(w).Encode(jwks)
-	})
-	srv := httptest.NewServer(mux)
-	tb.Cleanup(srv.Close)
-	issuer = srv.URL
-	return issuer
-}
-
-// signRS256 is an RFC 9068 access token of claims signed by key (kid k1).
-func signRS256(tb testing.TB, key *rsa.PrivateKey, claims jwt.MapClaims) string {
-	tb.Helper()
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
-	tok.Header["kid"], tok.Header["typ"] = "k1", "at+jwt"
-	s, err := tok.SignedString(key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }
 
 // BenchmarkJWTChain is BenchmarkChain with an access token: bare route vs
