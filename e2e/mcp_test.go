@@ -51,7 +51,14 @@ func TestMCP(t *testing.T) {
 		secrets = append(secrets, free)
 		lists := map[string][]string{}
 		for tier, key := range map[string]string{"free": free, "paid_beta": paid} {
-			got := mcpToolNames(t, mcpConnect(t, s, key))
+			cs := mcpConnect(t, s, key)
+			// initialize: the revision asked for, civicgate's name, tools
+			// whose list may change (a tier change).
+			if init := cs.InitializeResult(); init.ProtocolVersion != "2025-11-25" || init.ServerInfo == nil || init.ServerInfo.Name != "civicgate" ||
+				init.Capabilities == nil || init.Capabilities.Tools == nil || !init.Capabilities.Tools.ListChanged {
+				t.Errorf("%s: initialize answered %+v", tier, init)
+			}
+			got := mcpToolNames(t, cs)
 			want := toolsOfTier(t, s.Root, tier)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s lists %v, want %v (its families' tools, by name)", tier, got, want)
