@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,6 +136,34 @@ func TestMCPHostile(t *testing.T) {
 			}
 			if !isRPC || (r.status != http.StatusOK && r.status != http.StatusBadRequest) || msg.Error == nil || msg.Error.Code != -32601 || string(msg.ID) != strconv.Itoa(40+i) {
 				t.Errorf("method %s: %d %s %q, want a JSON-RPC error -32601 with id %d", method, r.status, r.header.Get("Content-Type"), r.body, 40+i)
+			}
+		}
+	})
+
+	t.Run("OtherMessages", func(t *testing.T) {
+		a := a.in(t)
+		// A name of no tool stays the SDK's error (docs/mcp.md "Sessions").
+		r := a.do(http.MethodPost, a.key, sid, `{"jsonrpc":"2.0","id":80,"method":"tools/call","params":{"name":"drop_tables","arguments":{}}}`, nil)
+		if msg := rpcMessage(t, r); r.status != http.StatusOK || msg.Error == nil || msg.Error.Code != -32602 || msg.Error.Message != `unknown tool "drop_tables"` {
+			t.Errorf("a tool of no name: %d %s", r.status, r.body)
+		}
+		if r := a.do(http.MethodPost, a.key, sid, `{"jsonrpc":"2.0","id":77,"method":"ping"}`, nil); r.status != http.StatusOK || string(rpcMessage(t, r).Result) != "{}" {
+			t.Errorf("ping: %d %s", r.status, r.body)
+		}
+		// What the SDK refuses itself is a 400 (plain text today: docs/mcp.md
+		// "the SDK's answer"), an accepted notification or response a 202;
+		// never a 5xx, never a page of another kind.
+		for body, want := range map[string][]int{
+			// MCP lets a server accept (202) or refuse (400) a notification.
+			`{"jsonrpc":"2.0","method":"notifications/bogus"}`: {http.StatusAccepted, http.StatusBadRequest},
+			`{"jsonrpc":"2.0","id":78}`:                        {http.StatusAccepted},
+			`{"jsonrpc":"1.0","id":79,"method":"ping"}`:        {http.StatusBadRequest},
+			`{"jsonrpc":"2.0","id":81,"method":"tools/call"}`:  {http.StatusBadRequest},
+		} {
+			r := a.do(http.MethodPost, a.key, sid, body, nil)
+			ct := r.header.Get("Content-Type")
+			if !slices.Contains(want, r.status) || (strings.HasPrefix(ct, "application/json") && rpcMessage(t, r).Error == nil) {
+				t.Errorf("%s: %d %s %q, want %v", body, r.status, ct, r.body, want)
 			}
 		}
 	})
