@@ -12,6 +12,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/stack"
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -49,7 +50,7 @@ func testJWTRefusals(t *testing.T, g *jwtStack, client, other, otherAudience str
 	t.Run("HS256 keyed with the RSA public key", func(t *testing.T) {
 		pemKey := publicPEM(t, publishedRSAKey(t, g.idp.JWKSURL(), p.kid()))
 		h := `{"alg":"HS256","typ":"JWT","kid":"` + p.kid() + `"}`
-		tok := g.keep(signJWT(t, h, mustJSON(t, p.claims), jwt.SigningMethodHS256, pemKey))
+		tok := g.keep(testidp.SignRaw(h, mustJSON(t, p.claims), jwt.SigningMethodHS256, pemKey))
 		wantRefusal(t, "HS256 keyed with the PEM", getBills(t, s, tok), http.StatusUnauthorized,
 			"Access token signing algorithm not accepted", g.invalidToken("Access token signing algorithm not accepted"))
 	})
@@ -65,10 +66,10 @@ func testJWTRefusals(t *testing.T, g *jwtStack, client, other, otherAudience str
 		// A token signed by another key, exp an hour ago: exp is checked
 		// before any key is looked up.
 		now := time.Now()
-		tok := g.keep(signJWT(t, `{"alg":"RS256","typ":"JWT","kid":"`+p.kid()+`"}`, mustJSON(t, map[string]any{
+		tok := g.keep(testidp.SignRaw(`{"alg":"RS256","typ":"JWT","kid":"`+p.kid()+`"}`, mustJSON(t, map[string]any{
 			"iss": g.idp.Issuer(), "aud": []string{g.audience}, "sub": client, "org_id": "x", "plan": "enterprise",
 			"iat": now.Add(-2 * time.Hour).Unix(), "exp": now.Add(-time.Hour).Unix(),
-		}), jwt.SigningMethodRS256, freshRSAKey(t)))
+		}), jwt.SigningMethodRS256, testidp.NewKey(t, "RS256")))
 		wantRefusal(t, "exp an hour ago", getBills(t, s, tok), http.StatusUnauthorized,
 			"Access token expired", g.invalidToken("Access token expired"))
 

@@ -15,6 +15,7 @@ import (
 	"github.com/civicgate/civicgate/internal/stack"
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/internal/testhydra"
+	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -86,9 +87,9 @@ func TestJWTAccessTokens(t *testing.T) {
 		// key is looked up (docs/identity.md "How a token is checked", step
 		// 5). Admitted under a 30 s leeway, the same token reaches the key
 		// lookup and meets its unknown kid instead.
-		key := freshRSAKey(t)
+		key := testidp.NewKey(t, "RS256")
 		now := time.Now()
-		tok := g.keep(signJWT(t, `{"alg":"RS256","typ":"JWT","kid":"e2e-leeway-`+sfx+`"}`, mustJSON(t, map[string]any{
+		tok := g.keep(testidp.SignRaw(`{"alg":"RS256","typ":"JWT","kid":"e2e-leeway-`+sfx+`"}`, mustJSON(t, map[string]any{
 			"iss": idp.Issuer(), "aud": []string{g.audience}, "sub": ent, "org_id": "idp-org-ent-" + sfx, "plan": "enterprise",
 			"iat": now.Add(-time.Minute).Unix(), "exp": now.Add(-10 * time.Second).Unix(),
 		}), jwt.SigningMethodRS256, key))
@@ -146,11 +147,11 @@ func TestJWTAccessTokens(t *testing.T) {
 		// (connection refused), and refuses the token as signed by an
 		// unknown key — the same refusal a new kid of a real rotation meets
 		// until the IdP is back.
-		key := freshRSAKey(t)
+		key := testidp.NewKey(t, "RS256")
 		p := decodeJWT(t, first)
 		claims := maps.Clone(p.claims)
 		claims["jti"] = "e2e-outage-" + sfx
-		forged := g.keep(signJWT(t, `{"alg":"RS256","typ":"JWT","kid":"e2e-never-published-`+sfx+`"}`, mustJSON(t, claims), jwt.SigningMethodRS256, key))
+		forged := g.keep(testidp.SignRaw(`{"alg":"RS256","typ":"JWT","kid":"e2e-never-published-`+sfx+`"}`, mustJSON(t, claims), jwt.SigningMethodRS256, key))
 		// A refresh starts at most every 10 s: the forged token is sent
 		// until one has been tried and failed.
 		stack.WaitFor(t, 30*time.Second, "a failed key set refresh", func() error {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
@@ -13,13 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // Tokens made and read by the access-token tests: decoded without
-// verification, signed with keys of the test's own, the issuer's keys read
-// from its JWKS.
+// verification (those the test signs itself: internal/testidp), the issuer's
+// keys read from its JWKS.
 
 // jwtParts are a JWT's decoded header and claims, unverified.
 type jwtParts struct {
@@ -62,21 +59,6 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// signJWT signs header and payload (JSON texts, used byte for byte) with
-// method and key; method nil leaves the signature empty (alg none).
-func signJWT(t *testing.T, header, payload string, method jwt.SigningMethod, key any) string {
-	t.Helper()
-	input := b64u([]byte(header)) + "." + b64u([]byte(payload))
-	if method == nil {
-		return input + "."
-	}
-	sig, err := method.Sign(input, key)
-	if err != nil {
-		t.Fatalf("sign %s: %v", method.Alg(), err)
-	}
-	return input + "." + b64u(sig)
-}
-
 // publishedRSAKey is the public key the issuer's JWKS publishes as kid.
 func publishedRSAKey(t *testing.T, jwksURL, kid string) *rsa.PublicKey {
 	t.Helper()
@@ -116,14 +98,4 @@ func publicPEM(t *testing.T, key *rsa.PublicKey) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-}
-
-// freshRSAKey is a 2048-bit key no JWKS has ever published.
-func freshRSAKey(t *testing.T) *rsa.PrivateKey {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
