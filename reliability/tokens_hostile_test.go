@@ -25,6 +25,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/stack"
 	"github.com/civicgate/civicgate/internal/testhydra"
+	"github.com/civicgate/civicgate/internal/testidp"
 )
 
 // Hostile access tokens through the built gateway (docs/identity.md "How a
@@ -72,7 +73,7 @@ func TestTokensHostile(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	t.Cleanup(attacker.Close)
-	evil := tokRSAKey(t)
+	evil := testidp.NewKey(t, "RS256").Signer.(*rsa.PrivateKey)
 
 	f := &tokForge{t: t, key: key, kid: kid, claims: map[string]any{
 		"iss": idp.Issuer(), "aud": []string{audience}, "sub": client, "org_id": org, "plan": tokHostileTier,
@@ -224,7 +225,7 @@ func tokCorpus(t *testing.T, f *tokForge, issued string, evil *rsa.PrivateKey, a
 	pl := f.payload(nil)
 	withKid := func(kid string) func(map[string]any) { return func(h map[string]any) { h["kid"] = kid } }
 	evilSigned := func(edit func(map[string]any)) string {
-		return tokSign(t, f.header(edit), pl, jwt.SigningMethodRS256, evil)
+		return testidp.SignRaw(f.header(edit), pl, jwt.SigningMethodRS256, evil)
 	}
 	pubDER, err := x509.MarshalPKIXPublicKey(&f.key.PublicKey)
 	if err != nil {
@@ -232,7 +233,7 @@ func tokCorpus(t *testing.T, f *tokForge, issued string, evil *rsa.PrivateKey, a
 	}
 	pemPKIX := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
 	pemPKCS1 := pem.EncodeToMemory(&pem.Block{Type: "RSA PUBLIC KEY", Bytes: x509.MarshalPKCS1PublicKey(&f.key.PublicKey)})
-	hs := func(h string, secret []byte) string { return tokSign(t, h, pl, jwt.SigningMethodHS256, secret) }
+	hs := func(h string, secret []byte) string { return testidp.SignRaw(h, pl, jwt.SigningMethodHS256, secret) }
 	hsHeader := f.header(func(h map[string]any) { h["alg"] = "HS256" })
 	hsSig, err := jwt.SigningMethodHS256.Sign(b64([]byte(f.header(nil)))+"."+b64([]byte(pl)), pemPKIX)
 	if err != nil {
@@ -273,10 +274,10 @@ func tokCorpus(t *testing.T, f *tokForge, issued string, evil *rsa.PrivateKey, a
 		ok("good", good),
 		ok("issued by Hydra", issued),
 
-		refused("alg none", tokSign(t, `{"alg":"none","typ":"JWT","kid":"`+f.kid+`"}`, pl, nil, nil), disallowed),
-		refused("alg None", tokSign(t, `{"alg":"None","kid":"`+f.kid+`"}`, pl, nil, nil), disallowed),
-		refused("alg nOnE", tokSign(t, `{"alg":"nOnE","kid":"`+f.kid+`"}`, pl, nil, nil), disallowed),
-		refused("alg none with a signature", tokSign(t, `{"alg":"none","kid":"`+f.kid+`"}`, pl, jwt.SigningMethodRS256, f.key), disallowed),
+		refused("alg none", testidp.SignRaw(`{"alg":"none","typ":"JWT","kid":"`+f.kid+`"}`, pl, nil, nil), disallowed),
+		refused("alg None", testidp.SignRaw(`{"alg":"None","kid":"`+f.kid+`"}`, pl, nil, nil), disallowed),
+		refused("alg nOnE", testidp.SignRaw(`{"alg":"nOnE","kid":"`+f.kid+`"}`, pl, nil, nil), disallowed),
+		refused("alg none with a signature", testidp.SignRaw(`{"alg":"none","kid":"`+f.kid+`"}`, pl, jwt.SigningMethodRS256, f.key), disallowed),
 		refused("HS256 keyed with the public key PEM", hs(hsHeader, pemPKIX), disallowed),
 		refused("HS256 keyed with the PKCS1 PEM", hs(hsHeader, pemPKCS1), disallowed),
 		refused("HS256 keyed with the JWK n", hs(hsHeader, []byte(b64(f.key.N.Bytes()))), disallowed),
@@ -359,7 +360,7 @@ func (f *tokForge) payload(edit func(map[string]any)) string {
 }
 
 func (f *tokForge) sign(header, payload string) string {
-	return tokSign(f.t, header, payload, jwt.SigningMethodRS256, f.key)
+	return testidp.SignRaw(header, payload, jwt.SigningMethodRS256, f.key)
 }
 
 // forged is the i-th distinct forgery: genuine header and claims, random
@@ -379,28 +380,6 @@ func tokJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// tokSign signs header and payload (JSON text, used as given); method nil
-// leaves the signature empty.
-func tokSign(t *testing.T, header, payload string, method jwt.SigningMethod, key any) string {
-	input := b64([]byte(header)) + "." + b64([]byte(payload))
-	if method == nil {
-		return input + "."
-	}
-	sig, err := method.Sign(input, key)
-	if err != nil {
-		t.Fatalf("sign %s: %v", method.Alg(), err)
-	}
-	return input + "." + b64(sig)
-}
-
-func tokRSAKey(t *testing.T) *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 // tokIssuerKey reads the private half of the key Hydra signed issued with
