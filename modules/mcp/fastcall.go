@@ -196,22 +196,41 @@ var noCache = []string{"no-cache, no-transform"}
 // rpcErr — as the SDK encodes it (jsonrpc2's NewResponse and
 // EncodeMessage: no HTML escaping), in one application/json body.
 func writeCallAnswer(w http.ResponseWriter, status int, id jsonrpc.ID, res *mcpsdk.CallToolResult, rpcErr error) {
-	msg := &jsonrpc.Response{ID: id, Error: rpcErr}
-	var err error
-	if rpcErr == nil {
-		if res.Content == nil { // as the SDK's callTool: "content" is never null
-			r := *res
-			r.Content = []mcpsdk.Content{}
-			res = &r
-		}
-		msg.Result, err = marshalUnescaped(res)
-	}
-	data, encErr := jsonrpc.EncodeMessage(msg)
-	if err != nil || encErr != nil { // a result is built from JSON already parsed
+	data, err := encodeCallAnswer(id, res, rpcErr)
+	if err != nil { // a result is built from JSON already parsed
 		status, data = http.StatusInternalServerError, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}`)
 	}
 	w.Header()["Cache-Control"] = noCache
 	contract.WriteJSON(w, status, data)
+}
+
+// encodeCallAnswer encodes the response to the call id. A result is
+// marshaled as the SDK marshals it and put in the envelope EncodeMessage
+// would write around it ({"jsonrpc","id","result"}, the result compact
+// already), so that it is not encoded twice.
+func encodeCallAnswer(id jsonrpc.ID, res *mcpsdk.CallToolResult, rpcErr error) ([]byte, error) {
+	if rpcErr != nil {
+		return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: rpcErr})
+	}
+	if res.Content == nil { // as the SDK's callTool: "content" is never null
+		r := *res
+		r.Content = []mcpsdk.Content{}
+		res = &r
+	}
+	idJSON, err := marshalUnescaped(id.Raw())
+	if err != nil {
+		return nil, err
+	}
+	result, err := marshalUnescaped(res)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(idJSON)+len(result))
+	data = append(data, `{"jsonrpc":"2.0","id":`...)
+	data = append(data, idJSON...)
+	data = append(data, `,"result":`...)
+	data = append(data, result...)
+	return append(data, '}'), nil
 }
 
 // marshalUnescaped is json.Marshal without HTML escaping, as the SDK
