@@ -151,16 +151,21 @@ func (s *keySource) run(done chan struct{}) {
 	cancel()
 	now := s.now()
 	if err != nil {
-		s.failures.Add(1)
 		s.due.Store(now.Add(s.minInterval).UnixNano())
 		s.log.Warn("jwt: key set refresh failed; the last good set stays in use", "jwks_url", s.url, "error", err)
 	} else {
-		s.refreshes.Add(1)
 		s.install(set, ttl, now)
 	}
 	s.mu.Lock()
 	s.inflight = nil
 	s.mu.Unlock()
+	// Counted once the fetch is no longer joinable: whoever sees the count
+	// and asks again starts (or is refused) a new fetch, never this one.
+	if err != nil {
+		s.failures.Add(1)
+	} else {
+		s.refreshes.Add(1)
+	}
 	close(done)
 }
 
