@@ -22,10 +22,10 @@ import (
 // six times what the same GraphQL request costs through the whole chain.
 // The steps are the SDK path's own — the entitlement check, the argument
 // check, the GraphQL request through next on the POST's goroutine, the
-// rendering (toolcall.go) — and the JSON-RPC response is encoded by the
-// SDK's encoder from the same values, so its bytes are the SDK's; it goes
-// out as one application/json body, which Streamable HTTP lets a server
-// answer a POST with. Whatever is not plain goes to the SDK as before:
+// rendering (toolcall.go) — and the JSON-RPC response is encoded as the
+// SDK encodes it, from the same values, so its bytes are the SDK's; it
+// goes out as one application/json body, which Streamable HTTP lets a
+// server answer a POST with. Whatever is not plain goes to the SDK as before:
 // every other method, a tools/call carrying _meta (a progress token) or
 // members beyond name and arguments, an id or a name the SDK might read
 // differently, a tool not in the manifest, a session not yet initialized.
@@ -155,7 +155,7 @@ func (h *Handler) answerCall(w http.ResponseWriter, r *http.Request, next caddyh
 	if sdkAnswersCalls.Load() || len(r.Header[lastEventIDHeader]) > 0 {
 		return false // the SDK refuses Last-Event-ID on a POST
 	}
-	if json, _ := accepts(r.Header["Accept"]); !json {
+	if jsonOK, _ := accepts(r.Header["Accept"]); !jsonOK {
 		return false
 	}
 	c, ok := parsePlainCall(body)
