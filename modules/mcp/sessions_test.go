@@ -145,7 +145,7 @@ func TestRefusalsAreJSON(t *testing.T) {
 		"GET no session":  {"GET", reader.Key, "", map[string]string{"Accept": "text/event-stream"}, 400, `"message":"Mcp-Session-Id header is required"`},
 		"GET accept":      {"GET", reader.Key, "", map[string]string{"Accept": "application/json", "Mcp-Session-Id": sid}, 406, `"message":"Accept must list text/event-stream"`},
 		"DELETE unknown":  {"DELETE", reader.Key, "", map[string]string{"Mcp-Session-Id": "x"}, 404, `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`},
-		"unknown method":  {"POST", reader.Key, `{"jsonrpc":"2.0","id":4,"method":"tools/destroy"}`, mcpHeaders(sid), 400, ``},
+		"unknown method":  {"POST", reader.Key, `{"jsonrpc":"2.0","id":4,"method":"tools/destroy"}`, mcpHeaders(sid), 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}}`},
 		"invalid session": {"POST", reader.Key, `{"jsonrpc":"2.0","id":4,"method":"ping"}`, mcpHeaders("x"), 404, `"code":-32001`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -153,10 +153,8 @@ func TestRefusalsAreJSON(t *testing.T) {
 			if r.status != c.status || !strings.Contains(r.body, c.want) {
 				t.Errorf("%d %s, want %d with %s", r.status, r.body, c.status, c.want)
 			}
-			if c.status != 400 || c.want != "" { // the SDK's own 400 for an unknown method stays plain text
-				if ct := r.header.Get("Content-Type"); ct != "application/json" {
-					t.Errorf("Content-Type %q", ct)
-				}
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
 			}
 		})
 	}

@@ -39,6 +39,7 @@ const (
 // "unknown error": nothing a client acts on).
 const (
 	codeInvalidRequest  = -32600
+	codeMethodNotFound  = -32601
 	codeParseError      = -32700
 	codeBadRequest      = -32000
 	codeSessionNotFound = -32001
@@ -53,6 +54,15 @@ var supportedVersions = []string{"2025-11-25", "2025-06-18"}
 type rpcHead struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+}
+
+// serverMethods are the requests an MCP server answers (the go-sdk's
+// server methods, revision 2025-11-25); any other request is -32601 here.
+var serverMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "prompts/list": true, "prompts/get": true,
+	"completion/complete": true, "logging/setLevel": true,
 }
 
 // rpcError is a JSON-RPC error response.
@@ -174,8 +184,15 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 		return
 	}
 	var head rpcHead
-	if err := json.Unmarshal(body, &head); err != nil {
+	// The SDK's decoder stops at 1 000 levels with a plain-text 400: refused
+	// here first, in JSON, like any other body that is not a message.
+	if nestedDeeper(body, maxNesting) || json.Unmarshal(body, &head) != nil {
 		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
+		return
+	}
+	if len(head.ID) > 0 && head.Method != "" && !serverMethods[head.Method] {
+		// The SDK would answer a plain-text 400 before revision 2026-07-28.
+		h.refuse(w, refusedBadRequest, http.StatusOK, head.ID, codeMethodNotFound, "Method not found")
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
