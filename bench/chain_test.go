@@ -113,6 +113,13 @@ http://:%d {
 }
 `, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), tierCost, testenv.RedisAddr(), prefix, usageBlock,
 		testenv.FreePort(tb), handlerCost, filepath.Join(root, "backend", "schema", "records.graphqls"))
+	return loadChain(tb, caddyfile, iss.Key)
+}
+
+// loadChain adapts and loads caddyfile (stopped when the test ends) and
+// returns its one server with key as the credential its requests carry.
+func loadChain(tb testing.TB, caddyfile, key string) *chain {
+	tb.Helper()
 	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
 	if err != nil {
 		tb.Fatalf("adapt: %v (%v)", err, warnings)
@@ -126,7 +133,7 @@ http://:%d {
 		tb.Fatal(err)
 	}
 	for _, s := range app.(*caddyhttp.App).Servers {
-		return &chain{srv: s, key: iss.Key}
+		return &chain{srv: s, key: key}
 	}
 	tb.Fatal("no server")
 	return nil

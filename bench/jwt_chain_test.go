@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -88,23 +84,7 @@ http://:%d {
 }
 `, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), issuer, jwtAudience, testenv.RedisAddr(), prefix,
 		testenv.FreePort(tb), filepath.Join(root, "backend", "schema", "records.graphqls"))
-	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
-	if err != nil {
-		tb.Fatalf("adapt: %v (%v)", err, warnings)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		tb.Fatalf("load: %v", err)
-	}
-	tb.Cleanup(func() { _ = caddy.Stop() })
-	app, err := caddy.ActiveContext().App("http")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, s := range app.(*caddyhttp.App).Servers {
-		return &chain{srv: s, key: token}
-	}
-	tb.Fatal("no server")
-	return nil
+	return loadChain(tb, caddyfile, token)
 }
 
 // BenchmarkJWTChain is BenchmarkChain with an access token: bare route vs
