@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -289,27 +288,8 @@ func usageUnder(t *testing.T, s *stack.Stack, org string) (map[string]usageCount
 	if err != nil {
 		return nil, usageCounts{}, fmt.Errorf("keys usage --org %s: %w: %s", org, err, out)
 	}
-	var doc struct {
-		Rows []struct {
-			KeyID string `json:"key_id"`
-			usageCounts
-		} `json:"rows"`
-		Totals usageCounts `json:"totals"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("keys usage --json: %v\n%s", err, out)
-	}
-	per := map[string]usageCounts{}
-	for _, r := range doc.Rows {
-		c := per[r.KeyID]
-		c.Admitted += r.Admitted
-		c.Refused += r.Refused
-		c.ClientErrors += r.ClientErrors
-		c.ServerErrors += r.ServerErrors
-		c.Cost += r.Cost
-		per[r.KeyID] = c
-	}
-	return per, doc.Totals, nil
+	per, totals := parseUsage(t, out)
+	return per, totals, nil
 }
 
 // gatewayLogHas waits until the gateway's log holds a line containing

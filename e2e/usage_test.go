@@ -29,6 +29,13 @@ type usageCounts struct {
 func usageOf(t *testing.T, s *stack.Stack, org string, args ...string) (map[string]usageCounts, usageCounts) {
 	t.Helper()
 	out := s.Run(s.Bins.Civicgate, append([]string{"keys", "usage", "--org", org, "--json"}, args...)...)
+	return parseUsage(t, out)
+}
+
+// parseUsage reads `keys usage --json`: the counts per key id, summed over
+// the rows, and the totals line.
+func parseUsage(t *testing.T, out string) (map[string]usageCounts, usageCounts) {
+	t.Helper()
 	var doc struct {
 		Rows []struct {
 			KeyID string `json:"key_id"`
