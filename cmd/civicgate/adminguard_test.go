@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func TestSecondGatewayOnTheSameAdminAddressRefused(t *testing.T) {
 	site := testenv.FreePort(t)
 	cfg := caddyfileWithAdmin(t, admin, site)
 	first := exec.Command(binary, "run", "--config", cfg, "--adapter", "caddyfile")
-	var firstLog bytes.Buffer
+	var firstLog lockedBuffer // written by the process's copier goroutine, read by the wait below
 	first.Stdout, first.Stderr = &firstLog, &firstLog
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -102,4 +103,22 @@ func TestSecondGatewayOnTheSameAdminAddressRefused(t *testing.T) {
 		t.Fatalf("the first gateway stopped serving: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
