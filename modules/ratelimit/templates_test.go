@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -20,6 +21,10 @@ func TestHandlerTemplates(t *testing.T) {
 	h := &Handler{Key: "k-{http.request.header.X-Key}-{" + contract.CivicOrg + "}", Rate: "{" + contract.CivicRate + "}",
 		Policy: "bronze", Cost: "{" + contract.CivicCostBudget + "}", logger: zap.NewNop(),
 		limiter: newLimiter(limiterConfig{mode: modeLocal, maxKeys: 100})}
+	// One instant for every request: the wall clock could cross a window
+	// boundary between them, where the sliding window admits again.
+	now := time.Now()
+	h.limiter.clock = func() time.Time { return now }
 	h.policies = &policyCache{share: h.limiter.share, maxLease: h.limiter.maxLease}
 	h.parseTemplates()
 	serve := func(key string, org any) (int, http.Header) {
