@@ -47,6 +47,9 @@ func init() {
 type authMetrics struct {
 	requests map[string]prometheus.Counter
 	watches  prometheus.Gauge // live credential watches (contract.Watcher)
+	// deniesSetAside: rows of the token deny list in force that its table's
+	// rules refuse, so they deny nothing (keystore.LoadDenials).
+	deniesSetAside prometheus.Gauge
 }
 
 func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
@@ -58,8 +61,15 @@ func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
 		Namespace: "civicgate", Subsystem: "auth", Name: "credential_watches",
 		Help: "Open long-lived exchanges (WebSocket, event stream) whose key civic_auth is watching.",
 	})
+	setAside := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "civicgate", Subsystem: "auth", Name: "token_denials_set_aside",
+		Help: "Rows of the token deny list that its table's rules refuse, set aside at the last load (each is logged by key).",
+	})
 	if reg != nil {
 		var err error
+		if setAside, err = collectors.Register(reg, setAside); err != nil {
+			return nil, err
+		}
 		if vec, err = collectors.Register(reg, vec); err != nil {
 			return nil, err
 		}
@@ -67,7 +77,7 @@ func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
 			return nil, err
 		}
 	}
-	m := &authMetrics{requests: make(map[string]prometheus.Counter, len(outcomes)), watches: watches}
+	m := &authMetrics{requests: make(map[string]prometheus.Counter, len(outcomes)), watches: watches, deniesSetAside: setAside}
 	for _, o := range outcomes {
 		m.requests[o] = vec.WithLabelValues(o)
 	}

@@ -124,9 +124,10 @@ func TestMetricsSurviveReload(t *testing.T) {
 	m2.watches.Inc()
 	defer m1.watches.Sub(2)
 	families, err := reg.Gather()
-	if err != nil || len(families) != 2 || families[0].GetName() != "civicgate_auth_credential_watches" ||
+	if err != nil || len(families) != 3 || families[0].GetName() != "civicgate_auth_credential_watches" ||
 		families[0].GetMetric()[0].GetGauge().GetValue() != watchesBefore+2 ||
-		families[1].GetName() != "civicgate_auth_requests_total" || len(families[1].GetMetric()) != len(outcomes) {
+		families[1].GetName() != "civicgate_auth_requests_total" || len(families[1].GetMetric()) != len(outcomes) ||
+		families[2].GetName() != "civicgate_auth_token_denials_set_aside" {
 		t.Fatalf("gathered %v %v", families, err)
 	}
 }

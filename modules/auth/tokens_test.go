@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/internal/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
@@ -308,4 +311,42 @@ func TestTokenWatchExpires(t *testing.T) {
 		t.Fatalf("fired %s before exp", exp.Sub(now))
 	}
 	awaitBody(t, g.base+"/bills", tok, `{"error":"Access token expired"}`, notifyWithin)
+}
+
+// TestTokenDenialSetAside: a deny-list row its table's rules refuse (written
+// with the checks dropped) denies nothing, is counted in
+// civicgate_auth_token_denials_set_aside and named in a log line by its
+// quoted key; the good rows beside it still deny.
+func TestTokenDenialSetAside(t *testing.T) {
+	g := startTokenGateway(t, tokenGatewayConfig{})
+	awaitListening(t, g.app(t))
+	ctx := context.Background()
+	if _, err := g.pool.Exec(ctx, `ALTER TABLE civicgate.token_denials DROP CONSTRAINT token_denials_value_check`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.pool.Exec(ctx, `INSERT INTO civicgate.token_denials (kind, value, actor) VALUES ('sub', E'forged\x1b[2J\nline', 'hand')`); err != nil {
+		t.Fatal(err)
+	}
+	tok := g.token(idpRSAKey, "auth0|denied", "enterprise", time.Hour, nil)
+	if _, err := keystore.DenyToken(ctx, g.pool, keystore.Denial{Kind: keystore.DenySub, Value: "auth0|denied", Reason: "test"}, "test"); err != nil {
+		t.Fatal(err) // its notification reloads the list, the bad row with it
+	}
+	awaitBody(t, g.base+"/bills", tok, `{"error":"Access token denied"}`, notifyWithin)
+	testenv.Eventually(t, notifyWithin, "the set-aside row counted", func() error {
+		var m dto.Metric
+		if err := g.app(t).metrics.deniesSetAside.Write(&m); err != nil || m.GetGauge().GetValue() != 1 {
+			return fmt.Errorf("token_denials_set_aside %v (%v)", m.GetGauge().GetValue(), err)
+		}
+		return nil
+	})
+	logs, err := os.ReadFile(g.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "token denial set aside") || !strings.Contains(string(logs), `forged\\x1b[2J\\nline`) {
+		t.Errorf("no log line names the set-aside row by its quoted value:\n%s", logs)
+	}
+	if strings.Contains(string(logs), "forged\x1b") {
+		t.Error("the row's raw control characters reached the log")
+	}
 }

@@ -117,9 +117,14 @@ func (t *tokenAuth) reloadDenials(ctx context.Context) {
 		t.app.logger.Warn("token deny list not reloaded; keeping the last one", zap.Error(err))
 		return
 	}
-	if n := set.Skipped(); n > 0 {
-		t.app.logger.Error("token denials set aside: rows the table's rules refuse", zap.Int("rows", n))
+	for _, row := range set.SetAside() {
+		// The row's key names it for `civicgate tokens list`/SQL; the values are quoted and cut, so a hostile
+		// row cannot forge log lines or flood them.
+		t.app.logger.Error("token denial set aside: its table's rules refuse the row; it denies nothing",
+			zap.String("kind", row.Kind), zap.String("issuer", row.Issuer), zap.String("value", row.Value),
+			zap.String("problem", row.Problem))
 	}
+	t.app.metrics.deniesSetAside.Set(float64(set.Skipped()))
 	t.denials.Store(&set)
 	t.recheck(ctx)
 }

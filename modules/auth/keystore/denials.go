@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -259,7 +260,33 @@ func denyTableError(what string, err error) error {
 type DenySet struct {
 	subs, jtis map[string][]denyEntry // by value
 	next       time.Time              // the earliest end of an entry; zero: none ends
-	n, skipped int
+	n          int
+	setAside   []SetAsideDenial
+}
+
+// SetAsideDenial names a row LoadDenials set aside: its key (kind, issuer,
+// value) as printable, bounded text — the row may hold control characters or
+// be megabytes long — and what its table's rules refuse in it.
+type SetAsideDenial struct {
+	Kind, Issuer, Value string // strconv.Quote'd, each cut to 80 bytes
+	Problem             string // BadDenialError's text
+}
+
+// cut bounds s to max bytes (a problem quotes the refused kind, unbounded in a hand-edited row).
+func cut(s string, max int) string {
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+// namedForLog quotes s for a log line, cut to 80 bytes before quoting.
+func namedForLog(s string) string {
+	const max = 80
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // denyEntry is one denial of a value: of issuer ("" any), until expires
@@ -270,8 +297,8 @@ type denyEntry struct {
 }
 
 // LoadDenials reads the denials in force at now. A row the table's
-// constraints would refuse (a hand edit with them dropped) is skipped and
-// counted (DenySet.Skipped), never failing the load: the rest still deny.
+// constraints would refuse (a hand edit with them dropped) is set aside and
+// named (DenySet.SetAside), never failing the load: the rest still deny.
 func LoadDenials(ctx context.Context, q Querier, now time.Time) (DenySet, error) {
 	rows, err := q.Query(ctx, `SELECT kind, issuer, value, expires_at FROM civicgate.token_denials
 		WHERE expires_at IS NULL OR expires_at > $1`, now)
@@ -285,8 +312,9 @@ func LoadDenials(ctx context.Context, q Querier, now time.Time) (DenySet, error)
 		if err := rows.Scan(&d.Kind, &d.Issuer, &d.Value, &d.ExpiresAt); err != nil {
 			return DenySet{}, denyTableError("load the token denials", err)
 		}
-		if d.Check() != nil {
-			s.skipped++
+		if err := d.Check(); err != nil {
+			s.setAside = append(s.setAside, SetAsideDenial{Kind: namedForLog(d.Kind), Issuer: namedForLog(d.Issuer),
+				Value: namedForLog(d.Value), Problem: cut(err.Error(), 200)})
 			continue
 		}
 		s.add(d)
@@ -366,5 +394,8 @@ func (s DenySet) NextExpiry() time.Time { return s.next }
 // Len is how many denials the set holds.
 func (s DenySet) Len() int { return s.n }
 
-// Skipped is how many rows LoadDenials skipped as invalid.
-func (s DenySet) Skipped() int { return s.skipped }
+// Skipped is how many rows LoadDenials set aside as invalid.
+func (s DenySet) Skipped() int { return len(s.setAside) }
+
+// SetAside names the rows LoadDenials set aside, in the order read.
+func (s DenySet) SetAside() []SetAsideDenial { return s.setAside }

@@ -315,6 +315,19 @@ func TestLoadDenialsSkipsBadRows(t *testing.T) {
 	if _, ok := set.Denied("iss", "good", ""); !ok {
 		t.Error("the good row does not deny")
 	}
+	named := map[string]SetAsideDenial{}
+	for _, row := range set.SetAside() {
+		named[row.Kind+" "+row.Issuer] = row
+		if len(row.Value) > 90 || strings.ContainsAny(row.Value+row.Issuer+row.Kind+row.Problem, "\x1b\t") {
+			t.Errorf("set-aside row not printable and bounded: %+v", row)
+		}
+	}
+	if row, ok := named[`"sub" "https://idp\t"`]; !ok || row.Value != `"other"` || !strings.Contains(row.Problem, "issuer holds a control character") {
+		t.Errorf("the issuer row is not named with its problem: %+v (all: %+v)", row, set.SetAside())
+	}
+	if row := named[`"email" ""`]; row.Value != `"good"` || !strings.Contains(row.Problem, "kind") {
+		t.Errorf("the kind row is not named with its problem: %+v", row)
+	}
 	if _, ok := set.Denied("https://idp\t", "other", ""); ok {
 		t.Error("a skipped row denies")
 	}
