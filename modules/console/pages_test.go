@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,6 +86,54 @@ func TestUsageKeySelectorListsRevokedKeys(t *testing.T) {
 	if r.code != http.StatusOK || !strings.Contains(r.body, `<option value="`+old.ID+`" selected>`) ||
 		!strings.Contains(r.body, `id="total-admitted">9`+"\u202f"+`000<`) {
 		t.Fatalf("usage of the revoked key: %d\n%s", r.code, r.body)
+	}
+}
+
+// TestUsageListsTokenSubjects: access-token subjects with usage in the
+// period are offered beside the keys, the most used first, and each one's
+// chart and totals are reachable; a subject counted only for another
+// organization is neither listed nor reachable (404).
+func TestUsageListsTokenSubjects(t *testing.T) {
+	g := startGateway(t)
+	ctx := t.Context()
+	acme := g.newOrg(t, "acme", "paid")
+	other := g.newOrg(t, "other", "paid")
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	for _, row := range []struct {
+		key, org string
+		n        int
+	}{{"jwt:sub:auth0|alice", acme.id, 40}, {"jwt:hash:0123456789abcdef0123456789abcdef", acme.id, 700}, {"jwt:sub:mallory", other.id, 5}} {
+		if _, err := g.pool.Exec(ctx, `INSERT INTO civicgate.usage_hour (key_id, org_id, start, admitted) VALUES ($1, $2, $3, $4)`,
+			row.key, row.org, hour, row.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viewer := g.session(t, acme, consolestore.RoleViewer)
+	r := g.consoleDo(t, viewer, http.MethodGet, "/orgs/"+acme.id+"/usage", nil)
+	if r.code != http.StatusOK {
+		t.Fatalf("usage page: %d\n%s", r.code, r.body)
+	}
+	subjects := regexp.MustCompile(`<option value="(jwt:[^"]*)">([^<]*)</option>`).FindAllStringSubmatch(r.body, -1)
+	if len(subjects) != 2 || subjects[0][1] != "jwt:hash:0123456789abcdef0123456789abcdef" || subjects[0][2] != subjects[0][1]+" (700 requests)" ||
+		subjects[1][1] != "jwt:sub:auth0|alice" || !strings.Contains(r.body, `<optgroup label="Access-token subjects">`) {
+		t.Fatalf("token subject options %q, want the two of acme, the most used first", subjects)
+	}
+	if !strings.Contains(r.body, `id="total-admitted">740<`) {
+		t.Errorf("the organization's total does not count its token subjects:\n%s", r.body)
+	}
+	r = g.consoleDo(t, viewer, http.MethodGet, "/orgs/"+acme.id+"/usage?key="+url.QueryEscape("jwt:sub:auth0|alice"), nil)
+	if r.code != http.StatusOK || !strings.Contains(r.body, `<option value="jwt:sub:auth0|alice" selected>`) ||
+		!strings.Contains(r.body, `id="total-admitted">40<`) || !strings.Contains(r.body, "access-token subject jwt:sub:auth0|alice") {
+		t.Fatalf("usage of a token subject: %d\n%s", r.code, r.body)
+	}
+	r = g.consoleDo(t, viewer, http.MethodGet, "/orgs/"+acme.id+"/usage.csv?key="+url.QueryEscape("jwt:sub:auth0|alice"), nil)
+	if r.code != http.StatusOK || !strings.Contains(r.body, "jwt:sub:auth0|alice") || strings.Contains(r.body, "jwt:hash:") {
+		t.Fatalf("CSV of a token subject: %d\n%s", r.code, r.body)
+	}
+	for _, foreign := range []string{"jwt:sub:mallory", "jwt:sub:nobody"} {
+		if r := g.consoleDo(t, viewer, http.MethodGet, "/orgs/"+acme.id+"/usage?key="+url.QueryEscape(foreign), nil); r.code != http.StatusNotFound {
+			t.Errorf("usage of %s from acme: %d, want 404", foreign, r.code)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/civicgate/civicgate/modules/console/consolestore"
@@ -41,7 +42,17 @@ func (h *Handler) usageSelection(w http.ResponseWriter, r *http.Request, o orgCt
 			return rg, "", from, to, false
 		}
 	}
-	if keyID = r.URL.Query().Get("key"); keyID != "" {
+	if keyID = r.URL.Query().Get("key"); strings.HasPrefix(keyID, consolestore.TokenSubjectPrefix) {
+		used, err := consolestore.TokenSubjectUsedBy(r.Context(), h.pool, keyID, o.org.ID)
+		if err != nil {
+			h.fail(w, r, err)
+			return rg, "", from, to, false
+		}
+		if !used {
+			h.notFound(w, r)
+			return rg, "", from, to, false
+		}
+	} else if keyID != "" {
 		org, err := consolestore.KeyOrg(r.Context(), h.pool, keyID)
 		if err != nil && !errors.Is(err, consolestore.ErrNotFound) {
 			h.fail(w, r, err)
@@ -72,14 +83,22 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, m member, o 
 		h.fail(w, r, err)
 		return
 	}
+	subjects, err := consolestore.UsageTokenSubjects(r.Context(), h.pool, o.org.ID, from, to, pageSize)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	pts := usagechart.Bucket(rows, keyID, from, to, rg.Step)
-	title := "Requests of every key, " + rg.Label
-	if keyID != "" {
+	title := "Requests of every key and access-token subject, " + rg.Label
+	switch {
+	case strings.HasPrefix(keyID, consolestore.TokenSubjectPrefix):
+		title = "Requests of access-token subject " + keyID + ", " + rg.Label
+	case keyID != "":
 		title = "Requests of key " + keyID + ", " + rg.Label
 	}
 	h.render(w, r, http.StatusOK, "usage", h.orgView(m, o, "usage", "Usage", map[string]any{
 		"Chart": usagechart.HTML(pts, usagechart.Options{Title: title, Step: rg.Step}),
-		"Total": usage.Sum(rows), "Range": rg, "Ranges": usageRanges, "KeyID": keyID, "Keys": keys,
+		"Total": usage.Sum(rows), "Range": rg, "Ranges": usageRanges, "KeyID": keyID, "Keys": keys, "Subjects": subjects,
 	}))
 }
 

@@ -134,3 +134,47 @@ func KeyOrg(ctx context.Context, pool *pgxpool.Pool, id string) (string, error) 
 	}
 	return org, nil
 }
+
+// TokenSubjectPrefix starts the key_id of usage made with an access token
+// (accesstoken.Identity.KeyID: jwt:sub:… or jwt:hash:…); API key ids start
+// with key_, so the two never collide.
+const TokenSubjectPrefix = "jwt:"
+
+// UsageTokenSubject is an access-token subject with usage in a period: its
+// key_id as usage rows hold it and its requests in the period.
+type UsageTokenSubject struct {
+	ID       string
+	Requests int64
+}
+
+// UsageTokenSubjects returns the access-token subjects of organization orgID
+// with usage in [from, to), the most used first (at most limit). Tokens are
+// not stored, so their usage rows are all the console knows of them.
+func UsageTokenSubjects(ctx context.Context, pool *pgxpool.Pool, orgID string, from, to time.Time, limit int) ([]UsageTokenSubject, error) {
+	rows, err := pool.Query(ctx, `SELECT key_id, sum(admitted) + sum(refused) AS n FROM civicgate.usage_hour
+		WHERE org_id = $1 AND start >= $2 AND start < $3 AND starts_with(key_id, $4)
+		GROUP BY key_id ORDER BY n DESC, key_id LIMIT $5`, orgID, from, to, TokenSubjectPrefix, limit)
+	if err != nil {
+		return nil, fmt.Errorf("consolestore: usage token subjects: %w", err)
+	}
+	subjects, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageTokenSubject, error) {
+		var s UsageTokenSubject
+		return s, r.Scan(&s.ID, &s.Requests)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consolestore: usage token subjects: %w", err)
+	}
+	return subjects, nil
+}
+
+// TokenSubjectUsedBy reports whether access-token subject id (a key_id with
+// TokenSubjectPrefix) has any usage row of organization orgID: the usage page
+// shows a subject only to the organization it was counted for.
+func TokenSubjectUsedBy(ctx context.Context, pool *pgxpool.Pool, id, orgID string) (bool, error) {
+	var found bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM civicgate.usage_hour WHERE key_id = $1 AND org_id = $2)`, id, orgID).Scan(&found)
+	if err != nil {
+		return false, fmt.Errorf("consolestore: token subject usage: %w", err)
+	}
+	return found, nil
+}
