@@ -20,8 +20,10 @@ func ratio(a, b time.Duration) string {
 	return fmt.Sprintf("%.2f", float64(a)/float64(b))
 }
 
+// perMessage is CPU µs per delivered message; "—" below 1 000 messages,
+// where the 10 ms ticks of /proc/<pid>/stat say nothing per message.
 func perMessage(cpu time.Duration, got int64) string {
-	if cpu <= 0 || got <= 0 {
+	if cpu <= 0 || got < 1000 {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f", float64(cpu.Microseconds())/float64(got))
@@ -43,7 +45,7 @@ func report(w io.Writer, cfg config, rs []result) {
 	fmt.Fprintf(w, "Every subscription is `%s`. %d events per cell, each published once the previous one reached every subscription and %v passed. "+
 		"Latency = the engine's publish (timestamped in the engine process) → the client has read the `next` frame: p50/p99 over every receipt of every event; "+
 		"*last* p50/p99 over events of the last subscription's receipt (with %d events p99 is the slowest). "+
-		"Engine subs = subscriptions the engine held for the cell's clients. CPU = process utime+stime over the events ÷ messages delivered to clients.\n\n",
+		"Engine subs = subscriptions the engine held for the cell's clients. CPU = process utime+stime (10 ms ticks) over the events ÷ messages delivered to clients (— under 1 000 messages).\n\n",
 		subscribeQuery, cfg.events, cfg.interval, cfg.events)
 	per := len(cfg.shapes) * len(cfg.targets)
 
