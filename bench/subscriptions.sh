@@ -11,8 +11,8 @@
 # sockets and multiplexes them upstream with identical subscriptions shared
 # (bench/Caddyfile.library-gateway-mux, target gateway-mux).
 #
-# Shapes (NAME=SOCKETSxSUBS, every subscription the same document):
-#   single  1x1                 one subscriber, one event at a time: added p99 over direct
+# Shapes (NAME=SOCKETSxSUBS[:EVENTS], every subscription the same document):
+#   single  1x1:200             one subscriber, 200 events one at a time: added p99 over direct
 #   multi   50x100              many subscriptions per socket: memory per subscription
 #   fanout  BENCH_SUBS_FANOUTx1 N subscribers of one subscription: per event the last
 #                               receipt's p50/p99, engine subscription count, CPU/message
@@ -25,8 +25,8 @@
 # not apply to it). Prints a Markdown report; does not edit BENCHMARKS.md.
 #
 # Env: BENCH_SUBS_SOCKETS (10000), BENCH_SUBS_FANOUT (5000), BENCH_SUBS_SHAPES
-#      (single=1x1,multi=50x100,fanout=<FANOUT>x1,sockets=<SOCKETS>x1),
-#      BENCH_SUBS_EVENTS (10 per cell), BENCH_SUBS_ROUNDS (1),
+#      (single=1x1:200,multi=50x100,fanout=<FANOUT>x1,sockets=<SOCKETS>x1),
+#      BENCH_SUBS_EVENTS (10 per cell unless its shape says :EVENTS), BENCH_SUBS_ROUNDS (1),
 #      BENCH_SUBS_BUFFERS ("32KiB 4KiB"), BENCH_SUBS_MUX (0; 1 adds gateway-mux),
 #      BENCH_SUBS_PORT_BASE (18290: +1 engine, +2 plain, +3 gateway, +4/+5 their
 #      admin endpoints, +6 gateway-mux, +7 its admin endpoint).
@@ -92,7 +92,7 @@ for buf in $buffers; do
 		targets+=(--target "gateway-mux=ws://127.0.0.1:$((base + 6))/graphql" --auth gateway-mux
 			--pid "gateway-mux=$mux_pid" --admin "gateway-mux=http://127.0.0.1:$((base + 7))")
 	fi
-	shapes=${BENCH_SUBS_SHAPES:-single=1x1,multi=50x100,fanout=$(cap_sockets "$fanout" "${procs[@]}")x1,sockets=$(cap_sockets "$sockets" "${procs[@]}")x1}
+	shapes=${BENCH_SUBS_SHAPES:-single=1x1:200,multi=50x100,fanout=$(cap_sockets "$fanout" "${procs[@]}")x1,sockets=$(cap_sockets "$sockets" "${procs[@]}")x1}
 	cmd=(bin/subsload --engine "$BENCH_LIB_UPSTREAM" --shapes "$shapes" --events "$events" --rounds "$rounds" "${targets[@]}")
 	echo
 	echo "### stream_buffer_size $buf"

@@ -96,7 +96,11 @@ func cell(ctx context.Context, cfg config, t target, sh shape, eng *engineProc) 
 
 func measure(ctx context.Context, cfg config, t target, sh shape, eng *engineProc, res *result) error {
 	total := sh.sockets * sh.subs
-	b := newBench(sh, cfg.events)
+	events := cfg.events
+	if sh.events > 0 {
+		events = sh.events
+	}
+	b := newBench(sh, events)
 	base, err := eng.subscribers()
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
@@ -172,10 +176,10 @@ func measure(ctx context.Context, cfg config, t target, sh shape, eng *enginePro
 		return err
 	}
 
-	published := make([]int64, cfg.events)
+	published := make([]int64, events)
 	cpu0, _ := procCPU(t.pid)
 	ecpu0, _ := procCPU(eng.pid())
-	for seq := range cfg.events {
+	for seq := range events {
 		if published[seq], err = eng.publish("ev-" + strconv.Itoa(seq)); err != nil {
 			return fmt.Errorf("publish: %w", err)
 		}
@@ -188,13 +192,13 @@ func measure(ctx context.Context, cfg config, t target, sh shape, eng *enginePro
 	cpu1, _ := procCPU(t.pid)
 	ecpu1, _ := procCPU(eng.pid())
 	res.cpu, res.engineCPU = cpu1-cpu0, ecpu1-ecpu0
-	res.want = int64(total * cfg.events)
+	res.want = int64(total * events)
 	res.got = b.n.Load()
 	res.bad = b.bad.Load()
 
 	all := make([]int64, 0, res.got)
 	var lasts []int64
-	for seq := range cfg.events {
+	for seq := range events {
 		var last int64
 		for k := range total {
 			if r := b.recv[seq*total+k].Load(); r != 0 {

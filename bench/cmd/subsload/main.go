@@ -51,10 +51,11 @@ type target struct {
 }
 
 // shape is SOCKETS sockets with SUBS subscriptions each, all of the same
-// document: named single, fanout, sockets… in the report.
+// document: named single, fanout, sockets… in the report; events, when not 0,
+// replaces --events for it.
 type shape struct {
-	name          string
-	sockets, subs int
+	name                  string
+	sockets, subs, events int
 }
 
 func (s shape) dims() string { return fmt.Sprintf("%d×%d", s.sockets, s.subs) }
@@ -102,8 +103,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Var(&pids, "pid", "target=PID of the proxy process whose RSS and CPU are measured")
 	fs.Var(&admins, "admin", "target=http://admin of that proxy (pprof heap?gc=1 and /metrics)")
 	fs.Var(&bases, "baseline", "target the others' latency is compared with (default: the first)")
-	shapes := fs.String("shapes", "single=1x1,fanout=5000x1,sockets=10000x1", "comma-separated [NAME=]SOCKETSxSUBS")
-	events := fs.Int("events", 20, "events published per cell")
+	shapes := fs.String("shapes", "single=1x1,fanout=5000x1,sockets=10000x1", "comma-separated [NAME=]SOCKETSxSUBS[:EVENTS]")
+	events := fs.Int("events", 20, "events published per cell (unless its shape says :EVENTS)")
 	interval := fs.Duration("interval", 50*time.Millisecond, "pause after an event reached every subscriber, before the next")
 	settle := fs.Duration("settle", time.Second, "wait after the subscriptions are open before measuring memory")
 	rounds := fs.Int("rounds", 1, "rounds (each runs every shape on every target)")
@@ -151,13 +152,20 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		if !ok {
 			name, dims = "", name
 		}
+		dims, evs, hasEvents := strings.Cut(dims, ":")
 		a, b, ok := strings.Cut(dims, "x")
 		n, err1 := strconv.Atoi(a)
 		k, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 {
-			return cfg, fmt.Errorf("--shapes %q: want [NAME=]SOCKETSxSUBS", s)
+		e, err3 := 0, error(nil)
+		if hasEvents {
+			if e, err3 = strconv.Atoi(evs); err3 == nil && e < 1 {
+				err3 = errors.New("events < 1")
+			}
 		}
-		cfg.shapes = append(cfg.shapes, shape{name, n, k})
+		if !ok || err1 != nil || err2 != nil || err3 != nil || n < 1 || k < 1 {
+			return cfg, fmt.Errorf("--shapes %q: want [NAME=]SOCKETSxSUBS[:EVENTS]", s)
+		}
+		cfg.shapes = append(cfg.shapes, shape{name, n, k, e})
 	}
 	cfg.baseline = cfg.targets[0].name
 	if len(bases) > 0 {

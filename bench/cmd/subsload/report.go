@@ -42,11 +42,11 @@ func baselineOf(cfg config, rs []result, i int) *result {
 }
 
 func report(w io.Writer, cfg config, rs []result) {
-	fmt.Fprintf(w, "Every subscription is `%s`. %d events per cell, each published once the previous one reached every subscription and %v passed. "+
+	fmt.Fprintf(w, "Every subscription is `%s`. %d events per cell (unless its shape says `:EVENTS`), each published once the previous one reached every subscription and %v passed. "+
 		"Latency = the engine's publish (timestamped in the engine process) → the client has read the `next` frame: p50/p99 over every receipt of every event; "+
-		"*last* p50/p99 over events of the last subscription's receipt (with %d events p99 is the slowest). "+
+		"*last* p50/p99 over events of the last subscription's receipt (under 100 events p99 is the slowest). "+
 		"Engine subs = subscriptions the engine held for the cell's clients. CPU = process utime+stime (10 ms ticks) over the events ÷ messages delivered to clients (— under 1 000 messages).\n\n",
-		subscribeQuery, cfg.events, cfg.interval, cfg.events)
+		subscribeQuery, cfg.events, cfg.interval)
 	per := len(cfg.shapes) * len(cfg.targets)
 
 	fmt.Fprintln(w, "| round | target | shape | sockets×subs | engine subs | deliveries | p50 µs | p99 µs | last p50 µs | last p99 µs | last p99 ÷ "+cfg.baseline+" | proxy CPU µs/msg | engine CPU µs/msg |")
@@ -106,7 +106,7 @@ func compare(w io.Writer, cfg config, rs []result) {
 		return
 	}
 	fmt.Fprintf(w, "\nAgainst %s, per shape (median over rounds of the per-round difference or ratio):\n\n", cfg.baseline)
-	fmt.Fprintln(w, "| shape | sockets×subs | target | Δ p50 µs | Δ p99 µs | Δ last p99 µs | last p99 ratio | engine subs | target Δ p99 | verdict |")
+	fmt.Fprintln(w, "| shape | sockets×subs | target | Δ p50 µs | Δ p99 µs | Δ last p99 µs | last p99 ratio | engine subs (target vs baseline) | target Δ p99 | verdict |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---|---|")
 	for _, sh := range cfg.shapes {
 		for _, t := range cfg.targets {
@@ -135,17 +135,22 @@ func compare(w io.Writer, cfg config, rs []result) {
 			if len(d99) == 0 {
 				continue
 			}
+			// The ≤ 1 ms added p99 target is one subscriber's, one event at a
+			// time; a broadcast's p99 is its fan-out time (BENCHMARKS.md).
 			m99 := median(d99)
-			verdict := "**met**"
-			if m99 > 1000 {
-				verdict = "**not met**"
+			goal, verdict := "—", "—"
+			if sh.sockets == 1 && sh.subs == 1 {
+				goal, verdict = "≤ 1000 µs", "**met**"
+				if m99 > 1000 {
+					verdict = "**not met**"
+				}
 			}
 			rat := "—"
 			if len(rl) > 0 {
 				rat = fmt.Sprintf("%.2f", float64(median(rl))/1000)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %s | %s | ≤ 1000 µs | %s |\n",
-				sh.name, sh.dims(), t.name, median(d50), m99, median(dl), rat, subs, verdict)
+			fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %s | %s | %s | %s |\n",
+				sh.name, sh.dims(), t.name, median(d50), m99, median(dl), rat, subs, goal, verdict)
 		}
 	}
 }
