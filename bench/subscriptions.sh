@@ -23,6 +23,8 @@
 # Runs once per stream_buffer_size in BENCH_SUBS_BUFFERS (fresh proxies each
 # time; gateway-mux has no reverse_proxy on the socket path, the buffer does
 # not apply to it). Prints a Markdown report; does not edit BENCHMARKS.md.
+# Takes ≈ 10 min per buffer on 2 busy cores (most of it opening ~10 000 sockets
+# through each proxy); BENCH_SUBS_BUFFERS=32KiB halves it.
 #
 # Env: BENCH_SUBS_SOCKETS (10000), BENCH_SUBS_FANOUT (5000), BENCH_SUBS_SHAPES
 #      (single=1x1:200,multi=50x100,fanout=<FANOUT>x1,sockets=<SOCKETS>x1),
