@@ -56,10 +56,14 @@ func TestNextRecordsEachSubscriptionOnce(t *testing.T) {
 	if b.next(0, frame("3", "ev-0"), 1) || b.next(0, frame("x", "ev-0"), 1) || b.next(0, frame("0", "ev-2"), 1) {
 		t.Error("an out-of-range subscription id or event was recorded")
 	}
+	spaced := &envelope{ID: "1", Type: "next", Payload: []byte(`{"data": {"loanEvents": {"loan": {"id": "ev-0"}}}}`)}
+	if !b.next(0, spaced, 7) || b.recv[1].Load() != 7 {
+		t.Error("a re-encoded payload (spaces after colons) was not recorded")
+	}
 	if !b.next(0, frame("0", "warm-4"), 5) || b.warmGot[4].Load() != 1 {
 		t.Error("a warm-up receipt was not counted")
 	}
-	if b.n.Load() != 1 || b.got[1].Load() != 1 || b.got[0].Load() != 0 {
-		t.Errorf("n %d got %d/%d, want 1 and 0/1", b.n.Load(), b.got[0].Load(), b.got[1].Load())
+	if b.n.Load() != 2 || b.got[1].Load() != 1 || b.got[0].Load() != 1 {
+		t.Errorf("n %d got %d/%d, want 2 and 1/1", b.n.Load(), b.got[0].Load(), b.got[1].Load())
 	}
 }

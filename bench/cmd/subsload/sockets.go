@@ -44,9 +44,11 @@ type envelope struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// The loan id of a published event is its only string starting so; matched
+// without the key, so that a proxy re-encoding the payload still matches.
 var (
-	eventPrefix = []byte(`"id":"ev-`)
-	warmPrefix  = []byte(`"id":"warm-`)
+	eventPrefix = []byte(`"ev-`)
+	warmPrefix  = []byte(`"warm-`)
 )
 
 // number reads the decimal after prefix in b, or -1.
