@@ -1,7 +1,7 @@
 # Sourced by bench/subscriptions.sh and bench/unique-vars.sh: the setup both
 # share — a work directory removed on exit (with every process in pids), the
-# environment of bench/Caddyfile.library-{plain,gateway}, the bench key, and
-# wait_port. Needs: root (the repository), base (the suite's port base),
+# environment of bench/Caddyfile.library-{plain,gateway,gateway-mux}, the bench
+# key, wait_port, start_proxies and start_mux. Needs: root (the repository), base (the suite's port base),
 # LOADER (the bench/cmd tool to build) and BEARER_VAR (the variable the
 # loader reads the key from).
 work=$(mktemp -d)
@@ -50,4 +50,16 @@ start_proxies() {
 	pids+=("$gateway_pid")
 	wait_port $((base + 2))
 	wait_port $((base + 3))
+}
+
+# start_mux SUFFIX starts the gateway of bench/Caddyfile.library-gateway-mux
+# (graphql_guard terminates and multiplexes the sockets) on base+6 (admin
+# base+7), logs in $work/gateway-muxSUFFIX.log, sets mux_pid and waits until
+# it listens.
+start_mux() {
+	BENCH_LIB_PORT=$((base + 6)) BENCH_LIB_ADMIN="127.0.0.1:$((base + 7))" \
+		bin/civicgate run --config bench/Caddyfile.library-gateway-mux --adapter caddyfile >"$work/gateway-mux$1.log" 2>&1 &
+	mux_pid=$!
+	pids+=("$mux_pid")
+	wait_port $((base + 6))
 }

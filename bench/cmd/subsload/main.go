@@ -1,22 +1,27 @@
-// Command subsload measures graphql-transport-ws subscriptions through the
-// gateway against the same subscriptions made directly to the engine (issue
-// 17): it runs the example library engine (examples/other-backend/library)
-// in-process, so that it can timestamp each event as it publishes it, opens
-// SOCKETS×SUBS loanEvents subscriptions to each target in turn, publishes
-// events, and reports per-delivery latency (publish → the client has read the
-// "next" frame) p50/p99/max, the gateway's memory per subscription (VmRSS of
-// its process and, after a forced GC, Go heap+stack in use from its admin
-// endpoint) and the gateway's CPU per delivery. Run by bench/subscriptions.sh
-// (bench/run.sh subscriptions).
+// Command subsload measures graphql-transport-ws subscriptions through
+// proxies against the same subscriptions made directly to the engine. It runs
+// the example library engine (examples/other-backend/library) as a child
+// process of its own (`subsload engine`, engine.go), which timestamps each
+// event as it publishes it and counts the subscriptions it holds; for each
+// shape NAME=SOCKETSxSUBS it opens SOCKETS sockets with SUBS identical
+// loanEvents subscriptions each to every target in turn, publishes warm-up
+// events until one reached every subscription, measures the proxy's memory
+// (VmRSS and, after a forced GC, Go heap+stack in use from its admin
+// endpoint), then publishes the events and reports per-receipt latency
+// (engine publish → the client has read the "next" frame), the latency of
+// each event's last receipt, the engine's subscription count, and the
+// proxy's and the engine's CPU per delivered message. Run by
+// bench/subscriptions.sh (bench/run.sh subscriptions).
 //
-//	subsload --engine 127.0.0.1:18191 --target direct=ws://127.0.0.1:18191/graphql \
-//	         --target gateway=ws://127.0.0.1:18193/graphql --auth gateway \
-//	         --pid gateway=PID --admin gateway=http://127.0.0.1:18195 --shapes 1x1,50x100,5000x1
+//	subsload --engine 127.0.0.1:18291 --target direct=ws://127.0.0.1:18291/graphql \
+//	         --target gateway=ws://127.0.0.1:18293/graphql --auth gateway \
+//	         --pid gateway=PID --admin gateway=http://127.0.0.1:18295 \
+//	         --shapes single=1x1,fanout=5000x1,sockets=10000x1
 //
 // The bearer key for --auth targets comes from SUBSLOAD_BEARER and is never
 // printed. The engine runs without an identity secret (it accepts the
-// gateway's X-Civic-Identity without checking it), so both targets reach the
-// same engine code.
+// gateway's X-Civic-Identity without checking it), so every target reaches
+// the same engine code.
 package main
 
 import (
@@ -25,21 +30,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/civicgate/civicgate/examples/other-backend/library"
 )
 
+// subscribeQuery is every subscription of every shape: one document, no
+// variables, so that a proxy that shares identical subscriptions can.
 const subscribeQuery = `subscription { loanEvents { kind loan { id due } } }`
 
 type target struct {
@@ -49,9 +50,22 @@ type target struct {
 	admin     string
 }
 
-type shape struct{ sockets, subs int }
+// shape is SOCKETS sockets with SUBS subscriptions each, all of the same
+// document: named single, fanout, sockets… in the report; events, when not 0,
+// replaces --events for it.
+type shape struct {
+	name                  string
+	sockets, subs, events int
+}
 
-func (s shape) String() string { return fmt.Sprintf("%d×%d", s.sockets, s.subs) }
+func (s shape) dims() string { return fmt.Sprintf("%d×%d", s.sockets, s.subs) }
+
+func (s shape) String() string {
+	if s.name == "" {
+		return s.dims()
+	}
+	return s.name + " " + s.dims()
+}
 
 type listFlag []string
 
@@ -67,6 +81,7 @@ type config struct {
 	settle   time.Duration
 	rounds   int
 	bearer   string
+	baseline string
 }
 
 func main() {
@@ -81,14 +96,15 @@ func main() {
 func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("subsload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var targets, auths, pids, admins listFlag
+	var targets, auths, pids, admins, bases listFlag
 	engine := fs.String("engine", "127.0.0.1:18191", "address the in-process engine listens on")
 	fs.Var(&targets, "target", "name=ws://… (repeat; run in this order each round)")
 	fs.Var(&auths, "auth", "target that gets Authorization: Bearer $SUBSLOAD_BEARER on the upgrade")
 	fs.Var(&pids, "pid", "target=PID of the proxy process whose RSS and CPU are measured")
 	fs.Var(&admins, "admin", "target=http://admin of that proxy (pprof heap?gc=1 and /metrics)")
-	shapes := fs.String("shapes", "1x1,50x100,5000x1", "comma-separated SOCKETSxSUBS")
-	events := fs.Int("events", 20, "events published per cell")
+	fs.Var(&bases, "baseline", "target the others' latency is compared with (default: the first)")
+	shapes := fs.String("shapes", "single=1x1,fanout=5000x1,sockets=10000x1", "comma-separated [NAME=]SOCKETSxSUBS[:EVENTS]")
+	events := fs.Int("events", 20, "events published per cell (unless its shape says :EVENTS)")
 	interval := fs.Duration("interval", 50*time.Millisecond, "pause after an event reached every subscriber, before the next")
 	settle := fs.Duration("settle", time.Second, "wait after the subscriptions are open before measuring memory")
 	rounds := fs.Int("rounds", 1, "rounds (each runs every shape on every target)")
@@ -132,13 +148,31 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("at least one --target")
 	}
 	for _, s := range strings.Split(*shapes, ",") {
-		a, b, ok := strings.Cut(strings.TrimSpace(s), "x")
+		name, dims, ok := strings.Cut(strings.TrimSpace(s), "=")
+		if !ok {
+			name, dims = "", name
+		}
+		dims, evs, hasEvents := strings.Cut(dims, ":")
+		a, b, ok := strings.Cut(dims, "x")
 		n, err1 := strconv.Atoi(a)
 		k, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 {
-			return cfg, fmt.Errorf("--shapes %q: want SOCKETSxSUBS", s)
+		e, err3 := 0, error(nil)
+		if hasEvents {
+			if e, err3 = strconv.Atoi(evs); err3 == nil && e < 1 {
+				err3 = errors.New("events < 1")
+			}
 		}
-		cfg.shapes = append(cfg.shapes, shape{n, k})
+		if !ok || err1 != nil || err2 != nil || err3 != nil || n < 1 || k < 1 {
+			return cfg, fmt.Errorf("--shapes %q: want [NAME=]SOCKETSxSUBS[:EVENTS]", s)
+		}
+		cfg.shapes = append(cfg.shapes, shape{name, n, k, e})
+	}
+	cfg.baseline = cfg.targets[0].name
+	if len(bases) > 0 {
+		cfg.baseline = bases[len(bases)-1]
+		if !slices.ContainsFunc(cfg.targets, func(t target) bool { return t.name == cfg.baseline }) {
+			return cfg, fmt.Errorf("--baseline %q is not a --target", cfg.baseline)
+		}
 	}
 	if len(auths) > 0 {
 		if cfg.bearer = os.Getenv("SUBSLOAD_BEARER"); cfg.bearer == "" {
@@ -151,152 +185,44 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	return cfg, nil
 }
 
-// result is one cell: one target, one shape, one round.
-type result struct {
-	target        string
-	shape         shape
-	openTime      time.Duration
-	got, want     int64
-	bad           int64
-	p50, p99, max time.Duration
-	rssBefore     int64 // bytes
-	rssAfter      int64
-	heapBefore    int64 // heap_inuse+stack_inuse after a forced GC
-	heapAfter     int64
-	gorBefore     int64
-	gorAfter      int64
-	cpu           time.Duration // proxy CPU during publication and delivery
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "engine" {
+		return runEngine(ctx, args[1:], stderr)
+	}
 	cfg, err := parse(args, stderr)
 	if err != nil {
 		return err
 	}
-	events := library.NewLoanEvents()
-	ln, err := net.Listen("tcp", cfg.engine)
+	eng, err := startEngine(ctx, cfg.engine, stderr)
 	if err != nil {
-		return fmt.Errorf("engine listen: %w", err)
+		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", library.NewHandler(library.NewCatalog(), events, library.Options{KeepAlive: time.Minute}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer eng.stop()
 
 	var results []result
+	failed := 0
 	for r := range cfg.rounds {
 		for _, sh := range cfg.shapes {
 			for _, t := range cfg.targets {
 				fmt.Fprintf(stderr, "subsload: round %d %s %s\n", r+1, t.name, sh)
-				res, err := cell(ctx, cfg, t, sh, events)
-				if err != nil {
-					return fmt.Errorf("%s %s: %w", t.name, sh, err)
+				res := cell(ctx, cfg, t, sh, eng)
+				if res.err != "" {
+					failed++
+					fmt.Fprintf(stderr, "subsload:   failed: %s\n", res.err)
 				}
-				fmt.Fprintf(stderr, "subsload:   got %d/%d p50 %v p99 %v max %v rss %+d KiB heap %+d KiB cpu %v\n",
-					res.got, res.want, res.p50, res.p99, res.max, (res.rssAfter-res.rssBefore)>>10,
+				fmt.Fprintf(stderr, "subsload:   got %d/%d p50 %v p99 %v last p99 %v engine subs %d rss %+d KiB heap %+d KiB cpu %v\n",
+					res.got, res.want, res.p50, res.p99, res.last99, res.engineSubs, (res.rssAfter-res.rssBefore)>>10,
 					(res.heapAfter-res.heapBefore)>>10, res.cpu)
 				results = append(results, res)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
 		}
 	}
 	report(stdout, cfg, results)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d cells failed (see the report)", failed, len(results))
+	}
 	return nil
-}
-
-func cell(ctx context.Context, cfg config, t target, sh shape, events *library.LoanEvents) (result, error) {
-	res := result{target: t.name, shape: sh}
-	total := sh.sockets * sh.subs
-	b := &bench{published: make([]atomic.Int64, cfg.events), lat: make([]int64, total*cfg.events)}
-	base := events.Subscribers()
-	if base != 0 {
-		return res, fmt.Errorf("%d subscriptions still open on the engine", base)
-	}
-	var err error
-	if res.rssBefore, res.heapBefore, res.gorBefore, err = memory(t); err != nil {
-		return res, err
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	socks := make([]*socket, sh.sockets)
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, sh.sockets)
-	sem := make(chan struct{}, 64) // dial at most 64 at a time
-	for i := range socks {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s, err := open(cctx, t, cfg.bearer, sh.subs, b)
-			if err != nil {
-				errs <- err
-				return
-			}
-			socks[i] = s
-		}()
-	}
-	wg.Wait()
-	closeAll := func() {
-		for _, s := range socks {
-			if s != nil {
-				_ = s.c.CloseNow()
-			}
-		}
-	}
-	defer closeAll()
-	select {
-	case err := <-errs:
-		return res, err
-	default:
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for events.Subscribers() < total {
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("engine holds %d of %d subscriptions after 60 s", events.Subscribers(), total)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	res.openTime = time.Since(start)
-	time.Sleep(cfg.settle)
-	if res.rssAfter, res.heapAfter, res.gorAfter, err = memory(t); err != nil {
-		return res, err
-	}
-
-	cpu0, _ := procCPU(t.pid)
-	for seq := range cfg.events {
-		b.published[seq].Store(time.Now().UnixNano())
-		events.Publish(&library.LoanEvent{Kind: library.LoanEventKindBorrowed,
-			Loan: &library.Loan{ID: "ev-" + strconv.Itoa(seq), MemberID: "m1", BookID: "b1", Due: "2026-12-01"}})
-		// The next event goes out once this one reached every subscriber (or
-		// 10 s passed), so latencies are one fan-out each, not a backlog.
-		wait := time.Now().Add(10 * time.Second)
-		for b.n.Load() < int64((seq+1)*total) && time.Now().Before(wait) {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(cfg.interval)
-	}
-	res.want = int64(total * cfg.events)
-	deadline = time.Now().Add(30 * time.Second)
-	for b.n.Load() < res.want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cpu1, _ := procCPU(t.pid)
-	res.cpu = cpu1 - cpu0
-	res.got = min(b.n.Load(), res.want)
-	res.bad = b.bad.Load()
-	lat := b.lat[:res.got]
-	slices.Sort(lat)
-	if len(lat) > 0 {
-		res.p50 = time.Duration(lat[len(lat)/2])
-		res.p99 = time.Duration(lat[min(len(lat)-1, len(lat)*99/100)])
-		res.max = time.Duration(lat[len(lat)-1])
-	}
-	closeAll()
-	deadline = time.Now().Add(30 * time.Second)
-	for events.Subscribers() > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return res, nil
 }
