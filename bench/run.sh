@@ -22,9 +22,11 @@
 #   unique-vars   policy chain CPU per request with per-request-unique variables vs the same binary's plain
 #                 reverse_proxy, in front of the example library engine, driven by bench/cmd/varsload
 #                 (bench/unique-vars.sh; ≈ 40 s incl. a 10 s gateway CPU profile); prints, BENCHMARKS.md by hand
-#   subscriptions graphql-transport-ws subscriptions direct vs plain reverse_proxy vs gateway (1×1, 50×100,
-#                 5000×1 sockets×subscriptions), delivery latency and memory per subscription, with
-#                 stream_buffer_size 32KiB and 4KiB, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 2 min)
+#   subscriptions graphql-transport-ws subscriptions direct vs plain reverse_proxy vs gateway (tunnel) and,
+#                 with BENCH_SUBS_MUX=1, the gateway terminating and multiplexing (shapes single 1×1, multi 50×100,
+#                 fanout 5000 subscribers of one subscription, sockets 10000×1 capped by the open-files limit):
+#                 delivery latency (every receipt and each event's last), engine subscriptions, CPU per message,
+#                 memory per socket, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 10 min per buffer)
 #   default       side-by-side, gateway, unique-vars: what `make bench` runs when BENCH is empty (≈ 14 min)
 #   all           side-by-side, cache, gateway, unique-vars, subscriptions, modules, backend
 #
