@@ -12,6 +12,7 @@
 #      kept between runs and reused when it has bills: civicgate_bench, the backend suite's 1M-bill database,
 #      works as it is); BENCH_PEERS_SCALE (`recordsd seed --scale`, default small: what `make up` seeds);
 #      BENCH_PEERS_ROUNDS (rounds per server, default 5), BENCH_PEERS_DURATION (measured time per round, 10s),
+#      BENCH_PEERS_PREWARM (unmeasured load per server once before the rounds: node's JIT, 15s),
 #      BENCH_PEERS_WARMUP (unmeasured load before each round, 2s), BENCH_PEERS_CONNS (connections, 4);
 #      NPM (npm), NODE (node).
 set -euo pipefail
@@ -34,6 +35,7 @@ db=${BENCH_PEERS_DB:-civicgate_peers}
 scale=${BENCH_PEERS_SCALE:-small}
 rounds=${BENCH_PEERS_ROUNDS:-5}
 duration=${BENCH_PEERS_DURATION:-10s}
+prewarm=${BENCH_PEERS_PREWARM:-15s}
 warmup=${BENCH_PEERS_WARMUP:-2s}
 conns=${BENCH_PEERS_CONNS:-4}
 admin_url="postgres://postgres@${pg_host}:${pg_port}/postgres?sslmode=disable"
@@ -123,7 +125,7 @@ pgl_addr=$(await_addr PostGraphile "$pgl_pid" "$work/postgraphile.out" 's/.*"add
 log "recordsd on ${rd_addr} (pid ${rd_pid}), PostGraphile ${pgl_version} on ${pgl_addr} (pid ${pgl_pid})"
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-bin/peersload --database-url "$db_url" --rounds "$rounds" --duration "$duration" --warmup "$warmup" --conns "$conns" \
+bin/peersload --database-url "$db_url" --rounds "$rounds" --duration "$duration" --prewarm "$prewarm" --warmup "$warmup" --conns "$conns" \
 	--clk-tck "$(getconf CLK_TCK)" \
 	--recordsd "http://${rd_addr}/graphql" --recordsd-pid "$rd_pid" --recordsd-app "$rd_app" \
 	--postgraphile "http://${pgl_addr}/graphql" --postgraphile-pid "$pgl_pid" --postgraphile-app "$pgl_app" >"$work/table.md"
@@ -137,7 +139,7 @@ cat <<EOF
 ## Backend peers (recordsd vs PostGraphile)
 
 Command: \`make bench BENCH=backend-peers\` (\`bench/run.sh backend-peers\`, bench/backend-peers.sh; rounds ${rounds} × ${duration}
-per server after ${warmup} of warm-up each, ${conns} keep-alive connections). Database \`${db}\`: ${bills} bills, ${seed_note}.
+per server, each after ${warmup} of warm-up, all after ${prewarm} of warm-up per server; ${conns} keep-alive connections). Database \`${db}\`: ${bills} bills, ${seed_note}.
 
 Machine: $(nproc) cores (${cpu}); load average before ${load_before}, after ${load_after} (a shared VM: other
 engineers' builds and tests run beside it). $(date -u '+%Y-%m-%d %H:%M UTC'); recordsd at ${rev}, $(go version | cut -d' ' -f3),

@@ -3,7 +3,8 @@
 // fixed duration of back-to-back requests over a fixed number of keep-alive connections. Per round it reads
 // the CPU time (utime+stime, /proc/<pid>/stat) of the server process and of the PostgreSQL backends serving it
 // (pg_stat_activity by application_name), and it prints a Markdown table of the medians over the rounds with
-// their min–max. Before the rounds it checks that both servers answer the same 25 bills. Run by
+// their min–max. Before the rounds it checks that both servers answer the same 25 bills, then loads each for
+// --prewarm (node optimises PostGraphile's code only after thousands of requests). Run by
 // bench/backend-peers.sh (make bench BENCH=backend-peers).
 //
 //	peersload --database-url DSN --recordsd URL --recordsd-pid PID --recordsd-app NAME \
@@ -48,6 +49,7 @@ func main() {
 		pgApp     = flag.String("postgraphile-app", "", "application_name of PostGraphile's connections")
 		rounds    = flag.Int("rounds", 5, "rounds per server, interleaved")
 		duration  = flag.Duration("duration", 10*time.Second, "measured time per round")
+		prewarm   = flag.Duration("prewarm", 15*time.Second, "unmeasured load per server once before the first round (JIT, caches)")
 		warmup    = flag.Duration("warmup", 2*time.Second, "unmeasured load right before each round (refills connection pools)")
 		conns     = flag.Int("conns", 4, "keep-alive connections (one worker each)")
 		clkTck    = flag.Int("clk-tck", 100, "clock ticks per second of /proc/<pid>/stat (getconf CLK_TCK)")
@@ -66,7 +68,7 @@ func main() {
 		newServer("recordsd", *rdURL, *rdPID, *rdApp, body(recordsdQuery), pageItems("bills", "items"), *conns),
 		newServer("PostGraphile", *pgURL, *pgPID, *pgApp, body(postgraphileQry), pageItems("allBills", "nodes"), *conns),
 	}
-	cfg := config{rounds: *rounds, duration: *duration, warmup: *warmup, conns: *conns, tick: time.Second / time.Duration(*clkTck)}
+	cfg := config{rounds: *rounds, duration: *duration, prewarm: *prewarm, warmup: *warmup, conns: *conns, tick: time.Second / time.Duration(*clkTck)}
 	results, err := run(ctx, *dsn, servers, cfg)
 	if err != nil {
 		fail(err)
@@ -114,10 +116,10 @@ func pageItems(field, list string) func([]byte) ([]any, error) {
 }
 
 type config struct {
-	rounds           int
-	duration, warmup time.Duration
-	conns            int
-	tick             time.Duration // one clock tick of /proc/<pid>/stat
+	rounds                    int
+	duration, prewarm, warmup time.Duration
+	conns                     int
+	tick                      time.Duration // one clock tick of /proc/<pid>/stat
 }
 
 // roundResult is one server's measured round.
@@ -140,6 +142,15 @@ func run(ctx context.Context, dsn string, servers []*server, cfg config) ([]roun
 	defer db.Close(context.Background())
 	if err := samePage(ctx, servers); err != nil {
 		return nil, err
+	}
+	// node's JIT needs thousands of requests before its code is optimised (a first round at 2 s of warm-up
+	// measured PostGraphile at 2.7× the CPU per page of its later rounds); Go's pools and caches fill too.
+	for _, s := range servers {
+		if cfg.prewarm > 0 {
+			if _, _, err := drive(ctx, s, cfg.conns, cfg.prewarm); err != nil {
+				return nil, fmt.Errorf("prewarm: %w", err)
+			}
+		}
 	}
 	var results []roundResult
 	for r := range cfg.rounds {
