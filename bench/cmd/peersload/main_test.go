@@ -99,3 +99,26 @@ func TestSamePage(t *testing.T) {
 		t.Fatal("post of an errors page: no error")
 	}
 }
+
+// TestReport: the table has one row per server and the paired ratios divide round by round.
+func TestReport(t *testing.T) {
+	servers := []*server{{name: "recordsd"}, {name: "PostGraphile"}}
+	r := func(server, round, pages int, cpu time.Duration) roundResult {
+		return roundResult{server: server, round: round, pages: pages, elapsed: time.Second, p50: time.Millisecond,
+			p99: 2 * time.Millisecond, serverCPU: cpu, pgCPU: cpu / 4, backends: 4}
+	}
+	results := []roundResult{r(0, 1, 100, 100*time.Millisecond), r(1, 1, 50, 100*time.Millisecond),
+		r(0, 2, 200, 200*time.Millisecond), r(1, 2, 50, 150*time.Millisecond)}
+	if got := pairedRatios(results, 0, 1, metrics[0]); len(got) != 2 || got[0] != 0.5 || got[1] != 0.25 {
+		t.Fatalf("paired req/s ratios = %v, want [0.5 0.25]", got)
+	}
+	var b strings.Builder
+	report(&b, servers, results, true)
+	for _, want := range []string{"| recordsd | 150 (100–200) |", "| PostGraphile | 50 (50–50) |",
+		"PostGraphile ÷ recordsd, round by round, median (min–max): req/s 0.38× (0.25–0.50), server CPU/page 2.50× (2.00–3.00)",
+		"| 2 | PostGraphile | 50 | 4 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -85,10 +85,19 @@ func report(w io.Writer, servers []*server, results []roundResult, rawRounds boo
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Cells: median of the rounds (min–max).")
+	// Paired ratios: each round of a server against the first server's round just before it, so a load swing
+	// on the shared machine moves both sides of a ratio.
 	for i := 1; i < len(servers); i++ {
-		fmt.Fprintf(w, "%s ÷ %s, medians: req/s %.2f×, server CPU/page %.2f×, PostgreSQL CPU/page %.2f×, together %.2f×.\n",
-			servers[i].name, servers[0].name, ratio(spreads[i][0], spreads[0][0]), ratio(spreads[i][3], spreads[0][3]),
-			ratio(spreads[i][4], spreads[0][4]), ratio(spreads[i][5], spreads[0][5]))
+		fmt.Fprintf(w, "%s ÷ %s, round by round, median (min–max):", servers[i].name, servers[0].name)
+		for j, m := range []int{0, 3, 4, 5} {
+			sp := spreadOf(pairedRatios(results, 0, i, metrics[m]))
+			sep := ","
+			if j == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %s %.2f× (%.2f–%.2f)", sep, ratioName[m], sp.median, sp.lo, sp.hi)
+		}
+		fmt.Fprintln(w, ".")
 	}
 	for i, s := range servers {
 		if ended[i] > 0 {
@@ -118,9 +127,24 @@ func report(w io.Writer, servers []*server, results []roundResult, rawRounds boo
 	}
 }
 
-func ratio(a, b spread) float64 {
-	if b.median == 0 {
-		return 0
+var ratioName = map[int]string{0: "req/s", 3: "server CPU/page", 4: "PostgreSQL CPU/page", 5: "together"}
+
+// pairedRatios is metric m of server b over server a, round by round.
+func pairedRatios(results []roundResult, a, b int, m metric) []float64 {
+	base := map[int]float64{}
+	for _, r := range results {
+		if r.server == a {
+			base[r.round] = m.value(r)
+		}
 	}
-	return a.median / b.median
+	var out []float64
+	for _, r := range results {
+		if v, ok := base[r.round]; r.server == b && ok && v != 0 {
+			out = append(out, m.value(r)/v)
+		}
+	}
+	if len(out) == 0 {
+		return []float64{0}
+	}
+	return out
 }
