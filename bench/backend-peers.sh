@@ -128,7 +128,11 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 bin/peersload --database-url "$db_url" --rounds "$rounds" --duration "$duration" --prewarm "$prewarm" --warmup "$warmup" --conns "$conns" \
 	--clk-tck "$(getconf CLK_TCK)" \
 	--recordsd "http://${rd_addr}/graphql" --recordsd-pid "$rd_pid" --recordsd-app "$rd_app" \
-	--postgraphile "http://${pgl_addr}/graphql" --postgraphile-pid "$pgl_pid" --postgraphile-app "$pgl_app" >"$work/table.md"
+	--postgraphile "http://${pgl_addr}/graphql" --postgraphile-pid "$pgl_pid" --postgraphile-app "$pgl_app" >"$work/table.md" &
+# In the background and waited for: bash runs a trap only once its foreground command ends, and a wait returns at once.
+load_pid=$!
+pids+=("$load_pid")
+wait "$load_pid"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*(.*)/\1/p' /proc/cpuinfo | head -n1)
