@@ -19,6 +19,10 @@
 #   modules       every module's Go benchmarks, ./modules/... (-count 5)
 #   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites the
 #                 "Backend (recordsd)" section; --fresh (or BENCH_FRESH=1) drops and re-seeds its database
+#   backend-peers recordsd vs PostGraphile 4 (npm ci into bench/peers) over the same database: one page of 25 bills,
+#                 interleaved rounds, req/s, p50/p99 and server and PostgreSQL CPU per page, driven by
+#                 bench/cmd/peersload (bench/backend-peers.sh; ≈ 2 min; keeps and reuses its database civicgate_peers,
+#                 BENCH_PEERS_DB=civicgate_bench for the 1M-bill one; --fresh re-seeds); prints, BENCHMARKS.md by hand
 #   unique-vars   policy chain CPU per request with per-request-unique variables vs the same binary's plain
 #                 reverse_proxy, in front of the example library engine, driven by bench/cmd/varsload
 #                 (bench/unique-vars.sh; ≈ 40 s incl. a 10 s gateway CPU profile); prints, BENCHMARKS.md by hand
@@ -31,7 +35,7 @@
 #   all           side-by-side, cache, gateway, unique-vars, subscriptions, modules, backend
 #
 # Without arguments the suites come from BENCH (default: default). Each suite's own settings are BENCH_*
-# variables, listed at the top of bench/side-by-side.sh and bench/backend.sh. GO names the go command (go).
+# variables, listed at the top of bench/side-by-side.sh, bench/backend.sh and bench/backend-peers.sh. GO names the go command (go).
 # Makes sure PostgreSQL and Redis run first (scripts/services.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +69,7 @@ for a in "${args[@]}"; do
 	IFS=', ' read -ra parts <<<"$a"
 	for s in "${parts[@]}"; do
 		case $s in
-		side-by-side | cache | gateway | modules | backend | unique-vars | subscriptions) suites+=("$s") ;;
+		side-by-side | cache | gateway | modules | backend | backend-peers | unique-vars | subscriptions) suites+=("$s") ;;
 		default) suites+=(side-by-side gateway unique-vars) ;;
 		all) suites+=(side-by-side cache gateway unique-vars subscriptions modules backend) ;;
 		*) log "unknown suite \"$s\""; usage ;;
@@ -85,6 +89,7 @@ suite_cmd() {
 	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/ratelimit/usage ./modules/gqlguard) ;;
 	modules) cmd=("$GO" test -run '^$' -bench . -benchmem -count 5 ./modules/...) ;;
 	backend) cmd=(bash bench/backend.sh "${backend_args[@]}") ;;
+	backend-peers) cmd=(bash bench/backend-peers.sh "${backend_args[@]}") ;;
 	unique-vars) cmd=(bash bench/unique-vars.sh) ;;
 	subscriptions) cmd=(bash bench/subscriptions.sh) ;;
 	esac
