@@ -184,3 +184,6 @@ INSERT INTO lobbying_agency_rows
     WHERE d.deleted_at IS NULL AND a IS NOT NULL ON CONFLICT DO NOTHING;
 -- The filter no longer reads the GIN index of lower-cased agencies: one index less to keep per write.
 DROP INDEX IF EXISTS lobbying_agencies_idx;
+
+-- Statistics for the new tables and column now, not at the next autovacuum: the filters' plans depend on them.
+ANALYZE member_terms, budget_agency_names, regulatory_agency_name_rows, regulatory_agency_names, lobbying_agency_rows;
