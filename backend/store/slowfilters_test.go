@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/civicgate/civicgate/backend/cursor"
@@ -280,4 +283,150 @@ func TestSlowFiltersMatchTheirReference(t *testing.T) {
 		t.Fatalf("mutations: %v", err)
 	}
 	t.Run("after mirror-shaped writes", check)
+}
+
+// lastQuery records the SQL and arguments of the queries the store sends, so a test can EXPLAIN them.
+type lastQuery struct {
+	mu   sync.Mutex
+	sql  []string
+	args [][]any
+}
+
+func (l *lastQuery) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sql, l.args = append(l.sql, data.SQL), append(l.args, data.Args)
+	return ctx
+}
+
+func (l *lastQuery) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// first returns the first query recorded since the last call and forgets them all.
+func (l *lastQuery) first() (string, []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sql, args := l.sql[0], l.args[0]
+	l.sql, l.args = nil, nil
+	return sql, args
+}
+
+// TestSlowFilterPlansReadOnePage EXPLAINs the SQL the store sends for the four filters on a database where, as at
+// the 1m scale, each filter matches a small share of its family (a Congress ≈1% of the terms; one agency name a
+// few % of the filings, lines and disclosures): with the planner's own choice (no enable_* settings), the page
+// must come from the ordered index of migration 0105, first page and deep page alike.
+func TestSlowFilterPlansReadOnePage(t *testing.T) {
+	tracer := &lastQuery{}
+	s, pool := newSlowFiltersStore(t, tracer)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `
+INSERT INTO members (member_id, bioguide_id, name, state)
+SELECT 'X' || g, 'X' || g, 'Name ' || md5(g::text), 'WA' FROM generate_series(1, 30000) g;
+INSERT INTO member_terms (member_id, congress, chamber, seq)
+SELECT 'X' || g, 1 + (g + k * 7) % 119, (ARRAY['house', 'senate'])[1 + k % 2], 0 FROM generate_series(1, 30000) g, generate_series(0, 2) k;
+INSERT INTO regulatory_filings (id, document_number, type, title, agency_names, publication_date, filing_year, filing_period)
+SELECT 'X' || g, 'X' || g, 'NOTICE', 't', ARRAY['Agency number ' || g % 40], DATE '2000-01-01' + g % 5000, 2000, 'Q1' FROM generate_series(1, 40000) g;
+INSERT INTO federal_budget_lines (id, dataset, fiscal_year, congress, agency_name, account_title, amount)
+SELECT 'X' || g, 'APPROPRIATIONS', 1980 + g % 45, 100, 'Agency number ' || g % 40, 'x', 1 FROM generate_series(1, 40000) g;
+INSERT INTO lobbying_disclosures (id, filing_type, filing_year, filing_period, registrant_id, registrant_name, client_id, client_name, posted_at, agencies_acted_on)
+SELECT 'X' || g, 'Q1', 2020, 'Q1', 'r', 'R', 'c', 'C', TIMESTAMPTZ '2000-01-01Z' + g * interval '1 hour', ARRAY['Agency number ' || g % 40]
+FROM generate_series(1, 40000) g;`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) members, member_terms, regulatory_filings, regulatory_agency_name_rows,
+		regulatory_agency_names, federal_budget_lines, budget_agency_names, lobbying_disclosures, lobbying_agency_rows`); err != nil {
+		t.Fatal(err)
+	}
+	c118, senate, agency := 118, "senate", "agency number 7"
+	deep := func(page func(cur *string) (*string, error)) *string {
+		var cur *string
+		for i := 0; i < 4; i++ {
+			next, err := page(cur)
+			if err != nil || next == nil {
+				t.Fatalf("walk: %v %v", err, next)
+			}
+			cur = next
+		}
+		return cur
+	}
+	type run struct {
+		name, index string
+		call        func(cur *string) (*string, error)
+	}
+	runs := []run{
+		{"members congress", "member_terms_congress_name_idx", func(cur *string) (*string, error) {
+			p, err := s.Members(ctx, records.MembersInput{Congress: &c118, Cursor: cur})
+			return p.NextCursor, err
+		}},
+		{"members congress+chamber", "member_terms_congress_chamber_name_idx", func(cur *string) (*string, error) {
+			p, err := s.Members(ctx, records.MembersInput{Congress: &c118, Chamber: &senate, Cursor: cur})
+			return p.NextCursor, err
+		}},
+		{"budgets agency", "budget_agency_idx", func(cur *string) (*string, error) {
+			p, err := s.FederalBudgets(ctx, records.FederalBudgetsInput{Dataset: records.DatasetAppropriations, Agency: &agency, Cursor: cur})
+			return p.NextCursor, err
+		}},
+		{"regulatory agency_name", "regulatory_agency_name_rows_pkey", func(cur *string) (*string, error) {
+			p, err := s.RegulatoryFilings(ctx, records.RegulatoryFilingsInput{AgencyName: &agency, Cursor: cur})
+			return p.NextCursor, err
+		}},
+		{"lobbying agency_acted_on", "lobbying_agency_rows_pkey", func(cur *string) (*string, error) {
+			p, err := s.LobbyingDisclosures(ctx, records.LobbyingDisclosuresInput{AgencyActedOn: &agency, Cursor: cur})
+			return p.NextCursor, err
+		}},
+	}
+	for _, r := range runs {
+		for _, depth := range []string{"first page", "deep page"} {
+			var cur *string
+			if depth == "deep page" {
+				cur = deep(r.call)
+			}
+			tracer.first() // forget the walk
+			if _, err := r.call(cur); err != nil {
+				t.Fatalf("%s %s: %v", r.name, depth, err)
+			}
+			sql, args := tracer.first()
+			var plan []map[string]any
+			if err := pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+				t.Fatalf("%s %s: explain: %v", r.name, depth, err)
+			}
+			b, _ := json.Marshal(plan)
+			text := string(b)
+			if !strings.Contains(text, `"Index Name":"`+r.index+`"`) {
+				t.Errorf("%s %s: plan does not walk %s: %s", r.name, depth, r.index, text)
+			}
+			// Only the few-row name vocabularies are read whole.
+			walkPlan(plan[0]["Plan"].(map[string]any), func(node map[string]any) {
+				scan, _ := node["Node Type"].(string)
+				rel, _ := node["Relation Name"].(string)
+				if (scan == "Seq Scan" || scan == "Bitmap Heap Scan") && rel != "budget_agency_names" && rel != "regulatory_agency_names" {
+					t.Errorf("%s %s: %s on %s: %s", r.name, depth, scan, rel, text)
+				}
+			})
+			// O(page): no plan node returns more than the names matched times (limit+1) rows.
+			if n := maxActualRows(plan[0]["Plan"].(map[string]any)); n > 26 {
+				t.Errorf("%s %s: a plan node returned %v rows for a page of 25: %s", r.name, depth, n, text)
+			}
+		}
+	}
+}
+
+// walkPlan calls fn on every node of an EXPLAIN (FORMAT JSON) plan.
+func walkPlan(node map[string]any, fn func(map[string]any)) {
+	fn(node)
+	if kids, ok := node["Plans"].([]any); ok {
+		for _, k := range kids {
+			walkPlan(k.(map[string]any), fn)
+		}
+	}
+}
+
+// maxActualRows is the largest "Actual Rows" × "Actual Loops" of any node of an EXPLAIN (ANALYZE, FORMAT JSON) plan.
+func maxActualRows(node map[string]any) float64 {
+	n := node["Actual Rows"].(float64) * node["Actual Loops"].(float64)
+	if kids, ok := node["Plans"].([]any); ok {
+		for _, k := range kids {
+			n = max(n, maxActualRows(k.(map[string]any)))
+		}
+	}
+	return n
 }
