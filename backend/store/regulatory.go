@@ -42,7 +42,9 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 	}
 	// An empty substring matches every filing (also those listing no agency), and one spanning a line break
 	// can only match the newline-joined names: both keep the plain filter (docs/api.md: substring of any name).
-	byAgency := in.AgencyName != nil && *in.AgencyName != "" && !strings.Contains(*in.AgencyName, "\n")
+	// A RIN or docket matches a handful of filings: those are found first (below), the agency among them.
+	exact := in.RIN != nil || in.DocketID != nil
+	byAgency := !exact && in.AgencyName != nil && *in.AgencyName != "" && !strings.Contains(*in.AgencyName, "\n")
 	if in.AgencyName != nil && !byAgency {
 		q.cond(`agency_names_search LIKE lower(%s)`, likePattern(*in.AgencyName))
 	}
@@ -75,6 +77,12 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 		}
 		q.args = rows.args
 		sql = regulatoryByAgencySQL(q, rows.where, *in.AgencyName, limit, filtered)
+	} else if exact {
+		// Materialised, the matches come from the GIN index of the lower-cased codes and are sorted: the planner
+		// otherwise walks the order index expecting a match soon, and reads every filing when none matches.
+		sql = "WITH hits AS MATERIALIZED (SELECT id FROM regulatory_filings" + q.whereSQL() + ")" +
+			" SELECT " + regulatoryColumns + " FROM regulatory_filings WHERE id IN (SELECT id FROM hits)" +
+			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
 	} else {
 		sql = "SELECT " + regulatoryColumns + " FROM regulatory_filings" + q.whereSQL() +
 			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)

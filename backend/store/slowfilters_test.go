@@ -40,8 +40,9 @@ CREATE TEMP TABLE agency_vocab AS SELECT * FROM unnest(ARRAY[
     'Bureau 10', 'Bureau 11', 'Bureau 12', 'Bureau 13', 'Bureau 14', 'Bureau 15', 'Bureau 16', 'Bureau 17',
     'Bureau 18', 'Bureau 19', 'Bureau 20', NULL]) WITH ORDINALITY AS v(name, i);
 
-INSERT INTO regulatory_filings (id, document_number, type, title, agency_names, publication_date, filing_year, filing_period, deleted_at)
+INSERT INTO regulatory_filings (id, document_number, type, title, rins, docket_ids, agency_names, publication_date, filing_year, filing_period, deleted_at)
 SELECT 'R' || lpad(g::text, 4, '0'), 'R' || g, (ARRAY['RULE', 'NOTICE'])[1 + g % 2], 't',
+       CASE WHEN g % 5 = 0 THEN ARRAY['2060-AV' || g % 3] ELSE '{}' END, ARRAY['EPA-HQ-' || g % 40, 'faa-' || g % 60],
        CASE WHEN g % 13 = 0 THEN '{}'::text[] ELSE ARRAY(SELECT name FROM agency_vocab WHERE i IN (1 + g % 28, 1 + (g * 7) % 28, 1 + g % 28)) END,
        DATE '2020-01-01' + g % 90, 2020, 'Q1', CASE WHEN g % 29 = 0 THEN now() END
 FROM generate_series(1, 600) g;
@@ -207,6 +208,31 @@ func TestSlowFiltersMatchTheirReference(t *testing.T) {
 				nonEmpty += min(len(want), 1)
 				for _, limit := range []int{3, 25} {
 					name := fmt.Sprintf("regulatory agency_name=%q type=%q limit=%d", sub, typ, limit)
+					got := walkIDs(t, name, limit, func(limit int, cur *string) ([]string, *string, error) {
+						in.Limit, in.Cursor = &limit, cur
+						p, err := s.RegulatoryFilings(ctx, in)
+						ids := make([]string, len(p.Items))
+						for i, f := range p.Items {
+							ids[i] = f.ID
+						}
+						return ids, p.NextCursor, err
+					})
+					if !slices.Equal(got, want) {
+						t.Errorf("%s:\n got %v\nwant %v", name, got, want)
+					}
+				}
+			}
+		}
+		for _, code := range []string{"2060-av1", "2060-AV2", "nowhere"} {
+			for _, docket := range []string{"", "FAA-7"} {
+				in := records.RegulatoryFilingsInput{RIN: &code}
+				if docket != "" {
+					in.DocketID = &docket
+				}
+				want := referenceIDs(t, pool, "SELECT id FROM regulatory_filings WHERE deleted_at IS NULL AND civic_lower_array(rins) @> ARRAY[lower($1::text)] AND ($2 = '' OR civic_lower_array(docket_ids) @> ARRAY[lower($2::text)]) ORDER BY publication_date DESC, id DESC", code, docket)
+				nonEmpty += min(len(want), 1)
+				for _, limit := range []int{3, 25} {
+					name := fmt.Sprintf("regulatory rIN=%q docket_id=%q limit=%d", code, docket, limit)
 					got := walkIDs(t, name, limit, func(limit int, cur *string) ([]string, *string, error) {
 						in.Limit, in.Cursor = &limit, cur
 						p, err := s.RegulatoryFilings(ctx, in)
