@@ -60,12 +60,12 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 	if err != nil {
 		return records.FederalBudgetsPage{}, err
 	}
-	order := " ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT "
 	var sql string
 	if in.Agency != nil {
 		sql = budgetsByAgencySQL(q, in.Dataset, *in.Agency, limit)
 	} else {
-		sql = "SELECT " + budgetColumns + " FROM federal_budget_lines" + q.whereSQL() + order + q.arg(limit+1)
+		sql = "SELECT " + budgetColumns + " FROM federal_budget_lines" + q.whereSQL() +
+			" ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT " + q.arg(limit+1)
 	}
 	return queryPage(ctx, s, "budgets", sql, q.args, limit, binding, func(r pgx.Rows) (records.FederalBudgetLine, []string, error) {
 		var l records.FederalBudgetLine
