@@ -47,9 +47,6 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 	if in.Month != nil {
 		q.cond("month = %s", *in.Month)
 	}
-	if in.Agency != nil {
-		q.cond("agency_name ILIKE %s", likePattern(*in.Agency))
-	}
 	if in.BureauCode != nil {
 		q.cond("bureau_code = %s", *in.BureauCode)
 	}
@@ -63,8 +60,13 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 	if err != nil {
 		return records.FederalBudgetsPage{}, err
 	}
-	sql := "SELECT " + budgetColumns + " FROM federal_budget_lines" + q.whereSQL() +
-		" ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT " + q.arg(limit+1)
+	var sql string
+	if in.Agency != nil {
+		sql = budgetsByAgencySQL(q, in.Dataset, *in.Agency, limit)
+	} else {
+		sql = "SELECT " + budgetColumns + " FROM federal_budget_lines" + q.whereSQL() +
+			" ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT " + q.arg(limit+1)
+	}
 	return queryPage(ctx, s, "budgets", sql, q.args, limit, binding, func(r pgx.Rows) (records.FederalBudgetLine, []string, error) {
 		var l records.FederalBudgetLine
 		var sortMonth string
@@ -77,4 +79,27 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 		}
 		return l, []string{strconv.Itoa(l.FiscalYear), sortMonth, l.ID}, nil
 	})
+}
+
+// budgetAgencyProbes is how many matching agency names are read one ordered range each; a substring matching
+// more names matches densely enough that walking the order index finds a page sooner.
+const budgetAgencyProbes = 16
+
+// budgetsByAgencySQL is the page query for an agency substring (docs/design.md, ordered plans for the slow
+// filters): the substring is matched against the dataset's agency names (budget_agency_names, migration 0105);
+// with at most budgetAgencyProbes of them, each name's newest limit+1 lines come from its budget_agency_idx range
+// and the page is the newest of those; with more, the order index is walked with the ILIKE filter as before.
+// q holds every other condition (and the keyset predicate), all on unqualified federal_budget_lines columns.
+func budgetsByAgencySQL(q *query, dataset, agency string, limit int) string {
+	pattern, lim := q.arg(likePattern(agency)), q.arg(limit+1)
+	where := q.whereSQL()
+	order := " ORDER BY fiscal_year DESC, sort_month DESC, id DESC LIMIT " + lim
+	return "WITH names AS MATERIALIZED (SELECT agency_name FROM budget_agency_names WHERE dataset = " + q.arg(dataset) +
+		" AND agency_name ILIKE " + pattern + ")" +
+		" SELECT " + budgetColumns + " FROM federal_budget_lines WHERE id IN (" +
+		"SELECT x.id FROM names n CROSS JOIN LATERAL (SELECT id FROM federal_budget_lines" + where +
+		" AND agency_name = n.agency_name" + order + ") x" +
+		" WHERE (SELECT count(*) FROM names) <= " + strconv.Itoa(budgetAgencyProbes) +
+		" UNION ALL (SELECT id FROM federal_budget_lines" + where + " AND agency_name ILIKE " + pattern +
+		" AND (SELECT count(*) FROM names) > " + strconv.Itoa(budgetAgencyProbes) + order + "))" + order
 }

@@ -12,6 +12,10 @@ import (
 
 var membersKeyset = keyset{family: "members", cols: "(m.name, m.member_id)", casts: []string{"text", "text"}, op: ">"}
 
+// membersTermsKeyset is the same order (and cursor) read from member_terms' copy of the name, which triggers
+// keep equal to members.name (migration 0105).
+var membersTermsKeyset = keyset{family: "members", cols: "(t.name, t.member_id)", casts: []string{"text", "text"}, op: ">"}
+
 type membersFilter struct {
 	State    *string `json:"s,omitempty"`
 	Chamber  *string `json:"ch,omitempty"`
@@ -42,20 +46,26 @@ func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.M
 	if in.State != nil {
 		q.cond("m.state = %s", *in.State)
 	}
-	switch {
-	case in.Congress != nil && in.Chamber != nil:
-		q.cond("EXISTS (SELECT 1 FROM member_terms t WHERE t.member_id = m.member_id AND t.congress = %s AND t.chamber = %s)", *in.Congress, *in.Chamber)
-	case in.Congress != nil:
-		q.cond("EXISTS (SELECT 1 FROM member_terms t WHERE t.member_id = m.member_id AND t.congress = %s)", *in.Congress)
-	case in.Chamber != nil:
+	from, order, ks := " FROM members m", "m.name, m.member_id", membersKeyset
+	if in.Congress != nil {
+		// The Congress's terms carry the member's name (migration 0105): walk them in (name, member_id) order,
+		// one row per member, and join the member. The keyset predicate on t is pushed into the DISTINCT.
+		terms := "t.congress = " + q.arg(*in.Congress)
+		if in.Chamber != nil {
+			terms += " AND t.chamber = " + q.arg(*in.Chamber) // one term matching both
+		}
+		from = " FROM (SELECT DISTINCT t.name, t.member_id FROM member_terms t WHERE " + terms + ") t" +
+			" JOIN members m ON m.member_id = t.member_id"
+		order, ks = "t.name, t.member_id", membersTermsKeyset
+	} else if in.Chamber != nil {
 		q.cond("EXISTS (SELECT 1 FROM member_terms t WHERE t.member_id = m.member_id AND t.chamber = %s)", *in.Chamber)
 	}
-	limit, err := s.page(q, membersKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
+	limit, err := s.page(q, ks, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
 		return records.MembersPage{}, err
 	}
-	sql := "SELECT m.member_id, m.bioguide_id, m.name, m.state FROM members m" + q.whereSQL() +
-		" ORDER BY m.name, m.member_id LIMIT " + q.arg(limit+1)
+	sql := "SELECT m.member_id, m.bioguide_id, m.name, m.state" + from + q.whereSQL() +
+		" ORDER BY " + order + " LIMIT " + q.arg(limit+1)
 	var page records.MembersPage
 	err = s.read(ctx, func(db *pgxpool.Pool) error { // the page and its terms from one server
 		rows, err := db.Query(ctx, sql, q.args...)

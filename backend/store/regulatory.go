@@ -3,12 +3,18 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/civicgate/civicgate/backend/records"
 	"github.com/jackc/pgx/v5"
 )
 
 var regulatoryKeyset = keyset{family: "regulatory_filings", cols: "(publication_date, id)", casts: []string{"date", "text"}, op: "<"}
+
+// regulatoryAgencyKeyset is the same order (and cursor) on regulatory_agency_name_rows s, whose keys triggers
+// keep equal to the filing's (migration 0105).
+var regulatoryAgencyKeyset = keyset{family: "regulatory_filings", cols: "(s.pub_date, s.filing_id)", casts: []string{"date", "text"}, op: "<"}
 
 type regulatoryFilter struct {
 	AgencyID     *string `json:"ai,omitempty"`
@@ -34,7 +40,12 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 	if in.AgencyID != nil {
 		q.cond("agency_ids @> ARRAY[%s::text]", *in.AgencyID)
 	}
-	if in.AgencyName != nil {
+	// An empty substring matches every filing (also those listing no agency), and one spanning a line break
+	// can only match the newline-joined names: both keep the plain filter (docs/api.md: substring of any name).
+	// A RIN or docket matches a handful of filings: those are found first (below), the agency among them.
+	exact := in.RIN != nil || in.DocketID != nil
+	byAgency := !exact && in.AgencyName != nil && *in.AgencyName != "" && !strings.Contains(*in.AgencyName, "\n")
+	if in.AgencyName != nil && !byAgency {
 		q.cond(`agency_names_search LIKE lower(%s)`, likePattern(*in.AgencyName))
 	}
 	if in.Type != nil {
@@ -52,12 +63,30 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 	if in.DocketID != nil {
 		q.cond("civic_lower_array(docket_ids) @> ARRAY[lower(%s::text)]", *in.DocketID)
 	}
+	filtered := len(q.where) > 1 // more than deleted_at IS NULL
 	limit, err := s.page(q, regulatoryKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
 		return records.RegulatoryFilingsPage{}, err
 	}
-	sql := "SELECT " + regulatoryColumns + " FROM regulatory_filings" + q.whereSQL() +
-		" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
+	var sql string
+	if byAgency {
+		// The same cursor again, as a predicate on the agency rows' copy of the keys.
+		rows := &query{args: q.args}
+		if _, err := s.page(rows, regulatoryAgencyKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit}); err != nil {
+			return records.RegulatoryFilingsPage{}, err
+		}
+		q.args = rows.args
+		sql = regulatoryByAgencySQL(q, rows.where, *in.AgencyName, limit, filtered)
+	} else if exact {
+		// Materialised, the matches come from the GIN index of the lower-cased codes and are sorted: the planner
+		// otherwise walks the order index expecting a match soon, and reads every filing when none matches.
+		sql = "WITH hits AS MATERIALIZED (SELECT id FROM regulatory_filings" + q.whereSQL() + ")" +
+			" SELECT " + regulatoryColumns + " FROM regulatory_filings WHERE id IN (SELECT id FROM hits)" +
+			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
+	} else {
+		sql = "SELECT " + regulatoryColumns + " FROM regulatory_filings" + q.whereSQL() +
+			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
+	}
 	return queryPage(ctx, s, "regulatory", sql, q.args, limit, binding, func(r pgx.Rows) (records.RegulatoryFiling, []string, error) {
 		var f records.RegulatoryFiling
 		err := r.Scan(&f.ID, &f.DocumentNumber, &f.Type, &f.Subtype, &f.Title, &f.Abstract, &f.Action, &f.AgencyID,
@@ -72,4 +101,36 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 		}
 		return f, []string{f.PublicationDate, f.ID}, nil
 	})
+}
+
+// regulatoryAgencyProbes is how many matching agency names are read one ordered range each; a substring matching
+// more names matches densely enough that walking the order index finds a page sooner.
+const regulatoryAgencyProbes = 16
+
+// regulatoryByAgencySQL is the page query for an agency_name substring (docs/design.md, ordered plans for the
+// slow filters): the substring is matched against the lower-cased agency names (regulatory_agency_names); with at
+// most regulatoryAgencyProbes of them, each name's newest limit+1 live filings come from its range of
+// regulatory_agency_name_rows and the page is the newest of those; with more, the order index is walked with the
+// substring filter as before. q holds every other condition and the keyset predicate on unqualified
+// regulatory_filings columns; rowsKeyset is the keyset predicate on the agency rows (none on a first page).
+// Agency rows exist only for live filings, so without other conditions (filtered false) they are not joined.
+func regulatoryByAgencySQL(q *query, rowsKeyset []string, agency string, limit int, filtered bool) string {
+	pattern, lim := q.arg(likePattern(agency)), q.arg(limit+1)
+	where := q.whereSQL()
+	onRows := " WHERE s.agency = n.agency"
+	if filtered {
+		onRows = " JOIN regulatory_filings ON regulatory_filings.id = s.filing_id" + where + " AND s.agency = n.agency"
+	}
+	for _, w := range rowsKeyset {
+		onRows += " AND " + w
+	}
+	count := "(SELECT count(*) FROM names)"
+	order := " ORDER BY publication_date DESC, id DESC LIMIT " + lim
+	return "WITH names AS MATERIALIZED (SELECT agency FROM regulatory_agency_names WHERE agency LIKE lower(" + pattern + "))" +
+		" SELECT " + regulatoryColumns + " FROM regulatory_filings WHERE id IN (" +
+		"SELECT x.filing_id FROM names n CROSS JOIN LATERAL (SELECT s.filing_id FROM regulatory_agency_name_rows s" + onRows +
+		" ORDER BY s.pub_date DESC, s.filing_id DESC LIMIT " + lim + ") x" +
+		" WHERE " + count + " <= " + strconv.Itoa(regulatoryAgencyProbes) +
+		" UNION ALL (SELECT id FROM regulatory_filings" + where + " AND agency_names_search LIKE lower(" + pattern + ")" +
+		" AND " + count + " > " + strconv.Itoa(regulatoryAgencyProbes) + order + "))" + order
 }
