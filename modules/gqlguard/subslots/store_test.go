@@ -290,3 +290,42 @@ func TestSetKey(t *testing.T) {
 		}
 	}
 }
+
+// TestMinimalACL: docs/redis.md's ACL lines for subscription slots (with
+// the connection commands every module needs) are enough for every call:
+// warm-up, acquire, refusal, refresh, release and close report no error.
+func TestMinimalACL(t *testing.T) {
+	srv := testenv.StartRedisServer(t)
+	ctx := context.Background()
+	acl := []any{"ACL", "SETUSER", "civicgate", "on", ">pw", "resetkeys", "~civicgate:*", "resetchannels", "-@all",
+		"+ping", "+hello", "+auth", "+select", "+evalsha", "+eval", "+script|load", "+time", "+pexpire",
+		"+zadd", "+zrem", "+zcard", "+zremrangebyscore"}
+	if err := srv.Client().Do(ctx, acl...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "civicgate", Password: "pw"})
+	t.Cleanup(func() { _ = client.Close() })
+	if err := redisconn.Warm(ctx, client, Scripts()...); err != nil {
+		t.Fatalf("warm-up as the ACL user: %v", err)
+	}
+	var mu sync.Mutex
+	var errs []error
+	s := newStore(t, Config{Client: client, TTL: time.Hour,
+		OnError: func(err error, _ string) { mu.Lock(); errs = append(errs, err); mu.Unlock() }})
+	l := mustAcquire(t, s, "k", 2)
+	mustAcquire(t, s, "k", 2)
+	refused(t, s, "k", 2)
+	if err := s.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Release(l)
+	s.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) != 0 {
+		t.Fatalf("errors as the ACL user: %v", errs)
+	}
+	if n := card(t, srv.Client(), setKey(DefaultPrefix, "k")); n != 0 {
+		t.Fatalf("%d leases left", n)
+	}
+}
