@@ -39,6 +39,8 @@ func init() {
 //	        max_per_connection <n>     # default 100
 //	        max_per_key        <n>     # default 1000
 //	        init_timeout       <duration>  # default 10s
+//	        redis [<url>] [{ … }]      # max_per_key across instances (docs/redis.md); default: per instance
+//	        key_prefix         <prefix>    # default civicgate:
 //	    }
 //	    persisted_queries {            # Apollo APQ
 //	        redis [<url>] [{ … }]      # {env.X}; a redis block (docs/redis.md); default: memory only
@@ -118,6 +120,8 @@ func (g *Guard) subscriptionsBlock() caddyopt.Option {
 		"max_per_connection": caddyopt.Positive(&c.MaxPerConnection),
 		"max_per_key":        caddyopt.Positive(&c.MaxPerKey),
 		"init_timeout":       caddyopt.DurationIn(&c.InitTimeout, time.Second, 10*time.Minute),
+		"redis":              redisconn.Option(&c.Config),
+		"key_prefix":         caddyopt.String(&c.KeyPrefix),
 	}).Then(func() { g.Subscriptions = c })
 }
 

@@ -125,12 +125,15 @@ type SubscriptionsConfig struct {
 	// (default 100).
 	MaxPerConnection int `json:"max_per_connection,omitempty"`
 	// MaxPerKey bounds the subscriptions open per API key ({civic.key_id})
-	// on this gateway instance, over WebSockets and event streams together
-	// (default 1000).
+	// on this gateway instance — across instances with SharedSlots — over
+	// WebSockets and event streams together (default 1000).
 	MaxPerKey int `json:"max_per_key,omitempty"`
 	// InitTimeout is how long a WebSocket may wait before connection_init
 	// (default 10s).
 	InitTimeout caddy.Duration `json:"init_timeout,omitempty"`
+	// SharedSlots ("redis", "key_prefix") makes MaxPerKey hold across
+	// gateway instances (keyslots.go).
+	SharedSlots
 }
 
 // PersistedQueriesConfig configures Automatic Persisted Queries.
@@ -184,7 +187,9 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 	if err := g.provisionPersisted(ctx); err != nil {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
-	g.slots = newKeySlots(g.maxPerKey())
+	if err := g.provisionSlots(ctx); err != nil {
+		return fmt.Errorf("graphql_guard: %w", err)
+	}
 	g.parses = new(atomic.Int64)
 	cfg := document.Config{
 		Schema:          s,
@@ -262,8 +267,10 @@ func (g *Guard) Validate() error {
 	return nil
 }
 
-// Cleanup releases the APQ store's Redis client.
+// Cleanup releases the APQ store's Redis client and the subscription slots'
+// store.
 func (g *Guard) Cleanup() error {
+	g.slots.close()
 	if g.releaseRedis != nil {
 		g.releaseRedis()
 	}

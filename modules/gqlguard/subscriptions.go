@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -174,42 +173,4 @@ func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next ca
 		}
 	}()
 	return next.ServeHTTP(w, r.WithContext(ctx))
-}
-
-// keySlots counts the subscriptions open per API key on this instance.
-type keySlots struct {
-	max  int
-	mu   sync.Mutex
-	open map[string]int
-}
-
-func newKeySlots(max int) *keySlots {
-	return &keySlots{max: max, open: make(map[string]int)}
-}
-
-func (k *keySlots) forKey(key string) wsproxy.Slots { return keySlot{k: k, key: key} }
-
-type keySlot struct {
-	k   *keySlots
-	key string
-}
-
-func (s keySlot) Acquire() bool {
-	s.k.mu.Lock()
-	defer s.k.mu.Unlock()
-	if s.k.open[s.key] >= s.k.max {
-		return false
-	}
-	s.k.open[s.key]++
-	return true
-}
-
-func (s keySlot) Release() {
-	s.k.mu.Lock()
-	defer s.k.mu.Unlock()
-	if n := s.k.open[s.key]; n <= 1 {
-		delete(s.k.open, s.key)
-	} else {
-		s.k.open[s.key] = n - 1
-	}
 }
