@@ -122,6 +122,9 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	fault := new(atomic.Bool)
 	ctx = context.WithValue(ctx, faultKey{}, fault)
+	if s.plans != nil && s.serveCached(ctx, w, r, media, params.Query, params.OperationName, params.Variables) {
+		return
+	}
 	ctx = graphql.StartOperationTrace(ctx)
 	params.ReadTime = graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}
 
@@ -151,6 +154,13 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 		refuseNotEntitled(w)
 		return
 	}
+	if s.plans != nil {
+		e := s.plans.Add(params.Query, params.OperationName, rc.Doc, rc.Operation)
+		if s.serveCompiled(ctx, w, r, media, e, rc.Variables) {
+			return
+		}
+	}
+	s.metrics.executions[executorReference].Inc()
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
 	if fault.Load() || resp == nil {
