@@ -29,22 +29,29 @@ func newDiffEnv(t testing.TB) *diffEnv {
 	e := newEnv(t, envOpts{})
 	e.seedFixtures()
 	e.seedAwkwardBills()
+	refAPI := e.referenceAPI()
+	ref := httptest.NewServer(refAPI.Handler())
+	t.Cleanup(ref.Close)
+	return &diffEnv{env: e, ref: ref, refAPI: refAPI}
+}
+
+// referenceAPI is a second recordsd on e's database held to gqlgen's executor.
+func (e *env) referenceAPI() *httpapi.Server {
+	e.t.Helper()
 	codec, err := cursor.New(cursorSecret)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	refAPI, err := httpapi.New(httpapi.Config{
+	api, err := httpapi.New(httpapi.Config{
 		Store:             store.New(e.pool, codec),
 		IdentitySecret:    identitySecret,
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ReferenceExecutor: true,
 	})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	ref := httptest.NewServer(refAPI.Handler())
-	t.Cleanup(ref.Close)
-	return &diffEnv{env: e, ref: ref, refAPI: refAPI}
+	return api
 }
 
 // seedAwkwardBills adds a page-sized run of bills whose text needs every escape the response writers make
