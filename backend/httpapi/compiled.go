@@ -34,13 +34,9 @@ const (
 	executorReference = 1
 )
 
-// serveCached answers the request from a cached plan when its document is cached and a plan covers it; false:
-// nothing was written, the request goes the reference way.
-func (s *Server) serveCached(ctx context.Context, w http.ResponseWriter, r *http.Request, media responseMedia, query, opName string, rawVars map[string]any) bool {
-	e := s.plans.Get(query, opName)
-	if e == nil {
-		return false
-	}
+// serveCached answers the request from e, the cached entry of its document, when a plan covers it; false:
+// nothing was written, the request goes the reference way (and is not compiled again).
+func (s *Server) serveCached(ctx context.Context, w http.ResponseWriter, r *http.Request, media responseMedia, e *readplan.Entry, rawVars map[string]any) bool {
 	op := e.Operation()
 	vars, err := validator.VariableValues(s.schema, op, rawVars)
 	if err != nil || intscalar.Variables(s.schema, op.VariableDefinitions, vars) != nil {
