@@ -51,7 +51,8 @@ func (s *Store) billsQuery(in records.BillsInput) (sql string, args []any, limit
 	if err != nil {
 		return "", nil, 0, "", err
 	}
-	return billsPageSQL(billColumns, q, limit), q.args, limit, binding, nil
+	sql = billsPageSQL(billColumns, q, limit) // before reading q.args: it adds the LIMIT argument
+	return sql, q.args, limit, binding, nil
 }
 
 // billsConditions validates in and builds the filters and keyset predicate of a bills page: the one
