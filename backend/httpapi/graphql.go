@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/civicgate/civicgate/backend/graph"
+	"github.com/civicgate/civicgate/backend/readplan"
 	"github.com/civicgate/civicgate/internal/intscalar"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -122,6 +123,12 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	fault := new(atomic.Bool)
 	ctx = context.WithValue(ctx, faultKey{}, fault)
+	var cached *readplan.Entry // the document's compiled entry, already tried for this request
+	if s.plans != nil {
+		if cached = s.plans.Get(params.Query, params.OperationName); cached != nil && s.serveCached(ctx, w, r, media, cached, params.Variables) {
+			return
+		}
+	}
 	ctx = graphql.StartOperationTrace(ctx)
 	params.ReadTime = graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}
 
@@ -151,6 +158,13 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 		refuseNotEntitled(w)
 		return
 	}
+	if s.plans != nil && cached == nil {
+		e := s.plans.Add(params.Query, params.OperationName, rc.Doc, rc.Operation)
+		if s.serveCompiled(ctx, w, r, media, e, rc.Variables) {
+			return
+		}
+	}
+	s.metrics.executions[executorReference].Inc()
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
 	if fault.Load() || resp == nil {

@@ -42,6 +42,8 @@ type metrics struct {
 	requests [len(metricRoutes)][len(metricClasses)]prometheus.Observer
 	// fields holds the ok and error observers of every root field name the schema has.
 	fields map[string]*[2]prometheus.Observer
+	// executions counts GraphQL operations executed by a compiled plan and by gqlgen's executor.
+	executions [2]prometheus.Counter
 }
 
 func newMetrics(schema *ast.Schema, st *store.Store) *metrics {
@@ -56,6 +58,12 @@ func newMetrics(schema *ast.Schema, st *store.Store) *metrics {
 		Help:    "Time to resolve one root field of a GraphQL operation (its resolver and everything below it), by field and outcome (ok, error).",
 		Buckets: durationBuckets,
 	}, []string{"field", "outcome"})
+	executions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "recordsd_graphql_executions_total",
+		Help: "GraphQL operations executed, by executor: compiled (a cached read plan, docs/design.md D51) or reference (gqlgen's executor).",
+	}, []string{"executor"})
+	m.executions[executorCompiled] = executions.WithLabelValues("compiled")
+	m.executions[executorReference] = executions.WithLabelValues("reference")
 	for i, route := range metricRoutes {
 		for j, class := range metricClasses {
 			m.requests[i][j] = requests.WithLabelValues(route, class)
@@ -73,7 +81,7 @@ func newMetrics(schema *ast.Schema, st *store.Store) *metrics {
 	for _, name := range names {
 		m.fields[name] = &[2]prometheus.Observer{fields.WithLabelValues(name, fieldOK), fields.WithLabelValues(name, fieldError)}
 	}
-	m.registry.MustRegister(requests, fields, newStoreCollector(st),
+	m.registry.MustRegister(requests, fields, executions, newStoreCollector(st),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/civicgate/civicgate/backend/graph"
+	"github.com/civicgate/civicgate/backend/readplan"
 	"github.com/civicgate/civicgate/backend/store"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -44,6 +45,9 @@ type Config struct {
 	// request (continuing the caller's W3C traceparent), a graphql.operation span and a graphql.resolve span
 	// per root field. Nil or a no-op provider: no tracing work at all.
 	TracerProvider trace.TracerProvider
+	// ReferenceExecutor answers every GraphQL operation with gqlgen's executor, never a compiled plan
+	// (docs/design.md D51; recordsd's compiled read path is on by default).
+	ReferenceExecutor bool
 }
 
 // Server serves recordsd's HTTP API.
@@ -53,6 +57,10 @@ type Server struct {
 	schema  *ast.Schema
 	log     *slog.Logger
 	metrics *metrics
+	// plans caches compiled operations (compiled.go); nil with Config.ReferenceExecutor.
+	plans *readplan.Cache
+	// tracer makes the compiled path's spans; nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // New validates cfg and builds a Server.
@@ -91,7 +99,11 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newMetrics(s.schema, cfg.Store)
 	s.exec.Use(metricsExtension{s.metrics})
 	if telemetry.Enabled(cfg.TracerProvider) {
-		s.exec.Use(newTracingExtension(cfg.TracerProvider.Tracer(tracerName), s.schema))
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
+		s.exec.Use(newTracingExtension(s.tracer, s.schema))
+	}
+	if !cfg.ReferenceExecutor {
+		s.plans = readplan.NewCache(planCacheEntries, planCacheBytes)
 	}
 	return s, nil
 }

@@ -47,15 +47,26 @@ func (s *Store) Bills(ctx context.Context, in records.BillsInput) (records.Bills
 
 // billsQuery validates in and builds the page query (split out so tests can EXPLAIN it).
 func (s *Store) billsQuery(in records.BillsInput) (sql string, args []any, limit int, binding string, err error) {
-	if err := records.ValidateText(in); err != nil {
+	q, limit, binding, err := s.billsConditions(in)
+	if err != nil {
 		return "", nil, 0, "", err
+	}
+	sql = billsPageSQL(billColumns, q, limit) // before reading q.args: it adds the LIMIT argument
+	return sql, q.args, limit, binding, nil
+}
+
+// billsConditions validates in and builds the filters and keyset predicate of a bills page: the one
+// implementation both the full-row read (Bills) and the projected read (PrepareBills) use.
+func (s *Store) billsConditions(in records.BillsInput) (q *query, limit int, binding string, err error) {
+	if err := records.ValidateText(in); err != nil {
+		return nil, 0, "", err
 	}
 	if in.Type != nil { // stored lowercase (docs/design.md D3, D32): "HR" is hr, and shares its cursors
 		t := strings.ToLower(*in.Type)
 		in.Type = &t
 	}
 	binding = billsBinding(billsFilter{Congress: in.Congress, Type: in.Type, Q: in.Q})
-	q := &query{where: []string{"deleted_at IS NULL"}}
+	q = &query{where: []string{"deleted_at IS NULL"}}
 	if in.Congress != nil {
 		q.cond("congress = %s", *in.Congress)
 	}
@@ -67,13 +78,18 @@ func (s *Store) billsQuery(in records.BillsInput) (sql string, args []any, limit
 	}
 	limit, err = s.page(q, billsKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
-		return "", nil, 0, "", err
+		return nil, 0, "", err
 	}
+	return q, limit, binding, nil
+}
+
+// billsPageSQL is the page query selecting columns (then the cursor's sort key) under q's conditions; it adds
+// the LIMIT argument to q.
+func billsPageSQL(columns string, q *query, limit int) string {
 	// The cursor key gets its own alias: a bare "sort_date" in ORDER BY would otherwise bind to the text
 	// output column and sort without the index.
-	sql = "SELECT " + billColumns + ", bills.sort_date::text AS cursor_sort_date FROM bills" + q.whereSQL() +
+	return "SELECT " + columns + ", bills.sort_date::text AS cursor_sort_date FROM bills" + q.whereSQL() +
 		" ORDER BY bills.sort_date DESC, bills.id DESC LIMIT " + q.arg(limit+1)
-	return sql, q.args, limit, binding, nil
 }
 
 func billsBinding(f billsFilter) string { return bindingOf(billsKeyset.family, f) }

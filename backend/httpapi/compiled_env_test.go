@@ -1,0 +1,173 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/civicgate/civicgate/backend/cursor"
+	"github.com/civicgate/civicgate/backend/httpapi"
+	"github.com/civicgate/civicgate/backend/store"
+)
+
+// diffEnv is one database served twice: by recordsd as configured (compiled plans on) and by a recordsd held to
+// gqlgen's executor (httpapi.Config.ReferenceExecutor), so the two answers to a request can be compared.
+type diffEnv struct {
+	*env
+	ref    *httptest.Server
+	refAPI *httpapi.Server
+}
+
+func newDiffEnv(t testing.TB) *diffEnv {
+	t.Helper()
+	e := newEnv(t, envOpts{})
+	e.seedFixtures()
+	e.seedAwkwardBills()
+	refAPI := e.referenceAPI()
+	ref := httptest.NewServer(refAPI.Handler())
+	t.Cleanup(ref.Close)
+	return &diffEnv{env: e, ref: ref, refAPI: refAPI}
+}
+
+// referenceAPI is a second recordsd on e's database held to gqlgen's executor.
+func (e *env) referenceAPI() *httpapi.Server {
+	e.t.Helper()
+	codec, err := cursor.New(cursorSecret)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	api, err := httpapi.New(httpapi.Config{
+		Store:             store.New(e.pool, codec),
+		IdentitySecret:    identitySecret,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ReferenceExecutor: true,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return api
+}
+
+// seedAwkwardBills adds a page-sized run of bills whose text needs every escape the response writers make
+// (quotes, backslashes, control characters, <, >, &, U+2028, U+2029, non-ASCII) and whose nullable columns are
+// NULL in turn, so paging, filters and text search reach them.
+func (e *env) seedAwkwardBills() {
+	e.t.Helper()
+	e.exec(`INSERT INTO bills (id, congress, type, number, official_title, introduced_date, member_name,
+		member_bioguide_id, member_by_congress_key, committee_names, source_url)
+		SELECT 'hr' || (1000 + g) || '-' || (115 + g % 4), 115 + g % 4, (ARRAY['hr','s','hres'])[1 + g % 3], 1000 + g,
+		  (ARRAY['Water <Act> & "Quotes"', E'Tab\there\nnew\\line', E'Bell \u0007 and \u001f', 'Sep ' || chr(8232) || ' para ' || chr(8233),
+		         'Ünïcödé ☃ 😀 water', 'Plain veterans title'])[1 + g % 6] || ' ' || g,
+		  CASE WHEN g % 5 = 0 THEN NULL ELSE DATE '2015-01-01' + g * 7 END,
+		  CASE WHEN g % 4 = 0 THEN NULL ELSE 'Rep. <Person> ' || g END,
+		  CASE WHEN g % 3 = 0 THEN NULL ELSE 'P' || lpad(g::text, 6, '0') END,
+		  CASE WHEN g % 3 = 0 THEN NULL ELSE 'P' || lpad(g::text, 6, '0') || ':' || (115 + g % 4) END,
+		  CASE WHEN g % 2 = 0 THEN '' ELSE 'Ways & Means; Energy' END,
+		  CASE WHEN g % 7 = 0 THEN NULL ELSE 'https://example.test/bill?x=' || g || '&y=<' || g || '>' END
+		FROM generate_series(1, 60) g`)
+	e.exec(`UPDATE bills SET last_synced_at = '2026-01-02T03:04:05Z'::timestamptz + (number || ' seconds')::interval`)
+}
+
+// diffAnswer is what a client can tell apart in two answers.
+type diffAnswer struct {
+	status  int
+	headers string
+	body    []byte
+}
+
+func postGraphQL(t testing.TB, url string, body []byte, accept string) diffAnswer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Civic-Identity", token(t))
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr strings.Builder
+	for _, k := range []string{"Content-Type", "Vary", "X-Content-Type-Options", "Allow", "Cache-Control"} {
+		hdr.WriteString(k + "=" + strings.Join(resp.Header.Values(k), ",") + "\n")
+	}
+	return diffAnswer{status: resp.StatusCode, headers: hdr.String(), body: b}
+}
+
+var diffMedia = []string{"application/json", "application/graphql-response+json"}
+
+// requireSameAnswers sends body to both servers in both media types — twice to the compiled one, so both its
+// first sight of a document (compiled after gqlgen validated it) and its cache hit are compared — and fails
+// unless every answer equals the reference's byte for byte.
+func (d *diffEnv) requireSameAnswers(t testing.TB, body []byte) {
+	t.Helper()
+	for _, media := range diffMedia {
+		want := postGraphQL(t, d.ref.URL, body, media)
+		for round := range 2 {
+			got := postGraphQL(t, d.srv.URL, body, media)
+			if got.status != want.status || got.headers != want.headers || !sameBody(got.body, want.body) {
+				t.Fatalf("request %s (Accept %s, round %d):\ncompiled  %d %q\n%s\nreference %d %q\n%s",
+					body, media, round, got.status, got.headers, got.body, want.status, want.headers, want.body)
+			}
+		}
+	}
+}
+
+// sameBody compares two response bodies byte for byte — except that gqlgen resolves root fields
+// concurrently and lists their errors in the order they finished, so two answers of the reference executor to
+// one document can order "errors" differently: bodies with errors are equal when their "data" members are
+// byte for byte and their errors are the same set.
+func sameBody(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	type errorsBody struct {
+		Errors []json.RawMessage `json:"errors"`
+		Data   json.RawMessage   `json:"data"`
+	}
+	var x, y errorsBody
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil || len(x.Errors) < 2 || len(x.Errors) != len(y.Errors) {
+		return false
+	}
+	if !bytes.Equal(x.Data, y.Data) {
+		return false
+	}
+	sortRaw := func(l []json.RawMessage) {
+		slices.SortFunc(l, func(p, q json.RawMessage) int { return bytes.Compare(p, q) })
+	}
+	sortRaw(x.Errors)
+	sortRaw(y.Errors)
+	return slices.EqualFunc(x.Errors, y.Errors, func(p, q json.RawMessage) bool { return bytes.Equal(p, q) })
+}
+
+// compiledExecutions reads recordsd_graphql_executions_total{executor="compiled"} from api's metrics.
+func compiledExecutions(t testing.TB, api *httpapi.Server) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	api.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for line := range strings.SplitSeq(rec.Body.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, `recordsd_graphql_executions_total{executor="compiled"} `); ok {
+			var n float64
+			if err := json.Unmarshal([]byte(rest), &n); err != nil {
+				t.Fatalf("metric line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no compiled executions metric in\n%s", rec.Body.String())
+	return 0
+}

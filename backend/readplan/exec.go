@@ -1,0 +1,186 @@
+package readplan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/civicgate/civicgate/backend/records"
+	"github.com/civicgate/civicgate/backend/store"
+)
+
+var (
+	errNullColumn = errors.New("readplan: NULL in a non-null column")
+	errBadEntry   = errors.New("readplan: entry of the wrong kind for its object")
+)
+
+// RootObserver is called around each root field a plan resolves (bills, bill; not __typename, as gqlgen's
+// root field interceptors), with the field's name; the returned context is the field's, and done is called
+// with whether the field failed. It is where the caller's metrics and spans go.
+type RootObserver func(ctx context.Context, field string) (fieldCtx context.Context, done func(failed bool))
+
+// FaultError is a server fault while running a plan: the root field's response key and the store's error.
+type FaultError struct {
+	Key string
+	Err error
+}
+
+func (e *FaultError) Error() string { return "readplan: " + e.Key + ": " + e.Err.Error() }
+func (e *FaultError) Unwrap() error { return e.Err }
+
+// Execution is a plan with one request's arguments, checked and ready to run.
+type Execution struct {
+	plan  *Plan
+	bills []store.BillsQuery // per root, for bills roots
+	ids   []string           // per root, for bill roots
+	arena rowArena
+	out   []byte
+}
+
+var executions = sync.Pool{New: func() any { return new(Execution) }}
+
+// Prepare unmarshals the plan's arguments from vars (the request's coerced variables) with gqlgen's own
+// scalar functions and validates them as the store does — without touching the database. ok is false when
+// any argument is one gqlgen's executor answers with an error (a value that does not unmarshal, a bad
+// cursor, limit or text): such a request is the reference executor's, and no query has been made.
+func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok bool) {
+	x = executions.Get().(*Execution)
+	x.plan = p
+	x.bills = grow(x.bills, len(p.roots))
+	x.ids = grow(x.ids, len(p.roots))
+	for i := range p.roots {
+		r := &p.roots[i]
+		switch r.kind {
+		case rootBills:
+			in, err := billsInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareBills(in, r.fields)
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.bills[i] = q
+		case rootBill:
+			id, err := graphql.UnmarshalID(r.field.ArgumentMap(vars)["id"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.ids[i] = id
+		}
+	}
+	return x, true
+}
+
+func grow[T any](s []T, n int) []T {
+	var zero T
+	s = s[:0]
+	for range n {
+		s = append(s, zero)
+	}
+	return s
+}
+
+// billsInput is gqlgen's generated unmarshalling of an optional BillsInput (backend/graph/generated.go):
+// absent or null is the zero input; members go through graphql.UnmarshalInt and UnmarshalString.
+func billsInput(v any) (records.BillsInput, error) {
+	var in records.BillsInput
+	if v == nil {
+		return in, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return in, fmt.Errorf("readplan: input of type %T", v)
+	}
+	var err error
+	for k, v := range m {
+		switch k {
+		case "congress":
+			in.Congress, err = optional(v, graphql.UnmarshalInt)
+		case "limit":
+			in.Limit, err = optional(v, graphql.UnmarshalInt)
+		case "type":
+			in.Type, err = optional(v, graphql.UnmarshalString)
+		case "q":
+			in.Q, err = optional(v, graphql.UnmarshalString)
+		case "cursor":
+			in.Cursor, err = optional(v, graphql.UnmarshalString)
+		}
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+func optional[T any](v any, unmarshal func(any) (T, error)) (*T, error) {
+	if v == nil {
+		return nil, nil
+	}
+	x, err := unmarshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+// Run executes the plan's root fields in order and returns the whole response body, {"data":{…}}, as
+// recordsd's gqlgen path writes it. The bytes are the Execution's: valid until Release. An error is a
+// *FaultError.
+func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserver) ([]byte, error) {
+	out := append(x.out[:0], `{"data":{`...)
+	for i := range x.plan.roots {
+		r := &x.plan.roots[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r.key...)
+		var err error
+		switch r.kind {
+		case rootTypename:
+			out = append(out, `"Query"`...)
+		case rootBills:
+			fctx, done := observe(ctx, "bills")
+			var next *string
+			next, err = st.RunBills(fctx, x.bills[i], &x.arena)
+			done(err != nil)
+			if err == nil {
+				out, err = r.object.appendPage(out, &x.arena, next)
+			}
+		case rootBill:
+			fctx, done := observe(ctx, "bill")
+			var found bool
+			found, err = st.RunBill(fctx, x.ids[i], r.fields, &x.arena)
+			done(err != nil)
+			switch {
+			case err != nil:
+			case found:
+				out, err = r.object.appendObject(out, &x.arena, 0)
+			default:
+				out = append(out, "null"...)
+			}
+		}
+		if err != nil {
+			x.out = out
+			return nil, &FaultError{Key: r.field.Alias, Err: err}
+		}
+	}
+	out = append(out, "}}"...)
+	x.out = out
+	return out, nil
+}
+
+// Release returns x to the pool; its body must no longer be used.
+func (x *Execution) Release() {
+	x.plan = nil
+	clear(x.bills)
+	if cap(x.out) > 1<<20 { // a huge page's buffer is not kept
+		x.out = nil
+	}
+	executions.Put(x)
+}

@@ -1,0 +1,158 @@
+package readplan
+
+// The bytes recordsd answers are gqlgen's marshalling passed through encoding/json (httpapi.writeResponse
+// marshals the response, whose data is a json.RawMessage: compacted, with <, >, &, U+2028 and U+2029
+// escaped). appendString writes a string as that pipeline leaves it.
+
+const upperHex = "0123456789ABCDEF" // gqlgen's writeQuotedString
+const lowerHex = "0123456789abcdef" // encoding/json's HTML escaping
+
+// appendString appends s as a JSON string exactly as gqlgen's writeQuotedString followed by encoding/json's
+// HTML-escaping compaction would write it. Bytes that are not valid UTF-8 pass through unchanged, as in both.
+func appendString[T string | []byte](dst []byte, s T) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		var esc []byte
+		switch {
+		case c == '\t':
+			esc = []byte(`\t`)
+		case c == '\r':
+			esc = []byte(`\r`)
+		case c == '\n':
+			esc = []byte(`\n`)
+		case c == '\\':
+			esc = []byte(`\\`)
+		case c == '"':
+			esc = []byte(`\"`)
+		case c < 0x20:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', upperHex[c>>4], upperHex[c&0xf])
+			start = i + 1
+			continue
+		case c == '<' || c == '>' || c == '&':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
+			start = i + 1
+			continue
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xA8: // U+2028, U+2029
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', lowerHex[s[i+2]&0xf])
+			i += 2
+			start = i + 1
+			continue
+		default:
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		dst = append(dst, esc...)
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// rowArena keeps a read's rows: every value's bytes in one buffer, addressed by offsets (-1: NULL).
+type rowArena struct {
+	width int
+	data  []byte
+	spans [][2]int32
+	rows  int
+}
+
+func (a *rowArena) Reset() {
+	a.data, a.spans, a.rows = a.data[:0], a.spans[:0], 0
+}
+
+func (a *rowArena) Row(vals [][]byte) error {
+	a.width = len(vals)
+	for _, v := range vals {
+		if v == nil {
+			a.spans = append(a.spans, [2]int32{-1, -1})
+			continue
+		}
+		start := int32(len(a.data))
+		a.data = append(a.data, v...)
+		a.spans = append(a.spans, [2]int32{start, int32(len(a.data))})
+	}
+	a.rows++
+	return nil
+}
+
+// value is row r's value i; null reports NULL.
+func (a *rowArena) value(r, i int) (v []byte, null bool) {
+	sp := a.spans[r*a.width+i]
+	if sp[0] < 0 {
+		return nil, true
+	}
+	return a.data[sp[0]:sp[1]], false
+}
+
+// appendObject writes row r of a as the object o.
+func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int) ([]byte, error) {
+	dst = append(dst, '{')
+	for i := range o.entries {
+		e := &o.entries[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, e.key...)
+		switch e.kind {
+		case entryTypename:
+			dst = appendString(dst, e.typeName)
+		case entryColumn:
+			v, null := a.value(r, e.value)
+			switch {
+			case null && e.nullable:
+				dst = append(dst, "null"...)
+			case null:
+				return dst, errNullColumn
+			case e.number:
+				dst = append(dst, v...)
+			default:
+				dst = appendString(dst, v)
+			}
+		default:
+			return dst, errBadEntry
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendPage writes a BillsPage whose items are a's rows.
+func (o *objectPlan) appendPage(dst []byte, a *rowArena, next *string) ([]byte, error) {
+	dst = append(dst, '{')
+	for i := range o.entries {
+		e := &o.entries[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, e.key...)
+		switch e.kind {
+		case entryTypename:
+			dst = appendString(dst, e.typeName)
+		case entryNextCursor:
+			if next == nil {
+				dst = append(dst, "null"...)
+			} else {
+				dst = appendString(dst, *next)
+			}
+		case entryItems:
+			dst = append(dst, '[')
+			for r := 0; r < a.rows; r++ {
+				if r > 0 {
+					dst = append(dst, ',')
+				}
+				var err error
+				if dst, err = e.items.appendObject(dst, a, r); err != nil {
+					return dst, err
+				}
+			}
+			dst = append(dst, ']')
+		default:
+			return dst, errBadEntry
+		}
+	}
+	return append(dst, '}'), nil
+}
