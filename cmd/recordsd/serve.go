@@ -137,6 +137,8 @@ func runServe(ctx context.Context, args []string) error {
 	dev := fs.Bool("dev-insecure-no-identity", false, "serve without requiring X-Civic-Identity (development only)")
 	timeout := fs.Duration("query-timeout", 10*time.Second, "per-request database time budget")
 	migrate := fs.Bool("migrate", false, "apply migrations before serving")
+	reference := fs.Bool("reference-executor", os.Getenv("RECORDSD_REFERENCE_EXECUTOR") == "1",
+		"answer every GraphQL operation with gqlgen's executor, no compiled plans (env RECORDSD_REFERENCE_EXECUTOR=1)")
 	metricsListen := fs.String("metrics-listen", os.Getenv("RECORDSD_METRICS_LISTEN"),
 		"listen address of GET /metrics, Prometheus text (env RECORDSD_METRICS_LISTEN; empty: no metrics listener)")
 	if err := fs.Parse(args); err != nil {
@@ -186,6 +188,7 @@ func runServe(ctx context.Context, args []string) error {
 		IdentitySecret:        idSecret,
 		DevInsecureNoIdentity: *dev,
 		QueryTimeout:          *timeout,
+		ReferenceExecutor:     *reference,
 		Logger:                slog.Default(),
 		TracerProvider:        tp,
 	})
