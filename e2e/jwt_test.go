@@ -127,6 +127,10 @@ func TestJWTAccessTokens(t *testing.T) {
 		testJWTSuspendedOrg(t, g, sfx)
 	})
 
+	t.Run("console usage of a token subject", func(t *testing.T) {
+		testJWTConsoleUsage(t, g, sfx)
+	})
+
 	t.Run("streams end at exp and on a denial", func(t *testing.T) {
 		testJWTStreams(t, g, sfx)
 	})
