@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -84,9 +83,20 @@ type Config struct {
 	OnError func(err error, op string)
 	// Leases, when set, follows the number of leases held; Fallbacks, when
 	// set, counts subscriptions admitted without Redis.
-	Leases    prometheus.Gauge
-	Fallbacks prometheus.Counter
+	Leases    Gauge
+	Fallbacks Counter
 }
+
+// Gauge and Counter are what the store reports into (a Prometheus gauge and
+// counter satisfy them); the package stays free of the host's metrics library.
+type (
+	Gauge interface {
+		Inc()
+		Dec()
+		Sub(float64)
+	}
+	Counter interface{ Inc() }
+)
 
 // Lease is one held slot; the zero Lease holds nothing.
 type Lease struct{ set, member string }
