@@ -40,17 +40,23 @@ func TestNPMClientsWithKeys(t *testing.T) {
 		r = runApollo(t, dir, s.CARoot, records, "", apolloOp{Query: bills, Variables: vars})
 		wantClientError(t, "no key", r[0].Error, http.StatusUnauthorized, `{"error":"Missing bearer token"}`)
 		r = runApollo(t, dir, s.CARoot, records, free, apolloOp{Query: filings})
-		wantClientError(t, "free tier, regulatoryFilings", r[0].Error, http.StatusForbidden,
-			`{"errors":[{"message":"Tier not entitled to this endpoint family","extensions":{"code":"NOT_ENTITLED","family":"regulatory_filings"}}]}`)
+		wantNotEntitled(t, "free tier, regulatoryFilings", r[0].Error, "regulatory_filings")
 
-		// /v1/graphql does not read extensions (docs/api.md "Request
-		// body"): Apollo's persisted-queries link sends a hash without the
-		// query, gets the documented 400, and does not fall back.
+		// APQ: /v1/graphql has no persisted_queries, so a hash alone is
+		// answered 200 PersistedQueryNotSupported (docs/design.md D23);
+		// Apollo stops hashing and sends the text, without extensions.
 		r = runApollo(t, dir, s.CARoot, records, paid, apolloOp{Query: bills, Variables: vars, APQ: "POST"})
-		wantClientError(t, "APQ on /v1/graphql", r[0].Error, http.StatusBadRequest,
-			`{"errors":[{"message":"Request body must contain a \"query\" string"}]}`)
-		if got := shapes(r[0].Exchanges); !reflect.DeepEqual(got, []exchangeShape{{"POST", false, true, 400}}) {
+		if got := shapes(r[0].Exchanges); !reflect.DeepEqual(got, []exchangeShape{{"POST", false, true, 200}, {"POST", true, false, 200}}) {
 			t.Errorf("APQ on /v1/graphql: exchanges %+v", got)
+		}
+		wantApolloData(t, "bills by APQ", r[0], s.Client, records, paid, vars)
+		// /v1/graphql is POST-only: Apollo's hashed GET meets the
+		// documented 405, which it surfaces instead of falling back.
+		r = runApollo(t, dir, s.CARoot, records, paid, apolloOp{Query: bills, Variables: vars, APQ: "GET"})
+		wantClientError(t, "APQ by GET on /v1/graphql", r[0].Error, http.StatusMethodNotAllowed,
+			`{"errors":[{"message":"Method not allowed: use POST"}]}`)
+		if got := shapes(r[0].Exchanges); !reflect.DeepEqual(got, []exchangeShape{{"GET", false, true, 405}}) {
+			t.Errorf("APQ by GET on /v1/graphql: exchanges %+v", got)
 		}
 	})
 
@@ -224,11 +230,28 @@ func (o wsOutput) loanEvents() []loanEvent {
 	return out
 }
 
+// wantNotEntitled fails unless a client surfaced the GraphQL-shaped 403 of
+// a family the tier lacks (docs/api.md "GraphQL errors"): Apollo reads the
+// application/graphql-response+json body as GraphQL errors.
+func wantNotEntitled(t *testing.T, what string, e *clientError, family string) {
+	t.Helper()
+	want := `{"message":"Tier not entitled to this endpoint family","extensions":{"code":"NOT_ENTITLED","family":"` + family + `"}}`
+	if e == nil || e.Name != "CombinedGraphQLErrors" || len(e.Errors) != 1 || !sameJSON(e.Errors[0], []byte(want)) {
+		t.Errorf("%s: the client surfaced %s, want the GraphQL error %s", what, describe(e), want)
+	}
+}
+
+// describe prints a surfaced error with its GraphQL errors as text.
+func describe(e *clientError) string {
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
 // wantClientError fails unless a client surfaced an HTTP failure with
 // status and exactly body.
 func wantClientError(t *testing.T, what string, e *clientError, status int, body string) {
 	t.Helper()
 	if e == nil || e.StatusCode != status || !sameJSON([]byte(e.BodyText), []byte(body)) {
-		t.Errorf("%s: the client surfaced %+v, want status %d and body %s", what, e, status, body)
+		t.Errorf("%s: the client surfaced %s, want status %d and body %s", what, describe(e), status, body)
 	}
 }
