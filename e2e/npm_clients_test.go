@@ -50,11 +50,14 @@ func TestNPMClientsWithKeys(t *testing.T) {
 			t.Errorf("APQ on /v1/graphql: exchanges %+v", got)
 		}
 		wantApolloData(t, "bills by APQ", r[0], s.Client, records, paid, vars)
-		// /v1/graphql is POST-only: Apollo's hashed GET meets the
-		// documented 405, which it surfaces instead of falling back.
+		// /v1/graphql is POST-only: Apollo's hashed GET meets the 405,
+		// GraphQL-shaped for its Accept, which it surfaces as GraphQL errors
+		// instead of falling back to POST.
 		r = runApollo(t, dir, s.CARoot, records, paid, apolloOp{Query: bills, Variables: vars, APQ: "GET"})
-		wantClientError(t, "APQ by GET on /v1/graphql", r[0].Error, http.StatusMethodNotAllowed,
-			`{"errors":[{"message":"Method not allowed: use POST"}]}`)
+		if e := r[0].Error; e == nil || e.Name != "CombinedGraphQLErrors" || len(e.Errors) != 1 ||
+			!sameJSON(e.Errors[0], []byte(`{"message":"Method not allowed: use POST","extensions":{"code":"METHOD_NOT_ALLOWED"}}`)) {
+			t.Errorf("APQ by GET on /v1/graphql: the client surfaced %s", describe(e))
+		}
 		if got := shapes(r[0].Exchanges); !reflect.DeepEqual(got, []exchangeShape{{"GET", false, true, 405}}) {
 			t.Errorf("APQ by GET on /v1/graphql: exchanges %+v", got)
 		}
