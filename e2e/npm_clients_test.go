@@ -204,6 +204,17 @@ func TestNPMClientsWithKeys(t *testing.T) {
 		}
 		awaitSubscribers(t, n.events, 0)
 	})
+
+	t.Run("graphql-sse: a family outside the tier", func(t *testing.T) {
+		var out wsOutput
+		raw := runNPMScript(t, dir, "", "graphql-sse.mjs", catalog, map[string]any{"url": n.libURL, "query": loanEventsDoc, "count": 1}, &out)
+		if out.Error == nil || out.Error.Name != "NetworkError" || out.Error.StatusCode != http.StatusForbidden || len(out.Events) != 0 {
+			t.Errorf("graphql-sse, catalog tier, loanEvents: %s", raw)
+		}
+		if n.events.Subscribers() != 0 {
+			t.Errorf("the refused subscription reached the engine")
+		}
+	})
 }
 
 // wsOutput is what graphql-ws.mjs and graphql-sse.mjs print.
