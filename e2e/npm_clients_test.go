@@ -215,6 +215,23 @@ func TestNPMClientsWithKeys(t *testing.T) {
 			t.Errorf("the refused subscription reached the engine")
 		}
 	})
+
+	t.Run("graphql-sse: the key revoked ends the stream", func(t *testing.T) {
+		doomed, id := n.issue(t, "npmlib")
+		run := startNPMScript(t, dir, "", "graphql-sse.mjs", doomed, map[string]any{"url": n.libURL, "query": loanEventsDoc, "count": 100})
+		awaitSubscribers(t, n.events, 1)
+		s.Run(bins.Civicgate, "keys", "revoke", id)
+		var out wsOutput
+		raw := run.wait(t, &out)
+		// The gateway cuts the stream (docs/caddyfile.md "Subscriptions")
+		// without an event saying why: the client sees a network error
+		// (undici's fetch: "terminated"), not the reason a socket gets.
+		if out.Error == nil || out.Error.Name != "NetworkError" || len(out.Events) != 0 {
+			t.Errorf("graphql-sse, key revoked: %s", raw)
+		}
+		t.Logf("graphql-sse, key revoked: the client surfaced %s", describe(out.Error))
+		awaitSubscribers(t, n.events, 0)
+	})
 }
 
 // wsOutput is what graphql-ws.mjs and graphql-sse.mjs print.
