@@ -78,6 +78,9 @@ func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next cadd
 	if scope.keyID != "" {
 		cfg.Slots = g.slots.forKey(scope.keyID)
 	}
+	if g.hub != nil {
+		return g.terminateWebSocket(w, r, cfg, &scope, repl)
+	}
 	if q, ok := contract.RequestFrom(r.Context()); ok {
 		cfg.Charger = q.Charger()
 		if wt := q.Watcher(); wt != nil {
