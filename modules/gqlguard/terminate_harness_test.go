@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ type termEnv struct {
 	events   *library.LoanEvents
 	engine   *httptest.Server
 	upgrades atomic.Int64 // WebSocket upgrades the engine received
+	activeWS atomic.Int64 // WebSockets the engine serves now
 	s        *server
 	wsURL    string
 }
@@ -58,6 +60,8 @@ func startTerminatingVia(t *testing.T, subs string, proxy func(engineAddr string
 	e.engine = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if wsproxy.IsUpgrade(r) {
 			e.upgrades.Add(1)
+			e.activeWS.Add(1)
+			defer e.activeWS.Add(-1) // gqlgen serves the socket inside ServeHTTP
 		}
 		engine.ServeHTTP(w, r)
 	}))
@@ -86,8 +90,12 @@ func startTerminatingVia(t *testing.T, subs string, proxy func(engineAddr string
 }
 
 // publish sends one loan event through the engine.
-func (e *termEnv) publish(id string) {
-	e.events.Publish(&library.LoanEvent{Kind: library.LoanEventKindBorrowed, Loan: &library.Loan{ID: id}})
+func (e *termEnv) publish(id string) { e.publishDue(id, "") }
+
+// publishDue sends one loan event whose due member is due (a test that
+// selects it makes events of any size).
+func (e *termEnv) publishDue(id, due string) {
+	e.events.Publish(&library.LoanEvent{Kind: library.LoanEventKindBorrowed, Loan: &library.Loan{ID: id, Due: due}})
 }
 
 // awaitEngineSubscribers waits until the engine holds n subscriptions.
@@ -111,7 +119,7 @@ type termClient struct {
 
 func (e *termEnv) dial(t *testing.T) *termClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	c, resp, err := websocket.Dial(ctx, e.wsURL, &websocket.DialOptions{Subprotocols: []string{wsproxy.Subprotocol}})
 	if err != nil {
@@ -120,6 +128,7 @@ func (e *termEnv) dial(t *testing.T) *termClient {
 	if resp.Header.Get("Sec-Websocket-Protocol") != wsproxy.Subprotocol {
 		t.Fatalf("subprotocol %q", resp.Header.Get("Sec-Websocket-Protocol"))
 	}
+	c.SetReadLimit(1 << 20)
 	t.Cleanup(func() { _ = c.CloseNow() })
 	return &termClient{t: t, ctx: ctx, c: c}
 }
@@ -157,6 +166,17 @@ func (c *termClient) init() {
 func (c *termClient) subscribe(id, query string) {
 	c.t.Helper()
 	c.send(wsMessage{Type: "subscribe", ID: id, Payload: json.RawMessage(`{"query":` + jsonString(query) + `}`)})
+}
+
+// joined sends a ping and reads the pong: the gateway handles a socket's
+// messages in order, so every subscribe sent before has joined its group
+// (or been refused: a refusal would be read here instead).
+func (c *termClient) joined() {
+	c.t.Helper()
+	c.send(wsMessage{Type: "ping"})
+	if m := c.read(); m.Type != "pong" {
+		c.t.Fatalf("awaiting the pong: %s %s %s", m.Type, m.ID, m.Payload)
+	}
 }
 
 // expectNext reads one message and wants the next of id carrying the loan.
@@ -198,12 +218,22 @@ type rawWS struct {
 func (e *termEnv) dialRaw(t *testing.T, rcvbuf int) *rawWS {
 	t.Helper()
 	addr := strings.TrimPrefix(e.s.base, "http://")
-	conn, err := net.Dial("tcp", addr)
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		if rcvbuf <= 0 {
+			return nil
+		}
+		// Before connecting, so the window the client advertises is small too.
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if rcvbuf > 0 {
-		_ = conn.(*net.TCPConn).SetReadBuffer(rcvbuf)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	var key [16]byte
