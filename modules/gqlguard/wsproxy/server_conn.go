@@ -34,6 +34,7 @@ type serverConn struct {
 	keepTimer    *time.Timer
 	awaitingPong bool
 	queue        []outMsg
+	queueTaken   sync.Cond // the writer took the queue (reply waits on it)
 	flushing     bool
 	final        bool // a close frame is queued: nothing after it
 	clientClosed bool
@@ -47,6 +48,7 @@ const readChunk = 512
 
 func newServerConn(ctx context.Context, raw net.Conn, early []byte, cfg TerminateConfig, reg *Sockets) *serverConn {
 	c := &serverConn{raw: raw, cfg: cfg, ctx: context.WithoutCancel(ctx), reg: reg, early: early}
+	c.queueTaken.L = &c.mu
 	c.frames.maxMessage = cfg.MaxMessage
 	cfg.Observer.Sockets(1)
 	if reg != nil && !reg.add(c) {
@@ -112,7 +114,7 @@ func (c *serverConn) feed(b []byte) {
 func (c *serverConn) control(op byte, payload []byte) error {
 	switch op {
 	case opPing:
-		c.enqueue(outMsg{op: opPong, payload: append([]byte(nil), payload...)})
+		c.reply(outMsg{op: opPong, payload: append([]byte(nil), payload...)})
 	case opPong:
 		c.mu.Lock()
 		if c.awaitingPong {
@@ -157,9 +159,9 @@ func (c *serverConn) message(msg []byte) error {
 		}
 		c.initSeen = true
 		c.initTimer.Stop()
-		c.enqueue(outMsg{op: opText, payload: []byte(`{"type":"connection_ack"}`)})
+		c.reply(outMsg{op: opText, payload: []byte(`{"type":"connection_ack"}`)})
 	case msgPing:
-		c.enqueue(outMsg{op: opText, payload: []byte(`{"type":"pong"}`)})
+		c.reply(outMsg{op: opText, payload: []byte(`{"type":"pong"}`)})
 	case msgSubscribe:
 		return c.subscribe(m, tokenInside)
 	case msgComplete:
@@ -254,7 +256,7 @@ func (c *serverConn) admit(active int, payload []byte) (forward []byte, holdsSlo
 // active.
 func (c *serverConn) refuse(idJSON string, errs []byte) {
 	c.cfg.Logger.Debug("subscription refused")
-	c.enqueue(outMsg{op: opText, idJSON: idJSON, typ: "error", payload: errs})
+	c.reply(outMsg{op: opText, idJSON: idJSON, typ: "error", payload: errs})
 }
 
 // removeSub ends subscription id on the client's side: the upstream is
@@ -292,6 +294,7 @@ func (c *serverConn) closeWith(code uint16, reason string) {
 		return
 	}
 	c.final = true
+	c.queueTaken.Broadcast()
 	c.queue = append(c.queue, outMsg{op: opClose, payload: closePayload(code, reason)})
 	c.startFlushLocked()
 	if c.keepTimer != nil {
@@ -332,6 +335,7 @@ func (c *serverConn) finish() {
 		return
 	}
 	c.done, c.final = true, true
+	c.queueTaken.Broadcast()
 	subs := c.subs
 	c.subs = nil
 	c.queue = nil

@@ -29,6 +29,20 @@ func (c *serverConn) enqueue(m outMsg) bool {
 	return ok
 }
 
+// reply queues an answer of the reader's (ack, pong, refusal, close of a
+// protocol error): when send_buffer messages already wait, the reader waits
+// for the writer to take them instead of dropping the client, so a client
+// that floods requests without reading the answers is slowed down, as the
+// tunnel slows it.
+func (c *serverConn) reply(m outMsg) {
+	c.mu.Lock()
+	for len(c.queue) >= c.cfg.SendBuffer && !c.final && !c.done {
+		c.queueTaken.Wait()
+	}
+	c.enqueueLocked(m)
+	c.mu.Unlock()
+}
+
 func (c *serverConn) droppedSlow() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -43,7 +57,9 @@ func (c *serverConn) enqueueLocked(m outMsg) bool {
 	if c.final {
 		return false
 	}
-	if len(c.queue) >= c.cfg.SendBuffer {
+	// One message per subscription may wait on top of SendBuffer: an event
+	// for every subscription of the socket at once is not slowness.
+	if len(c.queue) >= c.cfg.SendBuffer+len(c.subs) {
 		// What is queued is dropped; only the close frame goes, after the
 		// write in progress (bounded by WriteTimeout).
 		c.final, c.slow = true, true
@@ -93,6 +109,7 @@ func (c *serverConn) flush() {
 			return
 		}
 		c.queue = nil
+		c.queueTaken.Broadcast()
 		c.mu.Unlock()
 
 		buf := (*bp)[:0]
@@ -132,7 +149,9 @@ func (c *serverConn) flush() {
 func (c *serverConn) stopFlushing() {
 	c.mu.Lock()
 	c.flushing = false
+	c.final = true // nothing more can be written
 	c.queue = nil
+	c.queueTaken.Broadcast()
 	c.mu.Unlock()
 }
 

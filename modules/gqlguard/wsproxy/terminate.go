@@ -60,8 +60,9 @@ type TerminateConfig struct {
 	// MaxLifetime ends each subscription after it with an error message of
 	// code SUBSCRIPTION_EXPIRED (0: none).
 	MaxLifetime time.Duration
-	// SendBuffer is the number of messages queued for the client before it
-	// is dropped as slow with close 1013 (default 64).
+	// SendBuffer is the number of messages queued for the client, plus one
+	// per active subscription, before it is dropped as slow with close 1013
+	// (default 64).
 	SendBuffer int
 	Observer   Observer
 }
