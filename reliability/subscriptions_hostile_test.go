@@ -45,7 +45,9 @@ func TestSubscriptionsHostile(t *testing.T) { subscriptionsHostile(t, subscripti
 
 // TestSubscriptionsHostileTerminated: the same clients against the guard
 // terminating the sockets.
-func TestSubscriptionsHostileTerminated(t *testing.T) { subscriptionsHostile(t, subscriptionsTerminated) }
+func TestSubscriptionsHostileTerminated(t *testing.T) {
+	subscriptionsHostile(t, subscriptionsTerminated)
+}
 
 func subscriptionsHostile(t *testing.T, guardOptions string) {
 	a, keys := startAnyBackend(t, guardOptions, "partner", "partner", "partner", "partner")
