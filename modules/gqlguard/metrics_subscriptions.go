@@ -2,6 +2,7 @@ package gqlguard
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/collectors"
 )
@@ -76,8 +77,11 @@ func (o socketObserver) Sockets(delta int)       { o.m.subs.sockets.Add(float64(
 func (o socketObserver) Subscriptions(delta int) { o.m.subs.active.Add(float64(delta)) }
 func (o socketObserver) SlowConsumerDropped()    { o.m.subs.slowDropped.Inc() }
 
-// hubObserver is subhub.Observer on the guard's metrics.
-type hubObserver struct{ m *guardMetrics }
+// hubObserver is subhub.Observer on the guard's metrics and log.
+type hubObserver struct {
+	m      *guardMetrics
+	logger *zap.Logger
+}
 
 func (o hubObserver) UpstreamDial(reconnect bool) func(error) {
 	if reconnect {
@@ -87,9 +91,13 @@ func (o hubObserver) UpstreamDial(reconnect bool) func(error) {
 		result := "connected"
 		if err != nil {
 			result = "failed"
+			o.logger.Warn("subscription upstream: dial failed", zap.Bool("reconnect", reconnect), zap.Error(err))
 		}
 		o.m.subs.upstreamDials.WithLabelValues(result).Inc()
 	}
+}
+func (o hubObserver) UpstreamLost(err error) {
+	o.logger.Warn("subscription upstream: connection lost, reconnecting", zap.Error(err))
 }
 func (o hubObserver) UpstreamConnections(delta int) { o.m.subs.upstreamConns.Add(float64(delta)) }
 func (o hubObserver) Groups(delta int)              { o.m.subs.groups.Add(float64(delta)) }

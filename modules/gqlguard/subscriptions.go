@@ -100,7 +100,11 @@ type subscribeChecker struct {
 }
 
 func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (forward, errs []byte) {
-	var rec refusalRecorder
+	var (
+		rec refusalRecorder
+		adm admitted
+	)
+	span := startSubscribeSpan(ctx)
 	outcome := func() (outcome string) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -116,7 +120,7 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		}
 		scope := s.scope
 		scope.ctx = ctx
-		adm, outcome := s.g.checkLocated(&rec, &scope, payload, &req)
+		adm, outcome = s.g.checkLocated(&rec, &scope, payload, &req)
 		if outcome != "" {
 			return outcome
 		}
@@ -127,12 +131,14 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		return ""
 	}()
 	if outcome != "" {
+		endGuardSpan(span, &adm, outcome)
 		s.g.metrics.requests.WithLabelValues(outcome).Inc()
 		if errs == nil {
 			_, errs = refusalErrors(rec.status, rec.body, rec.Header().Get(contract.HeaderRefusedFamily))
 		}
 		return nil, errs
 	}
+	endGuardSpan(span, &adm, outcomeAllowed)
 	s.g.metrics.allowed.Inc()
 	return forward, nil
 }

@@ -54,7 +54,7 @@ func (g *Guard) provisionTermination() error {
 		g.upstreamHeaders = append(g.upstreamHeaders, upstreamHeader{name: canon, value: caddyopt.ParseTemplate(value)})
 	}
 	slices.SortFunc(g.upstreamHeaders, func(a, b upstreamHeader) int { return strings.Compare(a.name, b.name) })
-	g.hub = subhub.New(subhub.Config{URL: c.Upstream, Observer: hubObserver{g.metrics}, Logger: g.logger})
+	g.hub = subhub.New(subhub.Config{URL: c.Upstream, Observer: hubObserver{g.metrics, g.logger}})
 	g.sockets = new(wsproxy.Sockets)
 	g.watches = newCredentialWatches()
 	return nil

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // Sink is one subscriber of the hub: a client subscription.
@@ -50,6 +48,9 @@ type Scope struct {
 type Observer interface {
 	// UpstreamDial is called before each dial; done is called with its result.
 	UpstreamDial(reconnect bool) (done func(err error))
+	// UpstreamLost reports an established connection that failed (a
+	// reconnect follows).
+	UpstreamLost(err error)
 	// UpstreamConnections changes the number of open upstream connections.
 	UpstreamConnections(delta int)
 	// Groups changes the number of upstream subscriptions (groups).
@@ -74,8 +75,9 @@ type Config struct {
 	// MaxRetries is how many consecutive failed dials end every subscription
 	// of the connection with UPSTREAM_UNAVAILABLE (default 8).
 	MaxRetries int
-	Observer   Observer
-	Logger     *zap.Logger
+	// Observer is told of dials, losses, groups and fan-outs (metrics and
+	// logs: the hub logs nothing itself).
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -99,9 +101,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
-	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
 	}
 	return c
 }
@@ -200,3 +199,4 @@ func (nopObserver) UpstreamDial(bool) func(error) { return func(error) {} }
 func (nopObserver) UpstreamConnections(int)       {}
 func (nopObserver) Groups(int)                    {}
 func (nopObserver) FanOut(int)                    {}
+func (nopObserver) UpstreamLost(error)            {}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/zap"
 )
 
 // upstreamConn is one graphql-transport-ws connection to the upstream and
@@ -68,7 +67,6 @@ func (u *upstreamConn) run() {
 		}
 		if err != nil {
 			failures++
-			cfg.Logger.Warn("subscription upstream: dial failed", zap.Int("attempt", failures), zap.Error(err))
 			if failures >= cfg.MaxRetries {
 				u.fail()
 				return
@@ -89,7 +87,7 @@ func (u *upstreamConn) run() {
 		if u.ctx.Err() != nil {
 			return
 		}
-		cfg.Logger.Warn("subscription upstream: connection lost, reconnecting", zap.Error(err))
+		cfg.Observer.UpstreamLost(err)
 		if !u.sleep(backoff(cfg.MinBackoff, cfg.MaxBackoff, 0)) {
 			return
 		}
