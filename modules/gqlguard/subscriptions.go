@@ -164,6 +164,9 @@ func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next ca
 		}
 	}
 	g.metrics.allowed.Inc()
+	if g.hub != nil && adm.op.Kind == ast.Subscription && r.Method == http.MethodPost {
+		return g.terminateEventStream(w, r, q, adm)
+	}
 	if q == nil || q.Watcher() == nil {
 		return next.ServeHTTP(w, r)
 	}

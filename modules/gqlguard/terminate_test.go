@@ -1,7 +1,9 @@
 package gqlguard
 
 import (
+	"bufio"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,4 +255,54 @@ func TestTerminatedSlowConsumer(t *testing.T) {
 	if m := fast.read(); m.Type != "next" || !strings.Contains(string(m.Payload), `"id":"after"`) {
 		t.Fatalf("after the drop: %s %s", m.Type, m.Payload)
 	}
+}
+
+// TestTerminatedEventStream: a graphql-sse subscription is served from the
+// same dedup group as a WebSocket's: one subscription at the engine, the
+// event on both; the stream ends with the client.
+func TestTerminatedEventStream(t *testing.T) {
+	e := startTerminating(t, "dedup key")
+	ws := e.dial(t)
+	ws.init()
+	ws.subscribe("w", loanEventsSub)
+	ws.joined()
+	e.awaitEngineSubscribers(t, 1)
+	req, err := http.NewRequest(http.MethodPost, e.s.base+"/ws", strings.NewReader(`{"query":`+jsonString(loanEventsSub)+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	// The guard joins the stream to its group before it sends the headers.
+	e.publish("l1")
+	ws.expectNext("w", "l1")
+	br := bufio.NewReader(resp.Body)
+	var lines []string
+	for len(lines) < 2 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line = strings.TrimRight(line, "\n"); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	want := []string{"event: next", `data: {"data":{"loanEvents":{"kind":"BORROWED","loan":{"id":"l1"}}}}`}
+	if lines[0] != want[0] || lines[1] != want[1] {
+		t.Fatalf("stream %q, want %q", lines, want)
+	}
+	if got := e.events.Subscribers(); got != 1 {
+		t.Fatalf("engine holds %d subscriptions, want 1", got)
+	}
+	resp.Body.Close()
+	ws.send(wsMessage{Type: "complete", ID: "w"})
+	e.awaitEngineSubscribers(t, 0)
 }
