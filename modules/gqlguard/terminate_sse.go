@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -30,9 +31,12 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 	m := g.metrics.subs
 	m.active.Inc()
 	defer m.active.Dec()
-	var revoked <-chan struct{}
+	var (
+		revoked <-chan struct{}
+		watch   contract.CredentialWatch
+	)
 	if q != nil && q.Watcher() != nil {
-		watch := q.Watcher().WatchCredential()
+		watch = q.Watcher().WatchCredential()
 		defer watch.Stop()
 		revoked = watch.Done()
 	}
@@ -85,6 +89,9 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 			send("complete", nil)
 			return nil
 		case <-revoked:
+			if reason := watch.Reason(); reason != "" {
+				g.logger.Info("event stream ended: credential no longer valid", zap.String("reason", reason))
+			}
 			return nil // cut, as a tunnelled stream is
 		case <-r.Context().Done():
 			return nil
