@@ -1,6 +1,7 @@
 package gqlguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
@@ -69,7 +71,15 @@ type upstreamHeader struct {
 // terminateWebSocket answers a graphql-transport-ws upgrade itself.
 func (g *Guard) terminateWebSocket(w http.ResponseWriter, r *http.Request, cfg wsproxy.Config, scope *requestScope, repl *caddy.Replacer) error {
 	q, _ := contract.RequestFrom(r.Context())
+	// The socket outlives the request: its checks run in a context that
+	// keeps only the request's span (the request's own context holds
+	// net/http's connection state and buffers).
+	ctx := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(r.Context()))
+	detached := *scope
+	detached.ctx = ctx
+	cfg.Checker = &subscribeChecker{g: g, scope: detached}
 	tc := wsproxy.TerminateConfig{
+		Context:     ctx,
 		Config:      cfg,
 		Upstream:    g.upstreamFor(r, q, scope, repl),
 		Keepalive:   time.Duration(g.Subscriptions.Keepalive),

@@ -19,7 +19,7 @@ import (
 type serverConn struct {
 	raw    net.Conn
 	cfg    TerminateConfig
-	ctx    context.Context // the upgrade request's values, never cancelled
+	ctx    context.Context // TerminateConfig.Context
 	reg    *Sockets
 	early  []byte
 	frames clientFrames
@@ -47,7 +47,7 @@ type serverConn struct {
 const readChunk = 512
 
 func newServerConn(ctx context.Context, raw net.Conn, early []byte, cfg TerminateConfig, reg *Sockets) *serverConn {
-	c := &serverConn{raw: raw, cfg: cfg, ctx: context.WithoutCancel(ctx), reg: reg, early: early}
+	c := &serverConn{raw: raw, cfg: cfg, ctx: ctx, reg: reg, early: early}
 	c.queueTaken.L = &c.mu
 	c.frames.maxMessage = cfg.MaxMessage
 	cfg.Observer.Sockets(1)

@@ -1,6 +1,7 @@
 package wsproxy
 
 import (
+	"context"
 	"crypto/sha1" //nolint:gosec // RFC 6455 section 4.2.2 names SHA-1 for Sec-WebSocket-Accept
 	"encoding/base64"
 	"fmt"
@@ -52,6 +53,11 @@ type Observer interface {
 // Revocations) and the terminator's bounds.
 type TerminateConfig struct {
 	Config
+	// Context is what the checks run in for the socket's life (values such
+	// as the trace span; never cancelled). Default: context.Background().
+	// Not the upgrade request's context: that keeps net/http's connection
+	// state, buffers included, alive for as long as the socket.
+	Context     context.Context
 	Upstream    Upstream
 	Revocations Revocations // nil: nothing to follow
 	// Keepalive is the interval of the server's ping frames (default 30s);
@@ -139,7 +145,11 @@ func Terminate(w http.ResponseWriter, r *http.Request, cfg TerminateConfig, reg 
 	}
 	_ = raw.SetWriteDeadline(time.Time{})
 	_ = raw.SetReadDeadline(time.Time{}) // the server's read timeouts are for requests
-	c := newServerConn(r.Context(), raw, early, cfg, reg)
+	ctx := cfg.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c := newServerConn(ctx, raw, early, cfg, reg)
 	go c.readLoop()
 	return nil
 }
