@@ -31,8 +31,26 @@ type gqlErrors []struct {
 	} `json:"extensions"`
 }
 
-func TestSubscriptionsHostile(t *testing.T) {
-	a, keys := startAnyBackend(t, subscriptionsGuard, "partner", "partner", "partner", "partner")
+// subscriptionsTerminated is subscriptionsGuard with the guard terminating
+// the sockets itself (docs/caddyfile.md "Terminated subscriptions").
+const subscriptionsTerminated = `
+			subscriptions {
+				max_per_connection 100
+				init_timeout 1s
+				upstream ws://{$ANY_UPSTREAM}/graphql
+				upstream_header X-Civic-Identity {http.request.header.X-Civic-Identity}
+			}`
+
+func TestSubscriptionsHostile(t *testing.T) { subscriptionsHostile(t, subscriptionsGuard) }
+
+// TestSubscriptionsHostileTerminated: the same clients against the guard
+// terminating the sockets.
+func TestSubscriptionsHostileTerminated(t *testing.T) {
+	subscriptionsHostile(t, subscriptionsTerminated)
+}
+
+func subscriptionsHostile(t *testing.T, guardOptions string) {
+	a, keys := startAnyBackend(t, guardOptions, "partner", "partner", "partner", "partner")
 	const mib = 1 << 20
 
 	t.Run("no connection_init: closed 4408 after init_timeout", func(t *testing.T) {

@@ -35,6 +35,7 @@ type resolvedKey struct {
 	// what WatchCredential registers (found entries only)
 	hash    keystore.Hash
 	watches *watchRegistry
+	app     *App // signs fresh assertions (FreshIdentity)
 	// identity assertion, re-signed when half its lifetime has passed
 	ident atomic.Pointer[signedIdentity]
 	// staleUntil (unix ns): after a failed refresh the entry is served without

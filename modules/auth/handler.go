@@ -213,6 +213,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	// WatchCredential.
 	r, q := contract.AttachRequest(r)
 	q.SetCredential(&e.caller, token, e)
+	q.SetIdentitySource(e)
 	return next.ServeHTTP(w, r)
 }
 

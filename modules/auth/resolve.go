@@ -80,7 +80,7 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*res
 
 func (a *App) newEntry(h keystore.Hash, rec keystore.Record, now time.Time) *resolvedKey {
 	e := &resolvedKey{
-		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier], hash: h, watches: a.watches,
+		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier], hash: h, watches: a.watches, app: a,
 		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
 	}
 	e.caller = contract.Caller{KeyID: rec.KeyID, Org: rec.OrgID, Tier: rec.Tier, Env: rec.Env, Families: e.families()}
@@ -113,6 +113,25 @@ func (e *resolvedKey) placeholder(name string) (any, bool) {
 // identityFor returns e's identity assertion (assertionFor).
 func (a *App) identityFor(e *resolvedKey, now time.Time) (*signedIdentity, error) {
 	return a.assertionFor(&e.caller, &e.ident, now)
+}
+
+// FreshIdentity is contract.IdentitySource: the key's current assertion,
+// re-signed once half its lifetime has passed.
+func (e *resolvedKey) FreshIdentity(now time.Time) (string, error) {
+	s, err := e.app.identityFor(e, now)
+	if err != nil {
+		return "", err
+	}
+	return s.token, nil
+}
+
+// FreshIdentity is contract.IdentitySource for a token's caller.
+func (rt *resolvedToken) FreshIdentity(now time.Time) (string, error) {
+	s, err := rt.t.app.assertionFor(&rt.caller, &rt.ident, now)
+	if err != nil {
+		return "", err
+	}
+	return s.token, nil
 }
 
 // assertionFor returns the identity assertion of caller kept in slot,

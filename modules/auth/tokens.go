@@ -236,6 +236,7 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, as *authSpa
 	r = h.admit(r, rt.placeholders, assertion)
 	r, q := contract.AttachRequest(r)
 	q.SetCredential(&rt.caller, token, rt)
+	q.SetIdentitySource(rt)
 	return r, true, nil
 }
 

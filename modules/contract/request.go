@@ -10,6 +10,7 @@ package contract
 //	Caller        civic_auth          civic_mcp, anything that needs the identity typed
 //	Bearer        civic_auth          graphql_guard (documents carrying the token are refused)
 //	Watcher       civic_auth          graphql_guard, civic_mcp (long-lived exchanges, D22)
+//	Identity      civic_auth          graphql_guard (a fresh X-Civic-Identity for a terminated subscription's upstream reconnect)
 //	Charger       civic_rate_limit    graphql_guard (each subscribe of a WebSocket)
 //	CostBudget    civic_rate_limit    graphql_guard (the document's cost, D27)
 //	GraphQL       graphql_guard       graphql_cache (the request as the guard decoded it, D40)
@@ -28,6 +29,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Request is one request's civicgate state. The zero value is an
@@ -36,6 +38,7 @@ type Request struct {
 	caller     *Caller
 	bearer     string
 	watcher    Watcher
+	identity   IdentitySource
 	charger    Charger
 	costBudget CostBudget
 	graphQL    GraphQLRequest
@@ -86,10 +89,10 @@ func RequestFrom(ctx context.Context) (*Request, bool) {
 }
 
 // Derive returns a new Request for a request made on behalf of q's caller
-// (civic_mcp's GraphQL request for a tool call): the caller, bearer and
-// watcher are q's, and the slots later handlers fill are empty.
+// (civic_mcp's GraphQL request for a tool call): the caller, bearer,
+// watcher and identity source are q's, and the slots later handlers fill are empty.
 func (q *Request) Derive() Request {
-	return Request{caller: q.caller, bearer: q.bearer, watcher: q.watcher}
+	return Request{caller: q.caller, bearer: q.bearer, watcher: q.watcher, identity: q.identity}
 }
 
 // WithRequest returns a copy of ctx that carries q (a Derive'd value).
@@ -104,6 +107,24 @@ func WithRequest(ctx context.Context, q Request) context.Context {
 func (q *Request) SetCredential(caller *Caller, bearer string, w Watcher) {
 	q.caller, q.bearer, q.watcher = caller, bearer, w
 }
+
+// IdentitySource signs a fresh identity assertion (X-Civic-Identity) for a
+// request's caller after the request: the assertion the request carries
+// lives at most IdentityMaxTTL, and a long-lived exchange that opens an
+// upstream connection later (graphql_guard's reconnect of a terminated
+// subscription's upstream socket) needs a valid one.
+type IdentitySource interface {
+	// FreshIdentity returns an assertion valid from now for at least half
+	// the signer's lifetime.
+	FreshIdentity(now time.Time) (string, error)
+}
+
+// SetIdentitySource records what signs a fresh assertion for the caller.
+func (q *Request) SetIdentitySource(s IdentitySource) { q.identity = s }
+
+// IdentitySource signs a fresh assertion for the caller; nil when no
+// authenticating handler set one.
+func (q *Request) IdentitySource() IdentitySource { return q.identity }
 
 // Caller is the authenticated caller (read-only), or false when no
 // authenticating handler admitted the request.

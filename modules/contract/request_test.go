@@ -24,6 +24,13 @@ type stubWatcher struct{}
 
 func (stubWatcher) WatchCredential() CredentialWatch { return nil }
 
+// secretSigner is an IdentitySource signing with SignIdentity.
+type secretSigner struct{ caller Caller }
+
+func (s secretSigner) FreshIdentity(now time.Time) (string, error) {
+	return SignIdentity([]byte(strings.Repeat("s", IdentityMinSecretLen)), s.caller, now, IdentityMaxTTL)
+}
+
 type otherKey struct{}
 
 // TestAttachRequestOnce: the first AttachRequest makes the value on a copy of
@@ -87,6 +94,17 @@ func TestRequestSlots(t *testing.T) {
 	if s := fmt.Sprint(r.Context()); strings.Contains(s, "secret") {
 		t.Fatalf("context string shows the token: %s", s)
 	}
+	if q.IdentitySource() != nil {
+		t.Fatal("an identity source nobody set")
+	}
+	q.SetIdentitySource(secretSigner{*caller})
+	tok, err := q.IdentitySource().FreshIdentity(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := VerifyIdentity([]byte(strings.Repeat("s", IdentityMinSecretLen)), tok, time.Now()); err != nil || c.KeyID() != "key_1" {
+		t.Fatalf("fresh assertion %v %v", c, err)
+	}
 }
 
 // TestDerive: a request made on the caller's behalf keeps the credential and
@@ -94,13 +112,14 @@ func TestRequestSlots(t *testing.T) {
 func TestDerive(t *testing.T) {
 	_, q := AttachRequest(httptest.NewRequest("POST", "/", nil))
 	q.SetCredential(&Caller{KeyID: "k"}, "tok", stubWatcher{})
+	q.SetIdentitySource(secretSigner{Caller{KeyID: "k"}})
 	q.SetCostBudget(stubBudget{"a"})
 	q.SetGraphQL(GraphQLRequest{Query: []byte("{a}")})
 	d, ok := RequestFrom(WithRequest(context.Background(), q.Derive()))
 	if !ok {
 		t.Fatal("WithRequest lost the value")
 	}
-	if c, _ := d.Caller(); c == nil || c.KeyID != "k" || d.Bearer() != "tok" || d.Watcher() == nil {
+	if c, _ := d.Caller(); c == nil || c.KeyID != "k" || d.Bearer() != "tok" || d.Watcher() == nil || d.IdentitySource() == nil {
 		t.Fatal("credential not carried")
 	}
 	if _, ok := d.GraphQL(); ok || d.CostBudget() != nil {

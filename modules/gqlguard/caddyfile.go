@@ -41,6 +41,13 @@ func init() {
 //	        init_timeout       <duration>  # default 10s
 //	        redis [<url>] [{ … }]      # max_per_key across instances (docs/redis.md); default: per instance
 //	        key_prefix         <prefix>    # default civicgate:
+//	        upstream           ws[s]://<host>/<path>  # terminate here (docs/design.md D54)
+//	        upstream_header    <name> <value>  # repeated; placeholders
+//	        dedup              families|org|key|off  # default off
+//	        max_lifetime       <duration>  # default 0: none
+//	        keepalive          <duration>  # default 30s
+//	        pong_timeout       <duration>  # default 10s
+//	        send_buffer        <n>         # default 64
 //	    }
 //	    persisted_queries {            # Apollo APQ
 //	        redis [<url>] [{ … }]      # {env.X}; a redis block (docs/redis.md); default: memory only
@@ -122,6 +129,23 @@ func (g *Guard) subscriptionsBlock() caddyopt.Option {
 		"init_timeout":       caddyopt.DurationIn(&c.InitTimeout, time.Second, 10*time.Minute),
 		"redis":              redisconn.Option(&c.Config),
 		"key_prefix":         caddyopt.String(&c.KeyPrefix),
+		"upstream":           caddyopt.String(&c.Upstream),
+		"upstream_header": caddyopt.EachNamed(1, func(a *caddyopt.Args) error {
+			rest := a.Rest()
+			if len(rest) != 1 {
+				return a.Errf("want: upstream_header <name> <value>")
+			}
+			if c.UpstreamHeaders == nil {
+				c.UpstreamHeaders = map[string]string{}
+			}
+			c.UpstreamHeaders[a.Name()] = rest[0]
+			return nil
+		}),
+		"dedup":        caddyopt.OneOf(&c.Dedup, dedupFamilies, dedupOrg, dedupKey, dedupOff),
+		"max_lifetime": caddyopt.DurationIn(&c.MaxLifetime, time.Second, 365*24*time.Hour),
+		"keepalive":    caddyopt.DurationIn(&c.Keepalive, time.Second, time.Hour),
+		"pong_timeout": caddyopt.DurationIn(&c.PongTimeout, time.Second, time.Hour),
+		"send_buffer":  caddyopt.Int(&c.SendBuffer, 1, 1<<20),
 	}).Then(func() { g.Subscriptions = c })
 }
 

@@ -22,6 +22,8 @@ import (
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
+	"github.com/civicgate/civicgate/modules/gqlguard/subhub"
+	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
 func init() {
@@ -114,6 +116,10 @@ type Guard struct {
 	releaseRedis        func()              // the APQ store's Redis client
 	manifest            *persisted.Manifest // nil: no trusted documents
 	slots               *keySlots           // subscriptions per key
+	hub                 *subhub.Hub         // nil: subscriptions are tunnelled (terminate.go)
+	sockets             *wsproxy.Sockets    // the terminated sockets
+	watches             *credentialWatches  // shared per credential
+	upstreamHeaders     []upstreamHeader
 	metrics             *guardMetrics
 	logger              *zap.Logger
 	parses              *atomic.Int64 // documents parsed (tests: a cache hit parses nothing)
@@ -134,6 +140,28 @@ type SubscriptionsConfig struct {
 	// SharedSlots ("redis", "key_prefix") makes MaxPerKey hold across
 	// gateway instances (keyslots.go).
 	SharedSlots
+	// Upstream, a ws:// or wss:// graphql-transport-ws endpoint, makes the
+	// guard terminate WebSockets itself and multiplex their subscriptions
+	// onto a few sockets to it (docs/design.md D54); empty: the socket is
+	// tunnelled through the next handler.
+	Upstream string `json:"upstream,omitempty"`
+	// UpstreamHeaders are the upstream handshake's headers (values are
+	// placeholders, read for the first subscriber of a scope); never
+	// Authorization or Cookie. X-Civic-Identity is signed fresh per dial.
+	UpstreamHeaders map[string]string `json:"upstream_headers,omitempty"`
+	// Dedup is the scope within which identical subscriptions share one
+	// upstream subscription: families, org, key or off (default).
+	Dedup string `json:"dedup,omitempty"`
+	// MaxLifetime ends a subscription after it (error SUBSCRIPTION_EXPIRED);
+	// 0: none.
+	MaxLifetime caddy.Duration `json:"max_lifetime,omitempty"`
+	// Keepalive is the interval of the server's pings (default 30s);
+	// PongTimeout closes 4504 a socket that does not answer (default 10s).
+	Keepalive   caddy.Duration `json:"keepalive,omitempty"`
+	PongTimeout caddy.Duration `json:"pong_timeout,omitempty"`
+	// SendBuffer is the messages queued per client socket before it is
+	// dropped as slow with close 1013 (default 64).
+	SendBuffer int `json:"send_buffer,omitempty"`
 }
 
 // PersistedQueriesConfig configures Automatic Persisted Queries.
@@ -210,6 +238,9 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("graphql_guard: metrics: %w", err)
 	}
+	if err := g.provisionTermination(); err != nil {
+		return fmt.Errorf("graphql_guard: %w", err)
+	}
 	return nil
 }
 
@@ -268,9 +299,10 @@ func (g *Guard) Validate() error {
 }
 
 // Cleanup releases the APQ store's Redis client and the subscription slots'
-// store.
+// store, and closes the terminated subscription sockets.
 func (g *Guard) Cleanup() error {
 	g.slots.close()
+	g.cleanupTermination()
 	if g.releaseRedis != nil {
 		g.releaseRedis()
 	}

@@ -77,6 +77,9 @@ func (g *Guard) serveWebSocket(w http.ResponseWriter, r *http.Request, next cadd
 	if scope.keyID != "" {
 		cfg.Slots = g.slots.forKey(scope.keyID)
 	}
+	if g.hub != nil {
+		return g.terminateWebSocket(w, r, cfg, &scope, repl)
+	}
 	if q, ok := contract.RequestFrom(r.Context()); ok {
 		cfg.Charger = q.Charger()
 		if wt := q.Watcher(); wt != nil {
@@ -96,7 +99,11 @@ type subscribeChecker struct {
 }
 
 func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (forward, errs []byte) {
-	var rec refusalRecorder
+	var (
+		rec refusalRecorder
+		adm admitted
+	)
+	span := startSubscribeSpan(ctx)
 	outcome := func() (outcome string) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -112,7 +119,7 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		}
 		scope := s.scope
 		scope.ctx = ctx
-		adm, outcome := s.g.checkLocated(&rec, &scope, payload, &req)
+		adm, outcome = s.g.checkLocated(&rec, &scope, payload, &req)
 		if outcome != "" {
 			return outcome
 		}
@@ -123,12 +130,14 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		return ""
 	}()
 	if outcome != "" {
+		endGuardSpan(span, &adm, outcome)
 		s.g.metrics.requests.WithLabelValues(outcome).Inc()
 		if errs == nil {
 			_, errs = refusalErrors(rec.status, rec.body, rec.Header().Get(contract.HeaderRefusedFamily))
 		}
 		return nil, errs
 	}
+	endGuardSpan(span, &adm, outcomeAllowed)
 	s.g.metrics.allowed.Inc()
 	return forward, nil
 }
@@ -154,6 +163,9 @@ func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next ca
 		}
 	}
 	g.metrics.allowed.Inc()
+	if g.hub != nil && adm.op.Kind == ast.Subscription && r.Method == http.MethodPost {
+		return g.terminateEventStream(w, r, q, adm)
+	}
 	if q == nil || q.Watcher() == nil {
 		return next.ServeHTTP(w, r)
 	}

@@ -28,6 +28,19 @@ func startGuardSpan(ctx context.Context) trace.Span {
 	return span
 }
 
+// startSubscribeSpan starts the span of one WebSocket subscribe message
+// under the upgrade request's span when that request was sampled. The
+// request's span may have ended (a terminated socket outlives its request):
+// its context still parents the subscribe's span.
+func startSubscribeSpan(ctx context.Context) trace.Span {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.SpanContext().IsSampled() {
+		return nil
+	}
+	_, span := parent.TracerProvider().Tracer(tracerName).Start(ctx, "graphql_guard.subscribe")
+	return span
+}
+
 // endGuardSpan records what the guard decided (docs/tracing.md): the
 // operation's name, type, cost and families when it was admitted, and the
 // outcome (ok or the refusal's metric outcome). Never the document's text or

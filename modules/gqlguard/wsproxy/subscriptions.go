@@ -92,32 +92,39 @@ func (s *subscriptions) closeAll() {
 }
 
 // admit runs the admission checks of one subscribe after the protocol
-// checks: MaxSubscriptions, Slots, Charger, Checker, in that order. It
-// returns the payload to forward and whether a slot was taken, or errs,
-// the GraphQL errors of the refusal.
+// checks (admitSubscribe).
 func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte, holdsSlot bool, errs []byte) {
-	if c.subs.count() >= c.cfg.MaxSubscriptions {
-		c.refused(OutcomeSubscriptionLimit)
+	return admitSubscribe(ctx, &c.cfg, c.subs.count(), payload)
+}
+
+// admitSubscribe runs the admission checks of one subscribe, the same for
+// the tunnel filter and the terminator: MaxSubscriptions (active is the
+// connection's count), Slots, Charger, Checker, in that order. It returns
+// the payload to forward and whether a slot was taken, or errs, the
+// GraphQL errors of the refusal.
+func admitSubscribe(ctx context.Context, cfg *Config, active int, payload []byte) (forward []byte, holdsSlot bool, errs []byte) {
+	if active >= cfg.MaxSubscriptions {
+		cfg.refused(OutcomeSubscriptionLimit)
 		return nil, false, graphQLErrors("Too many subscriptions on this connection", "SUBSCRIPTION_LIMIT")
 	}
-	if c.cfg.Slots != nil {
-		if !c.cfg.Slots.Acquire() {
-			c.refused(OutcomeSubscriptionLimit)
+	if cfg.Slots != nil {
+		if !cfg.Slots.Acquire() {
+			cfg.refused(OutcomeSubscriptionLimit)
 			return nil, false, graphQLErrors("Too many subscriptions for this key", "SUBSCRIPTION_LIMIT")
 		}
 		holdsSlot = true
 	}
 	refuse := func(errs []byte) ([]byte, bool, []byte) {
 		if holdsSlot {
-			c.cfg.Slots.Release()
+			cfg.Slots.Release()
 		}
 		return nil, false, errs
 	}
-	if c.cfg.Charger != nil {
-		allowed, retryAfter, err := c.cfg.Charger.Charge(ctx)
+	if cfg.Charger != nil {
+		allowed, retryAfter, err := cfg.Charger.Charge(ctx)
 		if err != nil {
-			c.cfg.Logger.Error("charging a subscription failed", zap.Error(err))
-			c.refused(OutcomeInternal)
+			cfg.Logger.Error("charging a subscription failed", zap.Error(err))
+			cfg.refused(OutcomeInternal)
 			return refuse(graphQLErrors("Internal Server Error", "INTERNAL_SERVER_ERROR"))
 		}
 		if !allowed {
@@ -125,14 +132,14 @@ func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte,
 			if secs < 1 {
 				secs = 1
 			}
-			c.refused(OutcomeRateLimited)
+			cfg.refused(OutcomeRateLimited)
 			return refuse(rateLimitedErrors(secs))
 		}
 	}
 	forward = payload
-	if c.cfg.Checker != nil {
+	if cfg.Checker != nil {
 		var errs []byte
-		forward, errs = c.cfg.Checker.CheckSubscribe(ctx, payload)
+		forward, errs = cfg.Checker.CheckSubscribe(ctx, payload)
 		if errs != nil || forward == nil {
 			if errs == nil {
 				errs = graphQLErrors("Subscription refused", "FORBIDDEN")
@@ -152,8 +159,10 @@ const (
 )
 
 // refused tells Config.Refused of a refusal the filter decided.
-func (c *filterConn) refused(outcome string) {
-	if c.cfg.Refused != nil {
-		c.cfg.Refused(outcome)
+func (c *filterConn) refused(outcome string) { c.cfg.refused(outcome) }
+
+func (cfg *Config) refused(outcome string) {
+	if cfg.Refused != nil {
+		cfg.Refused(outcome)
 	}
 }

@@ -1,0 +1,104 @@
+package gqlguard
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/internal/collectors"
+)
+
+// subscriptionMetrics are the terminated subscriptions' collectors
+// (docs/operations.md "Metrics").
+type subscriptionMetrics struct {
+	sockets        prometheus.Gauge
+	active         prometheus.Gauge
+	groups         prometheus.Gauge
+	fanOut         prometheus.Histogram
+	slowDropped    prometheus.Counter
+	upstreamConns  prometheus.Gauge
+	upstreamDials  *prometheus.CounterVec // result: connected, failed; reconnect: true/false
+	upstreamReconn prometheus.Counter
+}
+
+func newSubscriptionMetrics() *subscriptionMetrics {
+	const ns, sub = "civicgate", "graphql_guard"
+	return &subscriptionMetrics{
+		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "subscription_sockets",
+			Help: "Client WebSockets the guard terminates, open now."}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "subscriptions_active",
+			Help: "Client subscriptions open on terminated sockets."}),
+		groups: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "subscription_groups",
+			Help: "Upstream subscriptions (one per dedup group) open now."}),
+		fanOut: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "subscription_fanout_size",
+			Help:    "Subscribers one upstream event was delivered to.",
+			Buckets: []float64{1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000}}),
+		slowDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "subscription_slow_consumers_dropped_total",
+			Help: "Client sockets closed 1013 because their send buffer was full."}),
+		upstreamConns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "subscription_upstream_connections",
+			Help: "Upstream graphql-transport-ws connections open now."}),
+		upstreamDials: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "subscription_upstream_dials_total",
+			Help: "Upstream dials, by result (connected, failed)."}, []string{"result"}),
+		upstreamReconn: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "subscription_upstream_reconnects_total",
+			Help: "Dials made to replace a lost upstream connection."}),
+	}
+}
+
+func (m *subscriptionMetrics) register(reg prometheus.Registerer) error {
+	var err error
+	if m.sockets, err = collectors.Register(reg, m.sockets); err != nil {
+		return err
+	}
+	if m.active, err = collectors.Register(reg, m.active); err != nil {
+		return err
+	}
+	if m.groups, err = collectors.Register(reg, m.groups); err != nil {
+		return err
+	}
+	if m.fanOut, err = collectors.Register(reg, m.fanOut); err != nil {
+		return err
+	}
+	if m.slowDropped, err = collectors.Register(reg, m.slowDropped); err != nil {
+		return err
+	}
+	if m.upstreamConns, err = collectors.Register(reg, m.upstreamConns); err != nil {
+		return err
+	}
+	if m.upstreamDials, err = collectors.Register(reg, m.upstreamDials); err != nil {
+		return err
+	}
+	m.upstreamReconn, err = collectors.Register(reg, m.upstreamReconn)
+	return err
+}
+
+// socketObserver is wsproxy.Observer on the guard's metrics.
+type socketObserver struct{ m *guardMetrics }
+
+func (o socketObserver) Sockets(delta int)       { o.m.subs.sockets.Add(float64(delta)) }
+func (o socketObserver) Subscriptions(delta int) { o.m.subs.active.Add(float64(delta)) }
+func (o socketObserver) SlowConsumerDropped()    { o.m.subs.slowDropped.Inc() }
+
+// hubObserver is subhub.Observer on the guard's metrics and log.
+type hubObserver struct {
+	m      *guardMetrics
+	logger *zap.Logger
+}
+
+func (o hubObserver) UpstreamDial(reconnect bool) func(error) {
+	if reconnect {
+		o.m.subs.upstreamReconn.Inc()
+	}
+	return func(err error) {
+		result := "connected"
+		if err != nil {
+			result = "failed"
+			o.logger.Warn("subscription upstream: dial failed", zap.Bool("reconnect", reconnect), zap.Error(err))
+		}
+		o.m.subs.upstreamDials.WithLabelValues(result).Inc()
+	}
+}
+func (o hubObserver) UpstreamLost(err error) {
+	o.logger.Warn("subscription upstream: connection lost, reconnecting", zap.Error(err))
+}
+func (o hubObserver) UpstreamConnections(delta int) { o.m.subs.upstreamConns.Add(float64(delta)) }
+func (o hubObserver) Groups(delta int)              { o.m.subs.groups.Add(float64(delta)) }
+func (o hubObserver) FanOut(n int)                  { o.m.subs.fanOut.Observe(float64(n)) }

@@ -1,0 +1,162 @@
+package gqlguard
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/civicgate/civicgate/modules/contract"
+)
+
+// terminateEventStream serves an admitted graphql-sse subscription from the
+// hub (subscriptions { upstream … }) instead of the next handler: the same
+// upstream sockets and dedup groups as the WebSockets. The stream ends with
+// the upstream's complete or error, max_lifetime (an error result, then
+// complete), the credential's end, the client leaving, or the client being
+// too slow for send_buffer events.
+func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *contract.Request, adm *admitted) error {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	scope := g.scopeOf(r, repl)
+	sink := &sseSink{events: make(chan sseEvent, g.sendBuffer()+1)}
+	stop, err := g.upstreamFor(r, q, &scope, repl).Subscribe(adm.body, sink)
+	if err != nil {
+		g.logger.Error("starting a terminated event stream failed")
+		writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
+		return nil
+	}
+	defer stop()
+	m := g.metrics.subs
+	m.active.Inc()
+	defer m.active.Dec()
+	var (
+		revoked <-chan struct{}
+		watch   contract.CredentialWatch
+	)
+	if q != nil && q.Watcher() != nil {
+		watch = q.Watcher().WatchCredential()
+		defer watch.Stop()
+		revoked = watch.Done()
+	}
+	var expired <-chan time.Time
+	if d := time.Duration(g.Subscriptions.MaxLifetime); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expired = t.C
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(event string, data []byte) bool {
+		buf := make([]byte, 0, len(event)+len(data)+16)
+		buf = append(buf, "event: "...)
+		buf = append(buf, event...)
+		buf = append(buf, "\ndata: "...)
+		buf = append(buf, data...)
+		buf = append(buf, "\n\n"...)
+		if _, err := w.Write(buf); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if rc.Flush() != nil { // the headers reach the client now
+		return nil
+	}
+	for {
+		select {
+		case ev := <-sink.events:
+			switch {
+			case ev.dropped:
+				m.slowDropped.Inc()
+				return nil
+			case ev.end:
+				if ev.errs != nil {
+					send("next", errorsResult(ev.errs))
+				}
+				send("complete", nil)
+				return nil
+			default:
+				if !send("next", ev.payload) {
+					return nil
+				}
+			}
+		case <-expired:
+			send("next", errorsResult([]byte(`[{"message":"Subscription lifetime exceeded","extensions":{"code":"SUBSCRIPTION_EXPIRED"}}]`)))
+			send("complete", nil)
+			return nil
+		case <-revoked:
+			if reason := watch.Reason(); reason != "" {
+				g.logger.Info("event stream ended: credential no longer valid", zap.String("reason", reason))
+			}
+			return nil // cut, as a tunnelled stream is
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}
+
+func errorsResult(errs []byte) []byte {
+	return append(append([]byte(`{"errors":`), errs...), '}')
+}
+
+func (g *Guard) sendBuffer() int {
+	if n := g.Subscriptions.SendBuffer; n > 0 {
+		return n
+	}
+	return 64
+}
+
+// sseEvent is one event for the stream, the end, or the drop.
+type sseEvent struct {
+	payload []byte
+	end     bool
+	errs    []byte
+	dropped bool
+}
+
+// sseSink is subhub.Sink for an event stream: a bounded channel the
+// handler drains; full, the stream is dropped (the fan-out never waits).
+type sseSink struct {
+	events chan sseEvent
+	once   sync.Once
+}
+
+func (s *sseSink) Next(payload []byte) bool {
+	select {
+	case s.events <- sseEvent{payload: payload}:
+		return true
+	default:
+		s.drop()
+		return false
+	}
+}
+
+func (s *sseSink) End(errs []byte) {
+	select {
+	case s.events <- sseEvent{end: true, errs: errs}:
+	default:
+		s.drop()
+	}
+}
+
+// drop replaces what is queued with the drop marker.
+func (s *sseSink) drop() {
+	s.once.Do(func() {
+		for {
+			select {
+			case <-s.events:
+				continue
+			default:
+			}
+			break
+		}
+		select {
+		case s.events <- sseEvent{dropped: true}:
+		default:
+		}
+	})
+}

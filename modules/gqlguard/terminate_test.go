@@ -1,0 +1,308 @@
+package gqlguard
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/civicgate/civicgate/internal/testenv"
+)
+
+// TestTerminatedDedup: identical subscriptions in one dedup scope are ONE
+// subscription at the engine; every client gets every event once, in order,
+// under its own id; a subscriber leaving (complete, socket closed) does not
+// end the others' and the last one leaving ends it at the engine.
+func TestTerminatedDedup(t *testing.T) {
+	e := startTerminating(t, "dedup key")
+	const n = 5
+	clients := make([]*termClient, n)
+	for i := range clients {
+		clients[i] = e.dial(t)
+		clients[i].init()
+		clients[i].subscribe("s"+strconv.Itoa(i), loanEventsSub)
+		clients[i].joined()
+	}
+	e.awaitEngineSubscribers(t, 1)
+	for ev := 1; ev <= 3; ev++ {
+		e.publish("l" + strconv.Itoa(ev))
+		for i, c := range clients {
+			c.expectNext("s"+strconv.Itoa(i), "l"+strconv.Itoa(ev))
+		}
+	}
+	if got := e.upgrades.Load(); got != 1 {
+		t.Fatalf("the engine received %d upgrades, want 1", got)
+	}
+
+	clients[0].send(wsMessage{Type: "complete", ID: "s0"})
+	_ = clients[1].c.CloseNow()
+	e.publish("l4")
+	for i := 2; i < n; i++ {
+		clients[i].expectNext("s"+strconv.Itoa(i), "l4")
+	}
+	if got := e.events.Subscribers(); got != 1 {
+		t.Fatalf("engine holds %d subscriptions after two subscribers left, want 1", got)
+	}
+	for i := 2; i < n; i++ {
+		clients[i].send(wsMessage{Type: "complete", ID: "s" + strconv.Itoa(i)})
+	}
+	e.awaitEngineSubscribers(t, 0)
+}
+
+// TestTerminatedNoDedup: without dedup every subscription is its own at the
+// engine, all on one upstream socket (one identity scope).
+func TestTerminatedNoDedup(t *testing.T) {
+	e := startTerminating(t, "")
+	a, b := e.dial(t), e.dial(t)
+	a.init()
+	b.init()
+	a.subscribe("x", loanEventsSub)
+	a.subscribe("y", loanEventsSub)
+	b.subscribe("x", loanEventsSub)
+	a.joined()
+	b.joined()
+	e.awaitEngineSubscribers(t, 3)
+	e.publish("l1")
+	got := map[string]int{}
+	for range 2 {
+		m := a.read()
+		got[m.ID]++
+	}
+	if got["x"] != 1 || got["y"] != 1 {
+		t.Fatalf("a got %v", got)
+	}
+	b.expectNext("x", "l1")
+	if n := e.upgrades.Load(); n != 1 {
+		t.Fatalf("the engine received %d upgrades, want 1", n)
+	}
+}
+
+// TestTerminatedProtocol: the filter's protocol rules hold on a terminated
+// socket (wsproxy/README.md).
+func TestTerminatedProtocol(t *testing.T) {
+	e := startTerminating(t, "init_timeout 1s")
+	t.Run("subscribe before connection_init: 4401", func(t *testing.T) {
+		c := e.dial(t)
+		c.subscribe("a", loanEventsSub)
+		if code, reason := c.closeCode(); code != 4401 || reason != "Unauthorized" {
+			t.Fatalf("close %d %q", code, reason)
+		}
+	})
+	t.Run("duplicate id: 4409", func(t *testing.T) {
+		c := e.dial(t)
+		c.init()
+		c.subscribe("a", loanEventsSub)
+		c.subscribe("a", loanEventsSub)
+		if code, reason := c.closeCode(); code != 4409 || reason != "Subscriber for a already exists" {
+			t.Fatalf("close %d %q", code, reason)
+		}
+	})
+	t.Run("second connection_init: 4429", func(t *testing.T) {
+		c := e.dial(t)
+		c.init()
+		c.send(wsMessage{Type: "connection_init"})
+		if code, reason := c.closeCode(); code != 4429 || reason != "Too many initialisation requests" {
+			t.Fatalf("close %d %q", code, reason)
+		}
+	})
+	t.Run("no connection_init: 4408", func(t *testing.T) {
+		c := e.dial(t)
+		if code, reason := c.closeCode(); code != 4408 || reason != "Connection initialisation timeout" {
+			t.Fatalf("close %d %q", code, reason)
+		}
+	})
+	t.Run("invalid document: error message, socket open", func(t *testing.T) {
+		c := e.dial(t)
+		c.init()
+		c.subscribe("bad", `subscription { nope }`)
+		m := c.read()
+		if m.Type != "error" || m.ID != "bad" || !strings.Contains(string(m.Payload), "GRAPHQL_VALIDATION_FAILED") {
+			t.Fatalf("%+v", m)
+		}
+		c.send(wsMessage{Type: "ping"})
+		if m := c.read(); m.Type != "pong" {
+			t.Fatalf("after the refusal: %+v", m)
+		}
+	})
+	t.Run("binary frame: 4400", func(t *testing.T) {
+		c := e.dial(t)
+		if err := c.c.Write(c.ctx, websocket.MessageBinary, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		if code, reason := c.closeCode(); code != 4400 || reason != "Binary messages are not supported" {
+			t.Fatalf("close %d %q", code, reason)
+		}
+	})
+	t.Run("per-connection limit: SUBSCRIPTION_LIMIT", func(t *testing.T) {
+		f := startTerminating(t, "max_per_connection 1")
+		c := f.dial(t)
+		c.init()
+		c.subscribe("a", loanEventsSub)
+		c.subscribe("b", loanEventsSub)
+		m := c.read()
+		if m.Type != "error" || m.ID != "b" || !strings.Contains(string(m.Payload), `"SUBSCRIPTION_LIMIT"`) {
+			t.Fatalf("%+v", m)
+		}
+	})
+}
+
+// TestTerminatedLifetime: max_lifetime ends the subscription with
+// SUBSCRIPTION_EXPIRED; the socket stays open and the id may be used again.
+func TestTerminatedLifetime(t *testing.T) {
+	e := startTerminating(t, "max_lifetime 1s")
+	c := e.dial(t)
+	c.init()
+	c.subscribe("a", loanEventsSub)
+	m := c.read()
+	if m.Type != "error" || m.ID != "a" || string(m.Payload) != `[{"message":"Subscription lifetime exceeded","extensions":{"code":"SUBSCRIPTION_EXPIRED"}}]` {
+		t.Fatalf("%s %s %s", m.Type, m.ID, m.Payload)
+	}
+	e.awaitEngineSubscribers(t, 0)
+	c.subscribe("a", loanEventsSub)
+	e.awaitEngineSubscribers(t, 1)
+	e.publish("l1")
+	c.expectNext("a", "l1")
+}
+
+// TestTerminatedKeepaliveTimeout: a client that answers no ping is closed
+// 4504.
+func TestTerminatedKeepaliveTimeout(t *testing.T) {
+	e := startTerminating(t, "keepalive 1s\npong_timeout 1s")
+	w := e.dialRaw(t, 0)
+	w.sendText(`{"type":"connection_init"}`)
+	if code, reason := w.awaitClose(); code != 4504 || reason != "Keepalive timeout" {
+		t.Fatalf("close %d %q", code, reason)
+	}
+}
+
+// TestTerminatedUpstreamRestart: the upstream socket is lost mid-stream;
+// the gateway reconnects and subscribes again, and the client, told
+// nothing, gets the events published after.
+func TestTerminatedUpstreamRestart(t *testing.T) {
+	var proxy *cuttableProxy
+	e := startTerminatingVia(t, "", func(addr string) string {
+		proxy = newCuttableProxy(t, addr)
+		return proxy.ln.Addr().String()
+	})
+	c := e.dial(t)
+	c.init()
+	c.subscribe("a", loanEventsSub)
+	c.joined()
+	e.awaitEngineSubscribers(t, 1)
+	e.publish("l1")
+	c.expectNext("a", "l1")
+	proxy.cut()
+	testenv.Eventually(t, 20*time.Second, "the gateway subscribed again", func() error {
+		// Only the new socket is left, and it holds the subscription.
+		if n, live, subs := e.upgrades.Load(), e.activeWS.Load(), e.events.Subscribers(); n < 2 || live != 1 || subs != 1 {
+			return fmt.Errorf("%d upgrades, %d live sockets, %d subscriptions at the engine", n, live, subs)
+		}
+		return nil
+	})
+	e.publish("l2")
+	c.expectNext("a", "l2")
+}
+
+// TestTerminatedSlowConsumer: a client that stops reading is dropped with
+// close 1013 once send_buffer messages wait for it; the fast subscriber of
+// the same group gets every event meanwhile, in order.
+func TestTerminatedSlowConsumer(t *testing.T) {
+	e := startTerminating(t, "dedup key\nsend_buffer 4")
+	const dropped = "civicgate_graphql_guard_subscription_slow_consumers_dropped_total"
+	const sub = `subscription { loanEvents { loan { id due } } }`
+	before := metricValue(t, dropped)
+	slow := e.dialRaw(t, 4096)
+	slow.sendText(`{"type":"connection_init"}`)
+	if op, p, err := slow.readFrame(); err != nil || op != 0x1 || string(p) != `{"type":"connection_ack"}` {
+		t.Fatalf("ack: %d %s %v", op, p, err)
+	}
+	slow.sendText(`{"id":"s","type":"subscribe","payload":{"query":` + jsonString(sub) + `}}`)
+	slow.sendText(`{"type":"ping"}`)
+	if op, p, err := slow.readFrame(); err != nil || op != 0x1 || string(p) != `{"type":"pong"}` {
+		t.Fatalf("pong: %d %s %v", op, p, err)
+	}
+	fast := e.dial(t)
+	fast.init()
+	fast.subscribe("f", sub)
+	fast.joined()
+	e.awaitEngineSubscribers(t, 1)
+	// The slow client reads nothing from here on; 32 KiB events fill the
+	// kernel's buffers after a few hundred.
+	due := strings.Repeat("x", 32<<10)
+	for i := 1; ; i++ {
+		if i > 5_000 {
+			t.Fatal("the slow client was never dropped")
+		}
+		id := "l" + strconv.Itoa(i)
+		e.publishDue(id, due)
+		m := fast.read()
+		if m.Type != "next" || m.ID != "f" || !strings.Contains(string(m.Payload), `"id":"`+id+`"`) {
+			t.Fatalf("event %d: %s %s %.80s", i, m.Type, m.ID, m.Payload)
+		}
+		if i%10 == 0 && metricValue(t, dropped) > before {
+			break
+		}
+	}
+	if code, reason := slow.awaitClose(); code != 1013 || reason != "Too slow: send buffer full" {
+		t.Fatalf("slow client closed %d %q", code, reason)
+	}
+	e.publishDue("after", "")
+	if m := fast.read(); m.Type != "next" || !strings.Contains(string(m.Payload), `"id":"after"`) {
+		t.Fatalf("after the drop: %s %s", m.Type, m.Payload)
+	}
+}
+
+// TestTerminatedEventStream: a graphql-sse subscription is served from the
+// same dedup group as a WebSocket's: one subscription at the engine, the
+// event on both; the stream ends with the client.
+func TestTerminatedEventStream(t *testing.T) {
+	e := startTerminating(t, "dedup key")
+	ws := e.dial(t)
+	ws.init()
+	ws.subscribe("w", loanEventsSub)
+	ws.joined()
+	e.awaitEngineSubscribers(t, 1)
+	req, err := http.NewRequest(http.MethodPost, e.s.base+"/ws", strings.NewReader(`{"query":`+jsonString(loanEventsSub)+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	// The guard joins the stream to its group before it sends the headers.
+	e.publish("l1")
+	ws.expectNext("w", "l1")
+	br := bufio.NewReader(resp.Body)
+	var lines []string
+	for len(lines) < 2 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line = strings.TrimRight(line, "\n"); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	want := []string{"event: next", `data: {"data":{"loanEvents":{"kind":"BORROWED","loan":{"id":"l1"}}}}`}
+	if lines[0] != want[0] || lines[1] != want[1] {
+		t.Fatalf("stream %q, want %q", lines, want)
+	}
+	if got := e.events.Subscribers(); got != 1 {
+		t.Fatalf("engine holds %d subscriptions, want 1", got)
+	}
+	resp.Body.Close()
+	ws.send(wsMessage{Type: "complete", ID: "w"})
+	e.awaitEngineSubscribers(t, 0)
+}
