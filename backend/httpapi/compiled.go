@@ -54,8 +54,12 @@ func (s *Server) serveCompiled(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	// The entitlement check of entitledOperation on the plan's root fields: a refusal is the reference
 	// path's to write (and log).
-	if claims := Claims(r.Context()); claims != nil && p.UsesBills() && !claims.Entitled(FamilyBills) {
-		return false
+	if claims := Claims(r.Context()); claims != nil {
+		for _, f := range p.RootFields() {
+			if family, ok := rootFamily(f); !ok || !claims.Entitled(family) {
+				return false
+			}
+		}
 	}
 	x, ok := p.Prepare(s.cfg.Store, vars)
 	if !ok {

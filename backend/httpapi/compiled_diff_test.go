@@ -55,7 +55,7 @@ func TestCompiledBillFieldSubsets(t *testing.T) {
 func TestCompiledMatchesReference(t *testing.T) {
 	d := newDiffEnv(t)
 	cursors := d.sampleCursors(t)
-	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors}
+	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors, memberCursors: d.sampleMemberCursors(t)}
 	before := compiledExecutions(t, d.api)
 	for i := range 400 {
 		body := g.request()
@@ -98,10 +98,11 @@ func (d *diffEnv) sampleCursors(t testing.TB) []filteredCursor {
 	return out
 }
 
-// docGen writes random GraphQL requests over the bills family (and now and then another family).
+// docGen writes random GraphQL requests over the bills and members families (and now and then another family).
 type docGen struct {
-	r       *rand.Rand
-	cursors []filteredCursor
+	r             *rand.Rand
+	cursors       []filteredCursor // bills
+	memberCursors []filteredCursor
 
 	// per document
 	varDefs   []string
@@ -244,17 +245,19 @@ func (g *docGen) pageSelection() string {
 }
 
 func (g *docGen) root() string {
-	switch k := g.r.IntN(20); {
-	case k < 12:
+	switch k := g.r.IntN(24); {
+	case k < 11:
 		return g.alias("bills") + g.billsArgs() + g.directive() + " { " + g.pageSelection() + " }"
-	case k < 16:
+	case k < 14:
 		return g.alias("bill") + g.billArgs() + g.directive() + " { " + g.billSelection() + " }"
-	case k < 17:
+	case k < 20:
+		return g.membersRoot()
+	case k < 21:
 		return "__typename"
-	case k < 18:
-		return "members(input: {limit: 2}) { items { name terms { party } } nextCursor }"
-	case k < 19:
+	case k < 22:
 		return "__schema { queryType { name } }"
+	case k < 23:
+		return "federalBudgets(input: {dataset: OUTLAYS, limit: 2}) { items { id amount } }"
 	default:
 		return "regulatoryFilings { items { id title } }"
 	}
@@ -338,6 +341,10 @@ func FuzzCompiledMatchesReference(f *testing.F) {
 	f.Add(`query($in: BillsInput) { bills(input: $in) { a: items { id } b: items { number } } }`, `{"in":{"limit":3,"congress":116}}`)
 	f.Add(`query($s: Boolean!) { bills { items { id @skip(if: $s) ...F } } } fragment F on Bill { type }`, `{"s":false}`)
 	f.Add(`{ bill(id: "hr1005-116") { __typename id sourceUrl } x: bill(id: "none") { id } }`, `null`)
+	f.Add(`{ members(input: {congress: 117, limit: 3}) { items { name state terms { congress chamber party } } nextCursor } }`, ``)
+	f.Add(`query($c: String) { members(input: {chamber: $c}) { items { ...M t: terms { party } } } } fragment M on Member { member_id terms { congress } }`, `{"c":"Senate"}`)
+	f.Add(`query($s: Boolean!) { members { items { terms @skip(if: $s) { party } name } } bills { nextCursor } }`, `{"s":true}`)
+	f.Add(`{ members(input: {chamber: "senat"}) { nextCursor } }`, ``)
 	d := newDiffEnv(f)
 	f.Fuzz(func(t *testing.T, query, variables string) {
 		req := map[string]any{"query": query}

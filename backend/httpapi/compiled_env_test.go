@@ -29,6 +29,7 @@ func newDiffEnv(t testing.TB) *diffEnv {
 	e := newEnv(t, envOpts{})
 	e.seedFixtures()
 	e.seedAwkwardBills()
+	e.seedAwkwardMembers()
 	refAPI := e.referenceAPI()
 	ref := httptest.NewServer(refAPI.Handler())
 	t.Cleanup(ref.Close)
@@ -72,6 +73,26 @@ func (e *env) seedAwkwardBills() {
 		  CASE WHEN g % 7 = 0 THEN NULL ELSE 'https://example.test/bill?x=' || g || '&y=<' || g || '>' END
 		FROM generate_series(1, 60) g`)
 	e.exec(`UPDATE bills SET last_synced_at = '2026-01-02T03:04:05Z'::timestamptz + (number || ' seconds')::interval`)
+}
+
+// seedAwkwardMembers adds two pages of members whose names need escapes and whose ids sort apart from their
+// names (a page's terms arrive in id order), with NULL states, no terms, several terms, NULL parties and two
+// parties in one Congress and chamber (seq).
+func (e *env) seedAwkwardMembers() {
+	e.t.Helper()
+	e.exec(`INSERT INTO members (member_id, bioguide_id, name, state)
+		SELECT 'M' || lpad((100 - g)::text, 6, '0'), 'B' || lpad((100 - g)::text, 6, '0'),
+		  (ARRAY['Ann <Q> & "R"', E'Tab\tNew\nLine\\', 'Sep ' || chr(8232) || ' ' || chr(8233), 'Ünïcödé ☃ 😀', E'Bell \u0007'])[1 + g % 5] || ' ' || lpad(g::text, 3, '0'),
+		  CASE WHEN g % 4 = 0 THEN NULL ELSE (ARRAY['NC', 'WA', 'NY'])[1 + g % 3] END
+		FROM generate_series(1, 40) g`)
+	e.exec(`INSERT INTO member_terms (member_id, congress, chamber, party, state, seq)
+		SELECT 'M' || lpad((100 - g)::text, 6, '0'), 115 + (g + k) % 4, (ARRAY['house', 'senate'])[1 + (g * k) % 2],
+		  CASE WHEN (g + k) % 6 = 0 THEN NULL ELSE (ARRAY['Democrat', 'Republican', E'Ind <"&">'])[1 + (g + k) % 3] END, NULL, 0
+		FROM generate_series(1, 40) g, generate_series(0, 2) k
+		WHERE g % 5 <> 0 AND k <= g % 3
+		ON CONFLICT DO NOTHING`)
+	e.exec(`INSERT INTO member_terms (member_id, congress, chamber, party, seq)
+		SELECT member_id, congress, chamber, 'Switched', 1 FROM member_terms WHERE member_id LIKE 'M%' AND congress = 117`)
 }
 
 // diffAnswer is what a client can tell apart in two answers.

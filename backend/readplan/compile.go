@@ -1,12 +1,14 @@
 // Package readplan is recordsd's compiled read path (docs/design.md D51): a validated GraphQL operation over
-// bills is compiled once into a plan that knows the columns each root field needs and how to write each
-// selected field, and a request runs the plan by writing JSON straight from PostgreSQL's row values — no
+// bills or members is compiled once into a plan that knows the columns each root field needs and how to write
+// each selected field, and a request runs the plan by writing JSON straight from PostgreSQL's row values — no
 // resolver, field context or marshaller per field. Whatever a plan does not cover (other families,
 // introspection, @defer, any error) is left to gqlgen's executor, which stays the reference: a plan's answer
 // is byte for byte the executor's (the differential tests in backend/httpapi hold the two together).
 package readplan
 
 import (
+	"math/bits"
+
 	"github.com/civicgate/civicgate/backend/store"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -14,12 +16,12 @@ import (
 // Plan is an operation compiled for one set of @skip/@include values.
 type Plan struct {
 	roots []root
-	// bills reports a root field of the bills family (bills or bill): what the entitlement check asks.
-	bills bool
+	// families are the root field names the plan resolves (not __typename): what the entitlement check asks.
+	families []string
 }
 
-// UsesBills reports whether the plan reads the bills family.
-func (p *Plan) UsesBills() bool { return p.bills }
+// RootFields lists the Query fields the plan resolves (__typename aside), once each.
+func (p *Plan) RootFields() []string { return p.families }
 
 type rootKind uint8
 
@@ -27,23 +29,28 @@ const (
 	rootTypename rootKind = iota // {__typename} at the root: "Query"
 	rootBills                    // bills(input:): a BillsPage
 	rootBill                     // bill(id:): a Bill or null
+	rootMembers                  // members(input:): a MembersPage
 )
 
 type root struct {
 	kind   rootKind
 	key    []byte // `"key":`
 	field  *ast.Field
-	object *objectPlan      // the BillsPage (bills) or the Bill (bill)
-	fields store.BillFields // the columns the root's bills need
+	object *objectPlan // the page (bills, members) or the Bill (bill)
+	fields uint32      // the columns the root's items need, a store field set
+	nested uint32      // the columns the items' nested list needs (members: terms), a store field set
+	// withNested: the items' nested list is selected somewhere (members: terms are read).
+	withNested bool
 }
 
 type entryKind uint8
 
 const (
 	entryTypename   entryKind = iota // the object's type name
-	entryColumn                      // one Bill field
-	entryItems                       // BillsPage.items
-	entryNextCursor                  // BillsPage.nextCursor
+	entryColumn                      // one scalar field
+	entryItems                       // a page's items
+	entryNextCursor                  // a page's nextCursor
+	entryNested                      // an item's nested list (Member.terms), from the nested rows
 )
 
 // objectPlan writes one object: its entries in response order.
@@ -55,32 +62,50 @@ type entry struct {
 	kind     entryKind
 	key      []byte // `"key":`
 	typeName string // entryTypename
-	col      store.BillField
+	col      uint8
 	value    int         // entryColumn: the column's index in a row (set once the root's columns are known)
 	nullable bool        // entryColumn: the GraphQL type is nullable
 	number   bool        // entryColumn: an Int, written bare
-	items    *objectPlan // entryItems: each Bill
+	items    *objectPlan // entryItems, entryNested: each item
+}
+
+// column is a GraphQL field read from one column: the store's field number and how it is written.
+type column struct {
+	col      uint8
+	nullable bool
+	number   bool
 }
 
 // billColumns maps Bill's GraphQL fields to the store's columns.
-var billColumns = map[string]struct {
-	col      store.BillField
-	nullable bool
-	number   bool
-}{
-	"id":                  {store.BillID, false, false},
-	"congress":            {store.BillCongress, false, true},
-	"type":                {store.BillType, false, false},
-	"number":              {store.BillNumber, false, true},
-	"officialTitle":       {store.BillOfficialTitle, false, false},
-	"introducedDate":      {store.BillIntroducedDate, true, false},
-	"memberName":          {store.BillMemberName, true, false},
-	"memberBioguideId":    {store.BillMemberBioguideID, true, false},
-	"memberByCongressKey": {store.BillMemberByCongressKey, true, false},
-	"committeeNames":      {store.BillCommitteeNames, false, false},
-	"sourceUrl":           {store.BillSourceURL, true, false},
-	"lastSyncedAt":        {store.BillLastSyncedAt, false, false},
+var billColumns = map[string]column{
+	"id":                  {uint8(store.BillID), false, false},
+	"congress":            {uint8(store.BillCongress), false, true},
+	"type":                {uint8(store.BillType), false, false},
+	"number":              {uint8(store.BillNumber), false, true},
+	"officialTitle":       {uint8(store.BillOfficialTitle), false, false},
+	"introducedDate":      {uint8(store.BillIntroducedDate), true, false},
+	"memberName":          {uint8(store.BillMemberName), true, false},
+	"memberBioguideId":    {uint8(store.BillMemberBioguideID), true, false},
+	"memberByCongressKey": {uint8(store.BillMemberByCongressKey), true, false},
+	"committeeNames":      {uint8(store.BillCommitteeNames), false, false},
+	"sourceUrl":           {uint8(store.BillSourceURL), true, false},
+	"lastSyncedAt":        {uint8(store.BillLastSyncedAt), false, false},
 }
+
+// memberColumns and termColumns map Member's and MemberTerm's GraphQL fields to the store's columns.
+var (
+	memberColumns = map[string]column{
+		"member_id":   {uint8(store.MemberID), false, false},
+		"bioguide_id": {uint8(store.MemberBioguideID), false, false},
+		"name":        {uint8(store.MemberName), false, false},
+		"state":       {uint8(store.MemberState), true, false},
+	}
+	termColumns = map[string]column{
+		"congress": {uint8(store.TermCongress), false, true},
+		"chamber":  {uint8(store.TermChamber), false, false},
+		"party":    {uint8(store.TermParty), true, false},
+	}
+)
 
 // compile builds op's plan for the directive values in vars; nil when the operation is not one a plan covers.
 func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) *Plan {
@@ -96,17 +121,30 @@ func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[strin
 			r.kind = rootTypename
 		case "bills":
 			r.kind = rootBills
-			r.object = compilePage(c, f.selections, &r.fields)
-			p.bills = true
+			r.object = compilePage(c, f.selections, "BillsPage", func(sel ast.SelectionSet) *objectPlan {
+				return compileObject(c, sel, "Bill", billColumns, &r.fields, nil)
+			})
 		case "bill":
 			r.kind = rootBill
-			r.object = compileBill(c, f.selections, &r.fields)
-			p.bills = true
+			r.object = compileObject(c, f.selections, "Bill", billColumns, &r.fields, nil)
+		case "members":
+			r.kind = rootMembers
+			r.object = compilePage(c, f.selections, "MembersPage", func(sel ast.SelectionSet) *objectPlan {
+				return compileObject(c, sel, "Member", memberColumns, &r.fields, map[string]func(ast.SelectionSet) *objectPlan{
+					"terms": func(sel ast.SelectionSet) *objectPlan {
+						r.withNested = true
+						return compileObject(c, sel, "MemberTerm", termColumns, &r.nested, nil)
+					},
+				})
+			})
 		default:
 			return nil
 		}
+		if r.kind != rootTypename {
+			p.families = appendUnique(p.families, f.field.Name)
+		}
 		if r.object != nil {
-			r.object.index(r.fields)
+			r.object.index(r.fields, r.nested)
 		}
 		p.roots = append(p.roots, r)
 	}
@@ -116,15 +154,16 @@ func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[strin
 	return p
 }
 
-func compilePage(c *collector, sel ast.SelectionSet, fields *store.BillFields) *objectPlan {
+// compilePage compiles a page type's selection (items, nextCursor, __typename); items compiles each item.
+func compilePage(c *collector, sel ast.SelectionSet, typeName string, items func(ast.SelectionSet) *objectPlan) *objectPlan {
 	o := &objectPlan{}
-	for _, f := range c.collect(sel, "BillsPage") {
+	for _, f := range c.collect(sel, typeName) {
 		e := entry{key: keyJSON(f.field.Alias)}
 		switch f.field.Name {
 		case "__typename":
-			e.kind, e.typeName = entryTypename, "BillsPage"
+			e.kind, e.typeName = entryTypename, typeName
 		case "items":
-			e.kind, e.items = entryItems, compileBill(c, f.selections, fields)
+			e.kind, e.items = entryItems, items(f.selections)
 		case "nextCursor":
 			e.kind = entryNextCursor
 		default:
@@ -135,15 +174,19 @@ func compilePage(c *collector, sel ast.SelectionSet, fields *store.BillFields) *
 	return o
 }
 
-func compileBill(c *collector, sel ast.SelectionSet, fields *store.BillFields) *objectPlan {
+// compileObject compiles an object type's selection of columns (added to *fields) and nested lists.
+func compileObject(c *collector, sel ast.SelectionSet, typeName string, columns map[string]column, fields *uint32,
+	nested map[string]func(ast.SelectionSet) *objectPlan) *objectPlan {
 	o := &objectPlan{}
-	for _, f := range c.collect(sel, "Bill") {
+	for _, f := range c.collect(sel, typeName) {
 		e := entry{key: keyJSON(f.field.Alias)}
 		if f.field.Name == "__typename" {
-			e.kind, e.typeName = entryTypename, "Bill"
-		} else if bc, ok := billColumns[f.field.Name]; ok {
-			e.kind, e.col, e.nullable, e.number = entryColumn, bc.col, bc.nullable, bc.number
-			*fields = fields.With(bc.col)
+			e.kind, e.typeName = entryTypename, typeName
+		} else if col, ok := columns[f.field.Name]; ok {
+			e.kind, e.col, e.nullable, e.number = entryColumn, col.col, col.nullable, col.number
+			*fields |= 1 << col.col
+		} else if list, ok := nested[f.field.Name]; ok {
+			e.kind, e.items = entryNested, list(f.selections)
 		} else {
 			c.ok = false
 		}
@@ -152,15 +195,17 @@ func compileBill(c *collector, sel ast.SelectionSet, fields *store.BillFields) *
 	return o
 }
 
-// index sets each column entry's position in a row of fields.
-func (o *objectPlan) index(fields store.BillFields) {
+// index sets each column entry's position in a row of fields (of nested, in a nested list).
+func (o *objectPlan) index(fields, nested uint32) {
 	for i := range o.entries {
 		e := &o.entries[i]
 		switch e.kind {
 		case entryColumn:
-			e.value = fields.Index(e.col)
+			e.value = bits.OnesCount32(fields & (1<<e.col - 1))
 		case entryItems:
-			e.items.index(fields)
+			e.items.index(fields, nested)
+		case entryNested:
+			e.items.index(nested, 0)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 var (
 	errNullColumn = errors.New("readplan: NULL in a non-null column")
 	errBadEntry   = errors.New("readplan: entry of the wrong kind for its object")
+	errSplitList  = errors.New("readplan: a nested list's rows are not together")
 )
 
 // RootObserver is called around each root field a plan resolves (bills, bill; not __typename, as gqlgen's
@@ -33,9 +34,11 @@ func (e *FaultError) Unwrap() error { return e.Err }
 // Execution is a plan with one request's arguments, checked and ready to run.
 type Execution struct {
 	plan  *Plan
-	bills []store.BillsQuery // per root, for bills roots
-	ids   []string           // per root, for bill roots
-	arena rowArena
+	bills   []store.BillsQuery   // per root, for bills roots
+	ids     []string             // per root, for bill roots
+	members []store.MembersQuery // per root, for members roots
+	arena   rowArena
+	nested  nestedRows
 	out   []byte
 }
 
@@ -50,6 +53,7 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 	x.plan = p
 	x.bills = grow(x.bills, len(p.roots))
 	x.ids = grow(x.ids, len(p.roots))
+	x.members = grow(x.members, len(p.roots))
 	for i := range p.roots {
 		r := &p.roots[i]
 		switch r.kind {
@@ -59,12 +63,24 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 				x.Release()
 				return nil, false
 			}
-			q, err := st.PrepareBills(in, r.fields)
+			q, err := st.PrepareBills(in, store.BillFields(r.fields))
 			if err != nil {
 				x.Release()
 				return nil, false
 			}
 			x.bills[i] = q
+		case rootMembers:
+			in, err := membersInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareMembers(in, store.MemberFields(r.fields), r.withNested, store.TermFields(r.nested))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.members[i] = q
 		case rootBill:
 			id, err := graphql.UnmarshalID(r.field.ArgumentMap(vars)["id"])
 			if err != nil {
@@ -118,6 +134,37 @@ func billsInput(v any) (records.BillsInput, error) {
 	return in, nil
 }
 
+// membersInput is gqlgen's generated unmarshalling of an optional MembersInput, as billsInput.
+func membersInput(v any) (records.MembersInput, error) {
+	var in records.MembersInput
+	if v == nil {
+		return in, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return in, fmt.Errorf("readplan: input of type %T", v)
+	}
+	var err error
+	for k, v := range m {
+		switch k {
+		case "state":
+			in.State, err = optional(v, graphql.UnmarshalString)
+		case "chamber":
+			in.Chamber, err = optional(v, graphql.UnmarshalString)
+		case "congress":
+			in.Congress, err = optional(v, graphql.UnmarshalInt)
+		case "limit":
+			in.Limit, err = optional(v, graphql.UnmarshalInt)
+		case "cursor":
+			in.Cursor, err = optional(v, graphql.UnmarshalString)
+		}
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
 func optional[T any](v any, unmarshal func(any) (T, error)) (*T, error) {
 	if v == nil {
 		return nil, nil
@@ -150,17 +197,25 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 			next, err = st.RunBills(fctx, x.bills[i], &x.arena)
 			done(err != nil)
 			if err == nil {
-				out, err = r.object.appendPage(out, &x.arena, next)
+				out, err = r.object.appendPage(out, &x.arena, nil, next)
+			}
+		case rootMembers:
+			fctx, done := observe(ctx, "members")
+			var next *string
+			next, err = st.RunMembers(fctx, x.members[i], &x.arena, &x.nested)
+			done(err != nil)
+			if err == nil {
+				out, err = r.object.appendPage(out, &x.arena, &x.nested, next)
 			}
 		case rootBill:
 			fctx, done := observe(ctx, "bill")
 			var found bool
-			found, err = st.RunBill(fctx, x.ids[i], r.fields, &x.arena)
+			found, err = st.RunBill(fctx, x.ids[i], store.BillFields(r.fields), &x.arena)
 			done(err != nil)
 			switch {
 			case err != nil:
 			case found:
-				out, err = r.object.appendObject(out, &x.arena, 0)
+				out, err = r.object.appendObject(out, &x.arena, 0, nil)
 			default:
 				out = append(out, "null"...)
 			}
@@ -179,6 +234,7 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 func (x *Execution) Release() {
 	x.plan = nil
 	clear(x.bills)
+	clear(x.members)
 	if cap(x.out) > 1<<20 { // a huge page's buffer is not kept
 		x.out = nil
 	}
