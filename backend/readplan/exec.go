@@ -33,13 +33,13 @@ func (e *FaultError) Unwrap() error { return e.Err }
 
 // Execution is a plan with one request's arguments, checked and ready to run.
 type Execution struct {
-	plan  *Plan
+	plan    *Plan
 	bills   []store.BillsQuery   // per root, for bills roots
 	ids     []string             // per root, for bill roots
 	members []store.MembersQuery // per root, for members roots
 	arena   rowArena
 	nested  nestedRows
-	out   []byte
+	out     []byte
 }
 
 var executions = sync.Pool{New: func() any { return new(Execution) }}

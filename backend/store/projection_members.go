@@ -198,4 +198,3 @@ func readTerms(ctx context.Context, db *pgxpool.Pool, q MembersQuery, ids []stri
 	}
 	return nil
 }
-
