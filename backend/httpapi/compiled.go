@@ -66,13 +66,22 @@ func (s *Server) serveCompiled(ctx context.Context, w http.ResponseWriter, r *ht
 		return false
 	}
 	defer x.Release()
-	s.metrics.executions[executorCompiled].Inc()
 	if ctx.Err() != nil { // as gqlgen's response handler: no answer for a request already over
+		s.metrics.executions[executorCompiled].Inc()
 		writeInternalError(w)
 		return true
 	}
 	ctx, span := s.startOperationSpan(ctx, e.Operation())
 	body, err := x.Run(ctx, s.cfg.Store, s.observeRoot)
+	if errors.Is(err, readplan.ErrNotCovered) {
+		// A value gqlgen answers with an error of its own (a NaN amount): nothing was written, the request is
+		// the reference executor's (its root fields were timed and traced once already).
+		if span != nil {
+			span.End()
+		}
+		return false
+	}
+	s.metrics.executions[executorCompiled].Inc()
 	if err != nil {
 		if span != nil {
 			span.SetAttributes(AttrErrorCount.Int(1))

@@ -55,7 +55,8 @@ func TestCompiledBillFieldSubsets(t *testing.T) {
 func TestCompiledMatchesReference(t *testing.T) {
 	d := newDiffEnv(t)
 	cursors := d.sampleCursors(t)
-	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors, memberCursors: d.sampleMemberCursors(t)}
+	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors, memberCursors: d.sampleMemberCursors(t),
+		budgetCursors: d.sampleBudgetCursors(t)}
 	before := compiledExecutions(t, d.api)
 	for i := range 400 {
 		body := g.request()
@@ -98,11 +99,12 @@ func (d *diffEnv) sampleCursors(t testing.TB) []filteredCursor {
 	return out
 }
 
-// docGen writes random GraphQL requests over the bills and members families (and now and then another family).
+// docGen writes random GraphQL requests over the bills, members and federalBudgets families (and now and then another family).
 type docGen struct {
 	r             *rand.Rand
 	cursors       []filteredCursor // bills
 	memberCursors []filteredCursor
+	budgetCursors []filteredCursor
 
 	// per document
 	varDefs   []string
@@ -245,7 +247,7 @@ func (g *docGen) pageSelection() string {
 }
 
 func (g *docGen) root() string {
-	switch k := g.r.IntN(24); {
+	switch k := g.r.IntN(28); {
 	case k < 11:
 		return g.alias("bills") + g.billsArgs() + g.directive() + " { " + g.pageSelection() + " }"
 	case k < 14:
@@ -257,7 +259,9 @@ func (g *docGen) root() string {
 	case k < 22:
 		return "__schema { queryType { name } }"
 	case k < 23:
-		return "federalBudgets(input: {dataset: OUTLAYS, limit: 2}) { items { id amount } }"
+		return "lobbyingDisclosures(input: {limit: 2}) { items { id activities { issue_area } } }"
+	case k < 27:
+		return g.budgetsRoot()
 	default:
 		return "regulatoryFilings { items { id title } }"
 	}
@@ -345,6 +349,9 @@ func FuzzCompiledMatchesReference(f *testing.F) {
 	f.Add(`query($c: String) { members(input: {chamber: $c}) { items { ...M t: terms { party } } } } fragment M on Member { member_id terms { congress } }`, `{"c":"Senate"}`)
 	f.Add(`query($s: Boolean!) { members { items { terms @skip(if: $s) { party } name } } bills { nextCursor } }`, `{"s":true}`)
 	f.Add(`{ members(input: {chamber: "senat"}) { nextCursor } }`, ``)
+	f.Add(`{ federalBudgets(input: {dataset: APPROPRIATIONS, agency: "power"}) { items { id amount estimate edition transition_quarter } nextCursor } }`, ``)
+	f.Add(`query($in: FederalBudgetsInput!) { federalBudgets(input: $in) { items { ...B } } } fragment B on FederalBudgetLine { fiscal_year_to_date_amount month }`, `{"in":{"dataset":"OUTLAYS","agency":"DEPT","limit":3}}`)
+	f.Add(`{ federalBudgets(input: {dataset: OUTLAYS, bureau_code: "B1"}) { nextCursor } }`, ``)
 	d := newDiffEnv(f)
 	f.Fuzz(func(t *testing.T, query, variables string) {
 		req := map[string]any{"query": query}

@@ -30,6 +30,7 @@ func newDiffEnv(t testing.TB) *diffEnv {
 	e.seedFixtures()
 	e.seedAwkwardBills()
 	e.seedAwkwardMembers()
+	e.seedAwkwardBudgets()
 	refAPI := e.referenceAPI()
 	ref := httptest.NewServer(refAPI.Handler())
 	t.Cleanup(ref.Close)
@@ -93,6 +94,36 @@ func (e *env) seedAwkwardMembers() {
 		ON CONFLICT DO NOTHING`)
 	e.exec(`INSERT INTO member_terms (member_id, congress, chamber, party, seq)
 		SELECT member_id, congress, chamber, 'Switched', 1 FROM member_terms WHERE member_id LIKE 'M%' AND congress = 117`)
+}
+
+// seedAwkwardBudgets adds budget lines of both datasets over twenty agencies (so an agency substring matches a
+// few names or more than the probed ones), with amounts from cents to 10^17 and negative, NULL nullable columns
+// in turn, every escape in the text, and one NaN amount (an error gqlgen answers itself) at the end of the order.
+func (e *env) seedAwkwardBudgets() {
+	e.t.Helper()
+	e.exec(`INSERT INTO federal_budget_lines (id, dataset, fiscal_year, congress, month, record_date, agency_code, agency_name,
+		bureau_code, bureau_name, account_code, account_title, subfunction_code, subfunction_title, bea_category, on_off_budget,
+		amount, fiscal_year_to_date_amount, source_url, edition, estimate, transition_quarter)
+		SELECT 'line-' || lpad(g::text, 3, '0'), CASE WHEN g % 2 = 0 THEN 'APPROPRIATIONS' ELSE 'OUTLAYS' END,
+		  2015 + g % 6, 114 + g % 6 / 2,
+		  CASE WHEN g % 2 = 1 THEN (2015 + g % 6) || '-' || lpad((1 + g % 12)::text, 2, '0') END,
+		  CASE WHEN g % 2 = 1 THEN DATE '2015-01-31' + g * 30 END,
+		  CASE WHEN g % 3 = 0 THEN NULL ELSE lpad((g % 20)::text, 3, '0') END,
+		  (ARRAY['Dept of <Water> & "Power"', E'Dept\tof\nLines\\', 'Dept ' || chr(8232) || ' Sep', 'Dépt Ünïcödé ☃'])[1 + g % 4] || ' ' || (g % 40),
+		  CASE WHEN g % 4 = 0 THEN NULL ELSE 'B' || g % 7 END, CASE WHEN g % 5 = 0 THEN NULL ELSE 'Bureau <' || g % 7 || '>' END,
+		  CASE WHEN g % 6 = 0 THEN NULL ELSE 'A' || g END, 'Account & ' || (ARRAY['Salaries', 'Grants', E'Bell \u0007'])[1 + g % 3],
+		  CASE WHEN g % 7 = 0 THEN NULL ELSE '05' || g % 10 END, CASE WHEN g % 8 = 0 THEN NULL ELSE 'Sub "' || g % 10 || '"' END,
+		  CASE WHEN g % 9 = 0 THEN NULL ELSE (ARRAY['Mandatory', 'Discretionary', 'Net interest'])[1 + g % 3] END,
+		  CASE WHEN g % 10 = 0 THEN NULL ELSE 'On-budget' END,
+		  CASE WHEN g % 11 = 0 THEN NULL ELSE (ARRAY[0.01, 1234.50, -987654.32, 123456789012345678.99, 100, 0, 1e15, 0.1])[1 + g % 8] * (1 + g % 3) END,
+		  CASE WHEN g % 2 = 0 THEN NULL ELSE (ARRAY[12345678.9, 0.3, -1, 99999999999999.99])[1 + g % 4] END,
+		  CASE WHEN g % 5 = 1 THEN NULL ELSE 'https://example.test/b?x=' || g || '&y=<' || g || '>' END,
+		  CASE WHEN g % 2 = 0 AND g % 3 <> 0 THEN 2016 + g % 4 END, CASE WHEN g % 2 = 0 AND g % 3 <> 1 THEN g % 4 = 0 END,
+		  g % 13 = 0
+		FROM generate_series(1, 60) g`)
+	e.exec(`INSERT INTO federal_budget_lines (id, dataset, fiscal_year, congress, agency_name, account_title, amount)
+		VALUES ('line-nan', 'APPROPRIATIONS', 1900, 56, 'Not a Number Office', 'NaN', 'NaN')`)
+	e.exec(`UPDATE federal_budget_lines SET last_synced_at = '2026-01-02T03:04:05Z'::timestamptz + (fiscal_year || ' seconds')::interval`)
 }
 
 // diffAnswer is what a client can tell apart in two answers.

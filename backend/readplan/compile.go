@@ -1,6 +1,6 @@
 // Package readplan is recordsd's compiled read path (docs/design.md D51): a validated GraphQL operation over
-// bills or members is compiled once into a plan that knows the columns each root field needs and how to write
-// each selected field, and a request runs the plan by writing JSON straight from PostgreSQL's row values — no
+// bills, members or budget lines is compiled once into a plan that knows the columns each root field needs and
+// how to write each selected field, and a request runs the plan by writing JSON straight from PostgreSQL's row values — no
 // resolver, field context or marshaller per field. Whatever a plan does not cover (other families,
 // introspection, @defer, any error) is left to gqlgen's executor, which stays the reference: a plan's answer
 // is byte for byte the executor's (the differential tests in backend/httpapi hold the two together).
@@ -30,6 +30,7 @@ const (
 	rootBills                    // bills(input:): a BillsPage
 	rootBill                     // bill(id:): a Bill or null
 	rootMembers                  // members(input:): a MembersPage
+	rootBudgets                  // federalBudgets(input:): a FederalBudgetsPage
 )
 
 type root struct {
@@ -65,47 +66,83 @@ type entry struct {
 	col      uint8
 	value    int         // entryColumn: the column's index in a row (set once the root's columns are known)
 	nullable bool        // entryColumn: the GraphQL type is nullable
-	number   bool        // entryColumn: an Int, written bare
+	format   valueFormat // entryColumn: how the value is written
 	items    *objectPlan // entryItems, entryNested: each item
 }
+
+// valueFormat is how a column's text is written as a GraphQL value.
+type valueFormat uint8
+
+const (
+	asString valueFormat = iota // String, ID, enums: a JSON string
+	asBare                      // Int, Boolean: the text as it is
+	asFloat                     // Float: a decimal's text as gqlgen writes the float64 pgx reads from it
+)
 
 // column is a GraphQL field read from one column: the store's field number and how it is written.
 type column struct {
 	col      uint8
 	nullable bool
-	number   bool
+	format   valueFormat
 }
 
 // billColumns maps Bill's GraphQL fields to the store's columns.
 var billColumns = map[string]column{
-	"id":                  {uint8(store.BillID), false, false},
-	"congress":            {uint8(store.BillCongress), false, true},
-	"type":                {uint8(store.BillType), false, false},
-	"number":              {uint8(store.BillNumber), false, true},
-	"officialTitle":       {uint8(store.BillOfficialTitle), false, false},
-	"introducedDate":      {uint8(store.BillIntroducedDate), true, false},
-	"memberName":          {uint8(store.BillMemberName), true, false},
-	"memberBioguideId":    {uint8(store.BillMemberBioguideID), true, false},
-	"memberByCongressKey": {uint8(store.BillMemberByCongressKey), true, false},
-	"committeeNames":      {uint8(store.BillCommitteeNames), false, false},
-	"sourceUrl":           {uint8(store.BillSourceURL), true, false},
-	"lastSyncedAt":        {uint8(store.BillLastSyncedAt), false, false},
+	"id":                  {uint8(store.BillID), false, asString},
+	"congress":            {uint8(store.BillCongress), false, asBare},
+	"type":                {uint8(store.BillType), false, asString},
+	"number":              {uint8(store.BillNumber), false, asBare},
+	"officialTitle":       {uint8(store.BillOfficialTitle), false, asString},
+	"introducedDate":      {uint8(store.BillIntroducedDate), true, asString},
+	"memberName":          {uint8(store.BillMemberName), true, asString},
+	"memberBioguideId":    {uint8(store.BillMemberBioguideID), true, asString},
+	"memberByCongressKey": {uint8(store.BillMemberByCongressKey), true, asString},
+	"committeeNames":      {uint8(store.BillCommitteeNames), false, asString},
+	"sourceUrl":           {uint8(store.BillSourceURL), true, asString},
+	"lastSyncedAt":        {uint8(store.BillLastSyncedAt), false, asString},
 }
 
 // memberColumns and termColumns map Member's and MemberTerm's GraphQL fields to the store's columns.
 var (
 	memberColumns = map[string]column{
-		"member_id":   {uint8(store.MemberID), false, false},
-		"bioguide_id": {uint8(store.MemberBioguideID), false, false},
-		"name":        {uint8(store.MemberName), false, false},
-		"state":       {uint8(store.MemberState), true, false},
+		"member_id":   {uint8(store.MemberID), false, asString},
+		"bioguide_id": {uint8(store.MemberBioguideID), false, asString},
+		"name":        {uint8(store.MemberName), false, asString},
+		"state":       {uint8(store.MemberState), true, asString},
 	}
 	termColumns = map[string]column{
-		"congress": {uint8(store.TermCongress), false, true},
-		"chamber":  {uint8(store.TermChamber), false, false},
-		"party":    {uint8(store.TermParty), true, false},
+		"congress": {uint8(store.TermCongress), false, asBare},
+		"chamber":  {uint8(store.TermChamber), false, asString},
+		"party":    {uint8(store.TermParty), true, asString},
 	}
 )
+
+// budgetColumns maps FederalBudgetLine's GraphQL fields to the store's columns.
+var budgetColumns = map[string]column{
+	"id":                         {uint8(store.BudgetID), false, asString},
+	"dataset":                    {uint8(store.BudgetDataset), false, asString},
+	"fiscal_year":                {uint8(store.BudgetFiscalYear), false, asBare},
+	"congress":                   {uint8(store.BudgetCongress), false, asBare},
+	"month":                      {uint8(store.BudgetMonth), true, asString},
+	"record_date":                {uint8(store.BudgetRecordDate), true, asString},
+	"agency_code":                {uint8(store.BudgetAgencyCode), true, asString},
+	"agency_name":                {uint8(store.BudgetAgencyName), false, asString},
+	"bureau_code":                {uint8(store.BudgetBureauCode), true, asString},
+	"bureau_name":                {uint8(store.BudgetBureauName), true, asString},
+	"account_code":               {uint8(store.BudgetAccountCode), true, asString},
+	"account_title":              {uint8(store.BudgetAccountTitle), false, asString},
+	"subfunction_code":           {uint8(store.BudgetSubfunctionCode), true, asString},
+	"subfunction_title":          {uint8(store.BudgetSubfunctionTitle), true, asString},
+	"bea_category":               {uint8(store.BudgetBeaCategory), true, asString},
+	"on_off_budget":              {uint8(store.BudgetOnOffBudget), true, asString},
+	"amount":                     {uint8(store.BudgetAmount), true, asFloat},
+	"fiscal_year_to_date_amount": {uint8(store.BudgetFiscalYearToDateAmount), true, asFloat},
+	"source_url":                 {uint8(store.BudgetSourceURL), true, asString},
+	"edition":                    {uint8(store.BudgetEdition), true, asBare},
+	"estimate":                   {uint8(store.BudgetEstimate), true, asBare},
+	"transition_quarter":         {uint8(store.BudgetTransitionQuarter), false, asBare},
+	"last_synced_at":             {uint8(store.BudgetLastSyncedAt), false, asString},
+}
 
 // compile builds op's plan for the directive values in vars; nil when the operation is not one a plan covers.
 func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) *Plan {
@@ -136,6 +173,11 @@ func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[strin
 						return compileObject(c, sel, "MemberTerm", termColumns, &r.nested, nil)
 					},
 				})
+			})
+		case "federalBudgets":
+			r.kind = rootBudgets
+			r.object = compilePage(c, f.selections, "FederalBudgetsPage", func(sel ast.SelectionSet) *objectPlan {
+				return compileObject(c, sel, "FederalBudgetLine", budgetColumns, &r.fields, nil)
 			})
 		default:
 			return nil
@@ -183,7 +225,7 @@ func compileObject(c *collector, sel ast.SelectionSet, typeName string, columns 
 		if f.field.Name == "__typename" {
 			e.kind, e.typeName = entryTypename, typeName
 		} else if col, ok := columns[f.field.Name]; ok {
-			e.kind, e.col, e.nullable, e.number = entryColumn, col.col, col.nullable, col.number
+			e.kind, e.col, e.nullable, e.format = entryColumn, col.col, col.nullable, col.format
 			*fields |= 1 << col.col
 		} else if list, ok := nested[f.field.Name]; ok {
 			e.kind, e.items = entryNested, list(f.selections)

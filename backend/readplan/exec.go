@@ -15,6 +15,10 @@ var (
 	errNullColumn = errors.New("readplan: NULL in a non-null column")
 	errBadEntry   = errors.New("readplan: entry of the wrong kind for its object")
 	errSplitList  = errors.New("readplan: a nested list's rows are not together")
+
+	// ErrNotCovered is Run's error for a value the reference executor answers with an error of its own (a NaN
+	// amount): nothing is written, and the request is the reference executor's.
+	ErrNotCovered = errors.New("readplan: a value only the reference executor answers")
 )
 
 // RootObserver is called around each root field a plan resolves (bills, bill; not __typename, as gqlgen's
@@ -37,6 +41,7 @@ type Execution struct {
 	bills   []store.BillsQuery   // per root, for bills roots
 	ids     []string             // per root, for bill roots
 	members []store.MembersQuery // per root, for members roots
+	pages   []store.PageQuery    // per root, for other page roots
 	arena   rowArena
 	nested  nestedRows
 	out     []byte
@@ -54,6 +59,7 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 	x.bills = grow(x.bills, len(p.roots))
 	x.ids = grow(x.ids, len(p.roots))
 	x.members = grow(x.members, len(p.roots))
+	x.pages = grow(x.pages, len(p.roots))
 	for i := range p.roots {
 		r := &p.roots[i]
 		switch r.kind {
@@ -81,6 +87,18 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 				return nil, false
 			}
 			x.members[i] = q
+		case rootBudgets:
+			in, err := budgetsInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareBudgets(in, store.BudgetFields(r.fields))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.pages[i] = q
 		case rootBill:
 			id, err := graphql.UnmarshalID(r.field.ArgumentMap(vars)["id"])
 			if err != nil {
@@ -165,6 +183,44 @@ func membersInput(v any) (records.MembersInput, error) {
 	return in, nil
 }
 
+// budgetsInput is gqlgen's generated unmarshalling of a FederalBudgetsInput (required: null is not one).
+func budgetsInput(v any) (records.FederalBudgetsInput, error) {
+	var in records.FederalBudgetsInput
+	m, ok := v.(map[string]any)
+	if !ok {
+		return in, fmt.Errorf("readplan: input of type %T", v)
+	}
+	var err error
+	for k, v := range m {
+		switch k {
+		case "dataset":
+			in.Dataset, err = graphql.UnmarshalString(v)
+		case "congress":
+			in.Congress, err = optional(v, graphql.UnmarshalInt)
+		case "fiscal_year":
+			in.FiscalYear, err = optional(v, graphql.UnmarshalInt)
+		case "month":
+			in.Month, err = optional(v, graphql.UnmarshalString)
+		case "agency":
+			in.Agency, err = optional(v, graphql.UnmarshalString)
+		case "bureau_code":
+			in.BureauCode, err = optional(v, graphql.UnmarshalString)
+		case "account":
+			in.Account, err = optional(v, graphql.UnmarshalString)
+		case "edition":
+			in.Edition, err = optional(v, graphql.UnmarshalInt)
+		case "limit":
+			in.Limit, err = optional(v, graphql.UnmarshalInt)
+		case "cursor":
+			in.Cursor, err = optional(v, graphql.UnmarshalString)
+		}
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
 func optional[T any](v any, unmarshal func(any) (T, error)) (*T, error) {
 	if v == nil {
 		return nil, nil
@@ -178,7 +234,7 @@ func optional[T any](v any, unmarshal func(any) (T, error)) (*T, error) {
 
 // Run executes the plan's root fields in order and returns the whole response body, {"data":{…}}, as
 // recordsd's gqlgen path writes it. The bytes are the Execution's: valid until Release. An error is a
-// *FaultError.
+// *FaultError, or ErrNotCovered.
 func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserver) ([]byte, error) {
 	out := append(x.out[:0], `{"data":{`...)
 	for i := range x.plan.roots {
@@ -207,6 +263,14 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 			if err == nil {
 				out, err = r.object.appendPage(out, &x.arena, &x.nested, next)
 			}
+		case rootBudgets:
+			fctx, done := observe(ctx, "federalBudgets")
+			var next *string
+			next, err = st.RunPage(fctx, x.pages[i], &x.arena)
+			done(err != nil)
+			if err == nil {
+				out, err = r.object.appendPage(out, &x.arena, nil, next)
+			}
 		case rootBill:
 			fctx, done := observe(ctx, "bill")
 			var found bool
@@ -219,6 +283,10 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 			default:
 				out = append(out, "null"...)
 			}
+		}
+		if errors.Is(err, ErrNotCovered) {
+			x.out = out
+			return nil, err
 		}
 		if err != nil {
 			x.out = out
@@ -235,6 +303,7 @@ func (x *Execution) Release() {
 	x.plan = nil
 	clear(x.bills)
 	clear(x.members)
+	clear(x.pages)
 	if cap(x.out) > 1<<20 { // a huge page's buffer is not kept
 		x.out = nil
 	}

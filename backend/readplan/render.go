@@ -1,5 +1,10 @@
 package readplan
 
+import (
+	"math"
+	"strconv"
+)
+
 // The bytes recordsd answers are gqlgen's marshalling passed through encoding/json (httpapi.writeResponse
 // marshals the response, whose data is a json.RawMessage: compacted, with <, >, &, U+2028 and U+2029
 // escaped). appendString writes a string as that pipeline leaves it.
@@ -51,6 +56,17 @@ func appendString[T string | []byte](dst []byte, s T) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendFloat writes a decimal's text as gqlgen's MarshalFloatContext writes the float64 pgx scans from it
+// (pgtype.Numeric.Float64Value: the correctly rounded float64, then fmt's %g). NaN and infinities, which gqlgen
+// answers with a field error, are ErrNotCovered.
+func appendFloat(dst, text []byte) ([]byte, error) {
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, ErrNotCovered
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
 }
 
 // rowArena keeps a read's rows: every value's bytes in one buffer, addressed by offsets (-1: NULL).
@@ -145,8 +161,13 @@ func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int, nested *nested
 				dst = append(dst, "null"...)
 			case null:
 				return dst, errNullColumn
-			case e.number:
+			case e.format == asBare:
 				dst = append(dst, v...)
+			case e.format == asFloat:
+				var err error
+				if dst, err = appendFloat(dst, v); err != nil {
+					return dst, err
+				}
 			default:
 				dst = appendString(dst, v)
 			}
