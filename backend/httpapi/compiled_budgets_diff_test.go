@@ -47,7 +47,8 @@ func TestCompiledBudgetFieldSubsets(t *testing.T) {
 }
 
 // TestCompiledBudgetNaNIsTheReferences: a page holding a NaN amount, which gqlgen cannot marshal (a server
-// fault, 500), is answered by the reference executor — the same bytes, and no compiled execution counted.
+// fault, 500), is answered by the reference executor when the amount is selected — the same bytes, and no
+// compiled execution counted — and by its plan when it is not (gqlgen never marshals it either).
 func TestCompiledBudgetNaNIsTheReferences(t *testing.T) {
 	d := newDiffEnv(t)
 	body, _ := json.Marshal(map[string]any{"query": `{ federalBudgets(input: {dataset: APPROPRIATIONS, agency: "not a number"}) { items { id amount } } }`})
@@ -57,6 +58,11 @@ func TestCompiledBudgetNaNIsTheReferences(t *testing.T) {
 	}
 	if a := postGraphQL(t, d.srv.URL, body, ""); a.status != 500 {
 		t.Fatalf("the NaN amount was answered %d %s", a.status, a.body)
+	}
+	idOnly, _ := json.Marshal(map[string]any{"query": `{ federalBudgets(input: {dataset: APPROPRIATIONS, agency: "not a number"}) { items { id } } }`})
+	d.requireSameAnswers(t, idOnly)
+	if got := compiledExecutions(t, d.api); got != 4 {
+		t.Fatalf("%v compiled executions, want the 4 of the page without amounts", got)
 	}
 }
 

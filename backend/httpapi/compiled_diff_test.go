@@ -56,7 +56,7 @@ func TestCompiledMatchesReference(t *testing.T) {
 	d := newDiffEnv(t)
 	cursors := d.sampleCursors(t)
 	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors, memberCursors: d.sampleMemberCursors(t),
-		budgetCursors: d.sampleBudgetCursors(t)}
+		budgetCursors: d.sampleBudgetCursors(t), regulatoryCursors: d.sampleRegulatoryCursors(t)}
 	before := compiledExecutions(t, d.api)
 	for i := range 400 {
 		body := g.request()
@@ -99,12 +99,13 @@ func (d *diffEnv) sampleCursors(t testing.TB) []filteredCursor {
 	return out
 }
 
-// docGen writes random GraphQL requests over the bills, members and federalBudgets families (and now and then another family).
+// docGen writes random GraphQL requests over the bills, members, federalBudgets and regulatoryFilings families (and now and then another family).
 type docGen struct {
-	r             *rand.Rand
-	cursors       []filteredCursor // bills
-	memberCursors []filteredCursor
-	budgetCursors []filteredCursor
+	r                 *rand.Rand
+	cursors           []filteredCursor // bills
+	memberCursors     []filteredCursor
+	budgetCursors     []filteredCursor
+	regulatoryCursors []filteredCursor
 
 	// per document
 	varDefs   []string
@@ -247,7 +248,7 @@ func (g *docGen) pageSelection() string {
 }
 
 func (g *docGen) root() string {
-	switch k := g.r.IntN(28); {
+	switch k := g.r.IntN(32); {
 	case k < 11:
 		return g.alias("bills") + g.billsArgs() + g.directive() + " { " + g.pageSelection() + " }"
 	case k < 14:
@@ -263,7 +264,7 @@ func (g *docGen) root() string {
 	case k < 27:
 		return g.budgetsRoot()
 	default:
-		return "regulatoryFilings { items { id title } }"
+		return g.regulatoryRoot()
 	}
 }
 
@@ -352,6 +353,8 @@ func FuzzCompiledMatchesReference(f *testing.F) {
 	f.Add(`{ federalBudgets(input: {dataset: APPROPRIATIONS, agency: "power"}) { items { id amount estimate edition transition_quarter } nextCursor } }`, ``)
 	f.Add(`query($in: FederalBudgetsInput!) { federalBudgets(input: $in) { items { ...B } } } fragment B on FederalBudgetLine { fiscal_year_to_date_amount month }`, `{"in":{"dataset":"OUTLAYS","agency":"DEPT","limit":3}}`)
 	f.Add(`{ federalBudgets(input: {dataset: OUTLAYS, bureau_code: "B1"}) { nextCursor } }`, ``)
+	f.Add(`{ regulatoryFilings(input: {agency_name: "co", limit: 5}) { items { id rins docket_ids agencies { agency_id name slug parent_agency_id } significant } nextCursor } }`, ``)
+	f.Add(`query($in: RegulatoryFilingsInput) { regulatoryFilings(input: $in) { items { ...R a: agencies { __typename name } } } } fragment R on RegulatoryFiling { type filing_period agencies { slug } }`, `{"in":{"rIN":"2060-AV1","type":"RULE"}}`)
 	d := newDiffEnv(f)
 	f.Fuzz(func(t *testing.T, query, variables string) {
 		req := map[string]any{"query": query}

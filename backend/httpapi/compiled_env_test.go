@@ -31,6 +31,7 @@ func newDiffEnv(t testing.TB) *diffEnv {
 	e.seedAwkwardBills()
 	e.seedAwkwardMembers()
 	e.seedAwkwardBudgets()
+	e.seedAwkwardRegulatory()
 	refAPI := e.referenceAPI()
 	ref := httptest.NewServer(refAPI.Handler())
 	t.Cleanup(ref.Close)
@@ -124,6 +125,43 @@ func (e *env) seedAwkwardBudgets() {
 	e.exec(`INSERT INTO federal_budget_lines (id, dataset, fiscal_year, congress, agency_name, account_title, amount)
 		VALUES ('line-nan', 'APPROPRIATIONS', 1900, 56, 'Not a Number Office', 'NaN', 'NaN')`)
 	e.exec(`UPDATE federal_budget_lines SET last_synced_at = '2026-01-02T03:04:05Z'::timestamptz + (fiscal_year || ' seconds')::interval`)
+}
+
+// seedAwkwardRegulatory adds filings over twenty agency names (an agency_name substring matches a few names or
+// more than the probed ones) whose agencies JSON has NULL, missing, extra and differently cased members, escapes
+// and no agencies at all; text arrays with escapes or empty; NULL nullable columns in turn; and, oldest of all,
+// a NULL array element and agencies that are not a list (values pgx cannot scan: the reference answers them).
+func (e *env) seedAwkwardRegulatory() {
+	e.t.Helper()
+	e.exec(`INSERT INTO regulatory_filings (id, document_number, type, subtype, title, abstract, action, agency_id, agency_name,
+		agencies, agency_ids, agency_names, publication_date, filing_year, filing_period, correction_of, effective_on,
+		comments_close_on, rins, docket_ids, citation, significant, html_url, pdf_url, source_url)
+		SELECT '2020-' || lpad(g::text, 5, '0'), 'DOC-' || g, (ARRAY['RULE', 'PROPOSED_RULE', 'NOTICE', 'PRESIDENTIAL_DOCUMENT'])[1 + g % 4],
+		  CASE WHEN g % 3 = 0 THEN NULL ELSE 'Sub <' || g || '>' END,
+		  (ARRAY['Rule & "Title"', E'Tab\there\nline\\', 'Sep ' || chr(8232) || ' ' || chr(8233), 'Ünïcödé ☃ 😀'])[1 + g % 4] || ' ' || g,
+		  CASE WHEN g % 4 = 0 THEN NULL ELSE E'Abstract \u0001 <b>' || g END, CASE WHEN g % 5 = 0 THEN NULL ELSE 'Final rule.' END,
+		  CASE WHEN g % 7 = 0 THEN NULL ELSE (g % 20)::text END, CASE WHEN g % 7 = 0 THEN NULL ELSE 'Agency <' || g % 20 || '> & Co' END,
+		  (ARRAY[
+		    '[]',
+		    '[{"agency_id":"1","name":"Agency <1> & Co","slug":"a-1","parent_agency_id":null}]',
+		    '[{"name":"Only \"name\" \u2028 here"}, null, {"agency_id":"2","Name":"Capital <Key>","SLUG":"s","extra":[1,2]}]',
+		    '[{"agency_id":"3","name":"A","slug":null,"parent_agency_id":"1","name":"Dup last"}, {"agency_id":null,"name":null}]'
+		  ])[1 + g % 4]::jsonb,
+		  ARRAY[(g % 20)::text], ARRAY['Agency <' || g % 20 || '> & Co'] || CASE WHEN g % 3 = 0 THEN ARRAY['Second Office ' || g % 5] ELSE '{}' END,
+		  DATE '2020-01-01' + g * 5, 2020 + g / 73, (ARRAY['Q1', 'Q2', 'Q3', 'Q4', 'AMENDMENT'])[1 + g % 5],
+		  CASE WHEN g % 6 = 0 THEN '2019-' || g END, CASE WHEN g % 2 = 0 THEN DATE '2021-01-01' + g END,
+		  CASE WHEN g % 3 = 1 THEN DATE '2021-06-01' + g END,
+		  CASE WHEN g % 4 = 0 THEN '{}' ELSE ARRAY['2060-AV' || g % 10, E'R\"<' || g || '>'] END,
+		  CASE WHEN g % 5 = 0 THEN '{}' ELSE ARRAY['EPA-' || g % 3] END,
+		  CASE WHEN g % 8 = 0 THEN NULL ELSE '91 FR ' || g END, CASE WHEN g % 3 = 0 THEN NULL ELSE g % 2 = 0 END,
+		  CASE WHEN g % 9 = 0 THEN NULL ELSE 'https://example.test/h?x=' || g || '&y=<>' END, NULL,
+		  CASE WHEN g % 10 = 0 THEN NULL ELSE 'https://example.test/s/' || g END
+		FROM generate_series(1, 60) g`)
+	e.exec(`INSERT INTO regulatory_filings (id, document_number, type, title, agencies, agency_names, publication_date, filing_year,
+		filing_period, rins) VALUES
+		('1900-00001', 'N1', 'NOTICE', 'Null element', '[]', '{"Unscannable Office"}', '1900-01-02', 1900, 'Q1', ARRAY['a', NULL]),
+		('1900-00002', 'N2', 'NOTICE', 'Agencies not a list', '{"name":"x"}', '{"Unscannable Office"}', '1900-01-01', 1900, 'Q1', '{}')`)
+	e.exec(`UPDATE regulatory_filings SET last_synced_at = '2026-01-02T03:04:05Z'::timestamptz + (filing_year || ' seconds')::interval`)
 }
 
 // diffAnswer is what a client can tell apart in two answers.

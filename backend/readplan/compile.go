@@ -1,7 +1,7 @@
 // Package readplan is recordsd's compiled read path (docs/design.md D51): a validated GraphQL operation over
-// bills, members or budget lines is compiled once into a plan that knows the columns each root field needs and
-// how to write each selected field, and a request runs the plan by writing JSON straight from PostgreSQL's row values — no
-// resolver, field context or marshaller per field. Whatever a plan does not cover (other families,
+// bills, members, budget lines or regulatory filings is compiled once into a plan that knows the columns each
+// root field needs and how to write each selected field, and a request runs the plan by writing JSON straight
+// from PostgreSQL's row values — no resolver, field context or marshaller per field. Whatever a plan does not cover (other families,
 // introspection, @defer, any error) is left to gqlgen's executor, which stays the reference: a plan's answer
 // is byte for byte the executor's (the differential tests in backend/httpapi hold the two together).
 package readplan
@@ -26,11 +26,12 @@ func (p *Plan) RootFields() []string { return p.families }
 type rootKind uint8
 
 const (
-	rootTypename rootKind = iota // {__typename} at the root: "Query"
-	rootBills                    // bills(input:): a BillsPage
-	rootBill                     // bill(id:): a Bill or null
-	rootMembers                  // members(input:): a MembersPage
-	rootBudgets                  // federalBudgets(input:): a FederalBudgetsPage
+	rootTypename   rootKind = iota // {__typename} at the root: "Query"
+	rootBills                      // bills(input:): a BillsPage
+	rootBill                       // bill(id:): a Bill or null
+	rootMembers                    // members(input:): a MembersPage
+	rootBudgets                    // federalBudgets(input:): a FederalBudgetsPage
+	rootRegulatory                 // regulatoryFilings(input:): a RegulatoryFilingsPage
 )
 
 type root struct {
@@ -52,6 +53,7 @@ const (
 	entryItems                       // a page's items
 	entryNextCursor                  // a page's nextCursor
 	entryNested                      // an item's nested list (Member.terms), from the nested rows
+	entryAgencies                    // RegulatoryFiling.agencies, from the row's JSON column
 )
 
 // objectPlan writes one object: its entries in response order.
@@ -74,9 +76,10 @@ type entry struct {
 type valueFormat uint8
 
 const (
-	asString valueFormat = iota // String, ID, enums: a JSON string
-	asBare                      // Int, Boolean: the text as it is
-	asFloat                     // Float: a decimal's text as gqlgen writes the float64 pgx reads from it
+	asString  valueFormat = iota // String, ID, enums: a JSON string
+	asBare                       // Int, Boolean: the text as it is
+	asFloat                      // Float: a decimal's text as gqlgen writes the float64 pgx reads from it
+	asStrings                    // [String!]!: a JSON array of a text array's elements
 )
 
 // column is a GraphQL field read from one column: the store's field number and how it is written.
@@ -144,6 +147,41 @@ var budgetColumns = map[string]column{
 	"last_synced_at":             {uint8(store.BudgetLastSyncedAt), false, asString},
 }
 
+// regulatoryColumns maps RegulatoryFiling's GraphQL fields to the store's columns (agencies aside).
+var regulatoryColumns = map[string]column{
+	"id":                {uint8(store.RegulatoryID), false, asString},
+	"document_number":   {uint8(store.RegulatoryDocumentNumber), false, asString},
+	"type":              {uint8(store.RegulatoryType), false, asString},
+	"subtype":           {uint8(store.RegulatorySubtype), true, asString},
+	"title":             {uint8(store.RegulatoryTitle), false, asString},
+	"abstract":          {uint8(store.RegulatoryAbstract), true, asString},
+	"action":            {uint8(store.RegulatoryAction), true, asString},
+	"agency_id":         {uint8(store.RegulatoryAgencyID), true, asString},
+	"agency_name":       {uint8(store.RegulatoryAgencyName), true, asString},
+	"publication_date":  {uint8(store.RegulatoryPublicationDate), false, asString},
+	"filing_year":       {uint8(store.RegulatoryFilingYear), false, asBare},
+	"filing_period":     {uint8(store.RegulatoryFilingPeriod), false, asString},
+	"correction_of":     {uint8(store.RegulatoryCorrectionOf), true, asString},
+	"effective_on":      {uint8(store.RegulatoryEffectiveOn), true, asString},
+	"comments_close_on": {uint8(store.RegulatoryCommentsCloseOn), true, asString},
+	"rins":              {uint8(store.RegulatoryRins), false, asStrings},
+	"docket_ids":        {uint8(store.RegulatoryDocketIDs), false, asStrings},
+	"citation":          {uint8(store.RegulatoryCitation), true, asString},
+	"significant":       {uint8(store.RegulatorySignificant), true, asBare},
+	"html_url":          {uint8(store.RegulatoryHTMLURL), true, asString},
+	"pdf_url":           {uint8(store.RegulatoryPdfURL), true, asString},
+	"source_url":        {uint8(store.RegulatorySourceURL), true, asString},
+	"last_synced_at":    {uint8(store.RegulatoryLastSyncedAt), false, asString},
+}
+
+// agencyColumns maps RegulatoryAgency's GraphQL fields to the members of records.RegulatoryAgency (appendAgency).
+var agencyColumns = map[string]column{
+	"agency_id":        {agencyID, true, asString},
+	"name":             {agencyName, false, asString},
+	"slug":             {agencySlug, true, asString},
+	"parent_agency_id": {agencyParentID, true, asString},
+}
+
 // compile builds op's plan for the directive values in vars; nil when the operation is not one a plan covers.
 func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) *Plan {
 	if op.Operation != ast.Query {
@@ -178,6 +216,11 @@ func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[strin
 			r.kind = rootBudgets
 			r.object = compilePage(c, f.selections, "FederalBudgetsPage", func(sel ast.SelectionSet) *objectPlan {
 				return compileObject(c, sel, "FederalBudgetLine", budgetColumns, &r.fields, nil)
+			})
+		case "regulatoryFilings":
+			r.kind = rootRegulatory
+			r.object = compilePage(c, f.selections, "RegulatoryFilingsPage", func(sel ast.SelectionSet) *objectPlan {
+				return compileRegulatory(c, sel, &r.fields)
 			})
 		default:
 			return nil
@@ -237,6 +280,23 @@ func compileObject(c *collector, sel ast.SelectionSet, typeName string, columns 
 	return o
 }
 
+// compileRegulatory compiles a RegulatoryFiling: its columns, and agencies read from the agencies column.
+func compileRegulatory(c *collector, sel ast.SelectionSet, fields *uint32) *objectPlan {
+	o := compileObject(c, sel, "RegulatoryFiling", regulatoryColumns, fields, map[string]func(ast.SelectionSet) *objectPlan{
+		"agencies": func(sel ast.SelectionSet) *objectPlan {
+			var none uint32
+			return compileObject(c, sel, "RegulatoryAgency", agencyColumns, &none, nil)
+		},
+	})
+	for i := range o.entries {
+		if e := &o.entries[i]; e.kind == entryNested {
+			e.kind, e.col = entryAgencies, uint8(store.RegulatoryAgencies)
+			*fields |= 1 << store.RegulatoryAgencies
+		}
+	}
+	return o
+}
+
 // index sets each column entry's position in a row of fields (of nested, in a nested list).
 func (o *objectPlan) index(fields, nested uint32) {
 	for i := range o.entries {
@@ -248,6 +308,11 @@ func (o *objectPlan) index(fields, nested uint32) {
 			e.items.index(fields, nested)
 		case entryNested:
 			e.items.index(nested, 0)
+		case entryAgencies:
+			e.value = bits.OnesCount32(fields & (1<<e.col - 1))
+			for j := range e.items.entries {
+				e.items.entries[j].value = int(e.items.entries[j].col) // a member of records.RegulatoryAgency
+			}
 		}
 	}
 }

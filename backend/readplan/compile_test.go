@@ -88,7 +88,7 @@ func TestPlansFollowDirectiveValues(t *testing.T) {
 // are left to gqlgen.
 func TestUncoveredOperationsHaveNoPlan(t *testing.T) {
 	for _, q := range []string{
-		`{ regulatoryFilings { items { id } } }`,
+		`{ lobbyingDisclosures { items { id } } }`,
 		`{ bills { nextCursor } lobbyingDisclosures { nextCursor } }`,
 		`{ __schema { queryType { name } } }`,
 		`{ bills @skip(if: true) { nextCursor } }`,

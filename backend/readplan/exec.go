@@ -99,6 +99,18 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 				return nil, false
 			}
 			x.pages[i] = q
+		case rootRegulatory:
+			in, err := regulatoryInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareRegulatory(in, store.RegulatoryFields(r.fields))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.pages[i] = q
 		case rootBill:
 			id, err := graphql.UnmarshalID(r.field.ArgumentMap(vars)["id"])
 			if err != nil {
@@ -221,6 +233,45 @@ func budgetsInput(v any) (records.FederalBudgetsInput, error) {
 	return in, nil
 }
 
+// regulatoryInput is gqlgen's generated unmarshalling of an optional RegulatoryFilingsInput, as billsInput.
+func regulatoryInput(v any) (records.RegulatoryFilingsInput, error) {
+	var in records.RegulatoryFilingsInput
+	if v == nil {
+		return in, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return in, fmt.Errorf("readplan: input of type %T", v)
+	}
+	var err error
+	for k, v := range m {
+		switch k {
+		case "agency_id":
+			in.AgencyID, err = optional(v, graphql.UnmarshalString)
+		case "agency_name":
+			in.AgencyName, err = optional(v, graphql.UnmarshalString)
+		case "type":
+			in.Type, err = optional(v, graphql.UnmarshalString)
+		case "filing_year":
+			in.FilingYear, err = optional(v, graphql.UnmarshalInt)
+		case "filing_period":
+			in.FilingPeriod, err = optional(v, graphql.UnmarshalString)
+		case "rIN":
+			in.RIN, err = optional(v, graphql.UnmarshalString)
+		case "docket_id":
+			in.DocketID, err = optional(v, graphql.UnmarshalString)
+		case "limit":
+			in.Limit, err = optional(v, graphql.UnmarshalInt)
+		case "cursor":
+			in.Cursor, err = optional(v, graphql.UnmarshalString)
+		}
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
 func optional[T any](v any, unmarshal func(any) (T, error)) (*T, error) {
 	if v == nil {
 		return nil, nil
@@ -263,8 +314,8 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 			if err == nil {
 				out, err = r.object.appendPage(out, &x.arena, &x.nested, next)
 			}
-		case rootBudgets:
-			fctx, done := observe(ctx, "federalBudgets")
+		case rootBudgets, rootRegulatory:
+			fctx, done := observe(ctx, r.field.Name)
 			var next *string
 			next, err = st.RunPage(fctx, x.pages[i], &x.arena)
 			done(err != nil)
@@ -283,6 +334,9 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 			default:
 				out = append(out, "null"...)
 			}
+		}
+		if errors.Is(err, store.ErrUnscannable) {
+			err = ErrNotCovered
 		}
 		if errors.Is(err, ErrNotCovered) {
 			x.out = out

@@ -168,8 +168,19 @@ func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int, nested *nested
 				if dst, err = appendFloat(dst, v); err != nil {
 					return dst, err
 				}
+			case e.format == asStrings:
+				var err error
+				if dst, err = appendStrings(dst, v); err != nil {
+					return dst, err
+				}
 			default:
 				dst = appendString(dst, v)
+			}
+		case entryAgencies:
+			v, _ := a.value(r, e.value)
+			var err error
+			if dst, err = e.items.appendAgencies(dst, v); err != nil {
+				return dst, err
 			}
 		case entryNested:
 			dst = append(dst, '[')

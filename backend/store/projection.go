@@ -213,6 +213,11 @@ func (r *rawRows) values(rows pgx.Rows) ([][]byte, error) {
 		switch fds[i].DataTypeOID {
 		case pgtype.TextOID, pgtype.VarcharOID:
 			// binary text is the text
+		case pgtype.JSONBOID: // a version byte, then the JSON text
+			if len(v) == 0 || v[0] != 1 {
+				return nil, fmt.Errorf("store: jsonb column %q of an unknown version", fds[i].Name)
+			}
+			r.vals[i] = v[1:]
 		case pgtype.BoolOID:
 			if len(v) != 1 {
 				return nil, fmt.Errorf("store: bool column %q of %d bytes", fds[i].Name, len(v))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/civicgate/civicgate/backend/records"
@@ -51,7 +52,13 @@ var budgetFieldSQL = []string{"id", "dataset", "fiscal_year", "congress", "month
 // BudgetFields is the columns a projected budgets read selects.
 type BudgetFields = FieldSet[BudgetField]
 
-// PageQuery is a validated, projected page read, ready to run: its rows end with the cursor's keys.
+// ErrUnscannable is a projected read's error for a row holding a value the family's full-row read cannot scan
+// (a NULL array element, agencies that are not a list): the full-row read fails on such a page
+// whichever fields a document selects, so the projected one does not answer it either.
+var ErrUnscannable = errors.New("store: a row the full-row read cannot scan")
+
+// PageQuery is a validated, projected page read, ready to run: its rows end with the cursor's keys, then the
+// values check reads.
 type PageQuery struct {
 	what    string
 	sql     string
@@ -60,6 +67,17 @@ type PageQuery struct {
 	binding string
 	width   int // the selected values of a row, before the cursor's keys
 	keys    int
+	// check reports ErrUnscannable for a row whose check values (the row's last ones) the full-row read cannot
+	// scan; nil: every row scans.
+	check func(vals [][]byte) error
+}
+
+// checkFlag reports ErrUnscannable for a row whose first check value is true.
+func checkFlag(vals [][]byte) error {
+	if string(vals[0]) == "true" {
+		return ErrUnscannable
+	}
+	return nil
 }
 
 // PrepareBudgets validates in exactly as FederalBudgets does (an *records.InputError for bad text, dataset
@@ -73,6 +91,7 @@ func (s *Store) PrepareBudgets(in records.FederalBudgetsInput, fields BudgetFiel
 	if cols != "" {
 		cols += ", "
 	}
+	// Every line scans: a NaN amount is gqlgen's to refuse only when selected (readplan hands those back).
 	sql := p.pageSQL(cols+"fiscal_year AS cursor_fiscal_year, sort_month AS cursor_sort_month, id AS cursor_id", limit)
 	return PageQuery{what: "budgets", sql: sql, args: p.q.args, limit: limit, binding: binding, width: fields.Len(), keys: 3}, nil
 }
@@ -101,6 +120,11 @@ func (s *Store) RunPage(ctx context.Context, q PageQuery, sink RowSink) (*string
 			vals, err := r.values(rows)
 			if err != nil {
 				return err
+			}
+			if q.check != nil {
+				if err := q.check(vals[q.width+q.keys:]); err != nil {
+					return err
+				}
 			}
 			if err := sink.Row(vals[:q.width]); err != nil {
 				return err
