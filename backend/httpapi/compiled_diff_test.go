@@ -56,7 +56,8 @@ func TestCompiledMatchesReference(t *testing.T) {
 	d := newDiffEnv(t)
 	cursors := d.sampleCursors(t)
 	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors, memberCursors: d.sampleMemberCursors(t),
-		budgetCursors: d.sampleBudgetCursors(t), regulatoryCursors: d.sampleRegulatoryCursors(t)}
+		budgetCursors: d.sampleBudgetCursors(t), regulatoryCursors: d.sampleRegulatoryCursors(t),
+		lobbyingCursors: d.sampleLobbyingCursors(t)}
 	before := compiledExecutions(t, d.api)
 	for i := range 400 {
 		body := g.request()
@@ -99,13 +100,14 @@ func (d *diffEnv) sampleCursors(t testing.TB) []filteredCursor {
 	return out
 }
 
-// docGen writes random GraphQL requests over the bills, members, federalBudgets and regulatoryFilings families (and now and then another family).
+// docGen writes random GraphQL requests over the five families (and now and then another family).
 type docGen struct {
 	r                 *rand.Rand
 	cursors           []filteredCursor // bills
 	memberCursors     []filteredCursor
 	budgetCursors     []filteredCursor
 	regulatoryCursors []filteredCursor
+	lobbyingCursors   []filteredCursor
 
 	// per document
 	varDefs   []string
@@ -248,7 +250,7 @@ func (g *docGen) pageSelection() string {
 }
 
 func (g *docGen) root() string {
-	switch k := g.r.IntN(32); {
+	switch k := g.r.IntN(36); {
 	case k < 11:
 		return g.alias("bills") + g.billsArgs() + g.directive() + " { " + g.pageSelection() + " }"
 	case k < 14:
@@ -260,9 +262,11 @@ func (g *docGen) root() string {
 	case k < 22:
 		return "__schema { queryType { name } }"
 	case k < 23:
-		return "lobbyingDisclosures(input: {limit: 2}) { items { id activities { issue_area } } }"
+		return g.lobbyingRoot()
 	case k < 27:
 		return g.budgetsRoot()
+	case k < 31:
+		return g.lobbyingRoot()
 	default:
 		return g.regulatoryRoot()
 	}
@@ -354,6 +358,7 @@ func FuzzCompiledMatchesReference(f *testing.F) {
 	f.Add(`query($in: FederalBudgetsInput!) { federalBudgets(input: $in) { items { ...B } } } fragment B on FederalBudgetLine { fiscal_year_to_date_amount month }`, `{"in":{"dataset":"OUTLAYS","agency":"DEPT","limit":3}}`)
 	f.Add(`{ federalBudgets(input: {dataset: OUTLAYS, bureau_code: "B1"}) { nextCursor } }`, ``)
 	f.Add(`{ regulatoryFilings(input: {agency_name: "co", limit: 5}) { items { id rins docket_ids agencies { agency_id name slug parent_agency_id } significant } nextCursor } }`, ``)
+	f.Add(`{ lobbyingDisclosures(input: {agency_acted_on: "agency 1", limit: 4}) { items { id income posted_at issue_areas activities { issue_area agencies_acted_on lobbyists { name is_new } } } nextCursor } }`, ``)
 	f.Add(`query($in: RegulatoryFilingsInput) { regulatoryFilings(input: $in) { items { ...R a: agencies { __typename name } } } } fragment R on RegulatoryFiling { type filing_period agencies { slug } }`, `{"in":{"rIN":"2060-AV1","type":"RULE"}}`)
 	d := newDiffEnv(f)
 	f.Fuzz(func(t *testing.T, query, variables string) {

@@ -32,6 +32,7 @@ func newDiffEnv(t testing.TB) *diffEnv {
 	e.seedAwkwardMembers()
 	e.seedAwkwardBudgets()
 	e.seedAwkwardRegulatory()
+	e.seedAwkwardLobbying()
 	refAPI := e.referenceAPI()
 	ref := httptest.NewServer(refAPI.Handler())
 	t.Cleanup(ref.Close)
@@ -162,6 +163,40 @@ func (e *env) seedAwkwardRegulatory() {
 		('1900-00001', 'N1', 'NOTICE', 'Null element', '[]', '{"Unscannable Office"}', '1900-01-02', 1900, 'Q1', ARRAY['a', NULL]),
 		('1900-00002', 'N2', 'NOTICE', 'Agencies not a list', '{"name":"x"}', '{"Unscannable Office"}', '1900-01-01', 1900, 'Q1', '{}')`)
 	e.exec(`UPDATE regulatory_filings SET last_synced_at = '2026-01-02T03:04:05Z'::timestamptz + (filing_year || ' seconds')::interval`)
+}
+
+// seedAwkwardLobbying adds disclosures over a few agencies acted on whose activities JSON has NULL, missing,
+// differently cased and duplicate members, NULL list elements and lobbyists, escapes and no activities at all;
+// amounts from cents to 10^17 and NULL; unposted ones (the -infinity sort key); and, oldest of all, a NULL array
+// element and activities that are not a list (values pgx cannot scan: the reference answers them).
+func (e *env) seedAwkwardLobbying() {
+	e.t.Helper()
+	e.exec(`INSERT INTO lobbying_disclosures (id, filing_type, filing_type_display, filing_year, filing_period, registrant_id,
+		registrant_name, client_id, client_name, client_description, income, expenses, posted_at, termination_date, issue_areas,
+		lobbyist_names, agencies_acted_on, activities, document_url, source_url)
+		SELECT 'ld-' || lpad(g::text, 4, '0'), (ARRAY['Q1', '1A', 'RR'])[1 + g % 3], CASE WHEN g % 3 = 0 THEN NULL ELSE 'Display <' || g || '>' END,
+		  2020 + g % 3, (ARRAY['Q1', 'Q2', 'Q3', 'Q4', 'AMENDMENT'])[1 + g % 5], 'R' || g % 4,
+		  (ARRAY['Reg & "Sons"', E'Tab\tReg\\', 'Ünï ☃'])[1 + g % 3] || ' ' || g % 4, 'C' || g % 6, 'Client <' || g % 6 || '>',
+		  CASE WHEN g % 4 = 0 THEN NULL ELSE 'Desc ' || chr(8232) || g END,
+		  CASE WHEN g % 5 = 0 THEN NULL ELSE (ARRAY[0.01, 12345.60, 123456789012345678.99, 0, 1e15])[1 + g % 5] END,
+		  CASE WHEN g % 3 = 0 THEN NULL ELSE (ARRAY[99.99, 1e6, 0.5])[1 + g % 3] END,
+		  CASE WHEN g % 7 = 0 THEN NULL ELSE TIMESTAMPTZ '2021-01-01T00:00:00Z' + (g * 36001.123456) * interval '1 second' END,
+		  CASE WHEN g % 2 = 0 THEN DATE '2022-01-01' + g END,
+		  CASE WHEN g % 4 = 0 THEN '{}' ELSE ARRAY['HCR', 'T<X>' || g % 3] END, ARRAY['Lob "' || g % 5 || '"'],
+		  CASE WHEN g % 5 = 0 THEN '{}' ELSE ARRAY['Agency ' || g % 4, 'Second & <' || g % 2 || '>'] END,
+		  (ARRAY[
+		    '[]',
+		    '[{"issue_area":"HCR","issue_area_name":"Health <Issues>","description":"d\u2028e","agencies_acted_on":["A","B & C"],"lobbyists":[{"lobbyist_id":"1","name":"Lob \"1\"","covered_position":null,"is_new":true}]}]',
+		    '[{"issue_area":"TAX"}, null, {"Issue_Area":"DEF","description":null,"agencies_acted_on":null,"lobbyists":[null,{"name":"N","IS_NEW":false,"x":1}]}]',
+		    '[{"issue_area":"A","issue_area":"Dup last","agencies_acted_on":["x",null],"lobbyists":[{"lobbyist_id":null,"name":null,"covered_position":"<p>"}]}]'
+		  ])[1 + g % 4]::jsonb,
+		  CASE WHEN g % 6 = 0 THEN NULL ELSE 'https://example.test/d?x=' || g || '&y=<>' END, NULL
+		FROM generate_series(1, 60) g`)
+	e.exec(`INSERT INTO lobbying_disclosures (id, filing_type, filing_year, filing_period, registrant_id, registrant_name,
+		client_id, client_name, posted_at, issue_areas, agencies_acted_on, activities) VALUES
+		('ld-bad1', 'Q1', 1900, 'Q1', 'R', 'R', 'C', 'C', '1900-01-02', ARRAY['a', NULL], '{"Unscannable Office"}', '[]'),
+		('ld-bad2', 'Q1', 1900, 'Q1', 'R', 'R', 'C', 'C', '1900-01-01', '{}', '{"Unscannable Office"}', '{"issue_area":"x"}')`)
+	e.exec(`UPDATE lobbying_disclosures SET last_synced_at = '2026-01-02T03:04:05Z'::timestamptz + (filing_year || ' seconds')::interval`)
 }
 
 // diffAnswer is what a client can tell apart in two answers.

@@ -65,15 +65,15 @@ func TestCompiledPathSpans(t *testing.T) {
 	}
 }
 
-// TestExecutionsCounted: recordsd_graphql_executions_total counts a bills page as compiled, a lobbying page as
-// reference (no plan covers it), a bad cursor as reference (the error is gqlgen's to write), and with
+// TestExecutionsCounted: recordsd_graphql_executions_total counts a bills page as compiled, a lobbying page with
+// an introspection field as reference (no plan covers it), a bad cursor as reference (the error is gqlgen's to write), and with
 // Config.ReferenceExecutor every operation as reference; root field timings are recorded either way.
 func TestExecutionsCounted(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.seedFixtures()
 	_ = e.gql(`{ bills(input: {limit: 1}) { items { id } } }`, nil)
 	_ = e.gql(`{ bills(input: {limit: 1}) { items { id } } }`, nil)
-	_ = e.gql(`{ lobbyingDisclosures(input: {limit: 1}) { items { id } } }`, nil)
+	_ = e.gql(`{ lobbyingDisclosures(input: {limit: 1}) { items { id } } __type(name: "Bill") { name } }`, nil)
 	_ = e.gql(`{ bills(input: {cursor: "nope"}) { items { id } } }`, nil)
 	for line, want := range map[string]string{
 		`recordsd_graphql_executions_total{executor="compiled"}`:                                  "2",

@@ -1,9 +1,10 @@
 // Package readplan is recordsd's compiled read path (docs/design.md D51): a validated GraphQL operation over
-// bills, members, budget lines or regulatory filings is compiled once into a plan that knows the columns each
-// root field needs and how to write each selected field, and a request runs the plan by writing JSON straight
-// from PostgreSQL's row values — no resolver, field context or marshaller per field. Whatever a plan does not cover (other families,
-// introspection, @defer, any error) is left to gqlgen's executor, which stays the reference: a plan's answer
-// is byte for byte the executor's (the differential tests in backend/httpapi hold the two together).
+// the records families is compiled once into a plan that knows the columns each root field needs and how to
+// write each selected field, and a request runs the plan by writing JSON straight from PostgreSQL's row values —
+// no resolver, field context or marshaller per field. Whatever a plan does not cover (introspection, @defer, a
+// value the store's full-row read cannot scan, any error) is left to gqlgen's executor, which stays the
+// reference: a plan's answer is byte for byte the executor's (the differential tests in backend/httpapi hold the
+// two together).
 package readplan
 
 import (
@@ -32,6 +33,7 @@ const (
 	rootMembers                    // members(input:): a MembersPage
 	rootBudgets                    // federalBudgets(input:): a FederalBudgetsPage
 	rootRegulatory                 // regulatoryFilings(input:): a RegulatoryFilingsPage
+	rootLobbying                   // lobbyingDisclosures(input:): a LobbyingDisclosuresPage
 )
 
 type root struct {
@@ -54,6 +56,7 @@ const (
 	entryNextCursor                  // a page's nextCursor
 	entryNested                      // an item's nested list (Member.terms), from the nested rows
 	entryAgencies                    // RegulatoryFiling.agencies, from the row's JSON column
+	entryActivities                  // LobbyingDisclosure.activities, from the row's JSON column
 )
 
 // objectPlan writes one object: its entries in response order.
@@ -182,6 +185,47 @@ var agencyColumns = map[string]column{
 	"parent_agency_id": {agencyParentID, true, asString},
 }
 
+// lobbyingColumns maps LobbyingDisclosure's GraphQL fields to the store's columns (activities aside).
+var lobbyingColumns = map[string]column{
+	"id":                  {uint8(store.LobbyingID), false, asString},
+	"filing_type":         {uint8(store.LobbyingFilingType), false, asString},
+	"filing_type_display": {uint8(store.LobbyingFilingTypeDisplay), true, asString},
+	"filing_year":         {uint8(store.LobbyingFilingYear), false, asBare},
+	"filing_period":       {uint8(store.LobbyingFilingPeriod), false, asString},
+	"registrant_id":       {uint8(store.LobbyingRegistrantID), false, asString},
+	"registrant_name":     {uint8(store.LobbyingRegistrantName), false, asString},
+	"client_id":           {uint8(store.LobbyingClientID), false, asString},
+	"client_name":         {uint8(store.LobbyingClientName), false, asString},
+	"client_description":  {uint8(store.LobbyingClientDescription), true, asString},
+	"income":              {uint8(store.LobbyingIncome), true, asFloat},
+	"expenses":            {uint8(store.LobbyingExpenses), true, asFloat},
+	"posted_at":           {uint8(store.LobbyingPostedAt), true, asString},
+	"termination_date":    {uint8(store.LobbyingTerminationDate), true, asString},
+	"issue_areas":         {uint8(store.LobbyingIssueAreas), false, asStrings},
+	"lobbyist_names":      {uint8(store.LobbyingLobbyistNames), false, asStrings},
+	"agencies_acted_on":   {uint8(store.LobbyingAgenciesActedOn), false, asStrings},
+	"document_url":        {uint8(store.LobbyingDocumentURL), true, asString},
+	"source_url":          {uint8(store.LobbyingSourceURL), true, asString},
+	"last_synced_at":      {uint8(store.LobbyingLastSyncedAt), false, asString},
+}
+
+// activityColumns and lobbyistColumns map LobbyingActivity's and Lobbyist's GraphQL fields to the members of
+// records.LobbyingActivity and records.Lobbyist (appendActivities).
+var (
+	activityColumns = map[string]column{
+		"issue_area":        {activityIssueArea, false, asString},
+		"issue_area_name":   {activityIssueAreaName, true, asString},
+		"description":       {activityDescription, true, asString},
+		"agencies_acted_on": {activityAgenciesActedOn, false, asStrings},
+	}
+	lobbyistColumns = map[string]column{
+		"lobbyist_id":      {lobbyistID, true, asString},
+		"name":             {lobbyistName, false, asString},
+		"covered_position": {lobbyistCoveredPosition, true, asString},
+		"is_new":           {lobbyistIsNew, false, asBare},
+	}
+)
+
 // compile builds op's plan for the directive values in vars; nil when the operation is not one a plan covers.
 func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) *Plan {
 	if op.Operation != ast.Query {
@@ -221,6 +265,11 @@ func compile(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[strin
 			r.kind = rootRegulatory
 			r.object = compilePage(c, f.selections, "RegulatoryFilingsPage", func(sel ast.SelectionSet) *objectPlan {
 				return compileRegulatory(c, sel, &r.fields)
+			})
+		case "lobbyingDisclosures":
+			r.kind = rootLobbying
+			r.object = compilePage(c, f.selections, "LobbyingDisclosuresPage", func(sel ast.SelectionSet) *objectPlan {
+				return compileLobbying(c, sel, &r.fields)
 			})
 		default:
 			return nil
@@ -297,6 +346,28 @@ func compileRegulatory(c *collector, sel ast.SelectionSet, fields *uint32) *obje
 	return o
 }
 
+// compileLobbying compiles a LobbyingDisclosure: its columns, and activities (with their lobbyists) read from the
+// activities column.
+func compileLobbying(c *collector, sel ast.SelectionSet, fields *uint32) *objectPlan {
+	var none uint32
+	o := compileObject(c, sel, "LobbyingDisclosure", lobbyingColumns, fields, map[string]func(ast.SelectionSet) *objectPlan{
+		"activities": func(sel ast.SelectionSet) *objectPlan {
+			return compileObject(c, sel, "LobbyingActivity", activityColumns, &none, map[string]func(ast.SelectionSet) *objectPlan{
+				"lobbyists": func(sel ast.SelectionSet) *objectPlan {
+					return compileObject(c, sel, "Lobbyist", lobbyistColumns, &none, nil)
+				},
+			})
+		},
+	})
+	for i := range o.entries {
+		if e := &o.entries[i]; e.kind == entryNested {
+			e.kind, e.col = entryActivities, uint8(store.LobbyingActivities)
+			*fields |= 1 << store.LobbyingActivities
+		}
+	}
+	return o
+}
+
 // index sets each column entry's position in a row of fields (of nested, in a nested list).
 func (o *objectPlan) index(fields, nested uint32) {
 	for i := range o.entries {
@@ -308,11 +379,21 @@ func (o *objectPlan) index(fields, nested uint32) {
 			e.items.index(fields, nested)
 		case entryNested:
 			e.items.index(nested, 0)
-		case entryAgencies:
+		case entryAgencies, entryActivities:
 			e.value = bits.OnesCount32(fields & (1<<e.col - 1))
-			for j := range e.items.entries {
-				e.items.entries[j].value = int(e.items.entries[j].col) // a member of records.RegulatoryAgency
-			}
+			e.items.indexMembers()
+		}
+	}
+}
+
+// indexMembers sets each column entry's value to its member of the decoded Go value (appendAgencies,
+// appendActivities), in nested lists too.
+func (o *objectPlan) indexMembers() {
+	for i := range o.entries {
+		e := &o.entries[i]
+		e.value = int(e.col)
+		if e.items != nil {
+			e.items.indexMembers()
 		}
 	}
 }

@@ -111,6 +111,18 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 				return nil, false
 			}
 			x.pages[i] = q
+		case rootLobbying:
+			in, err := lobbyingInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareLobbying(in, store.LobbyingFields(r.fields))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.pages[i] = q
 		case rootBill:
 			id, err := graphql.UnmarshalID(r.field.ArgumentMap(vars)["id"])
 			if err != nil {
@@ -272,6 +284,49 @@ func regulatoryInput(v any) (records.RegulatoryFilingsInput, error) {
 	return in, nil
 }
 
+// lobbyingInput is gqlgen's generated unmarshalling of an optional LobbyingDisclosuresInput, as billsInput.
+func lobbyingInput(v any) (records.LobbyingDisclosuresInput, error) {
+	var in records.LobbyingDisclosuresInput
+	if v == nil {
+		return in, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return in, fmt.Errorf("readplan: input of type %T", v)
+	}
+	var err error
+	for k, v := range m {
+		switch k {
+		case "registrant_name":
+			in.RegistrantName, err = optional(v, graphql.UnmarshalString)
+		case "registrant_id":
+			in.RegistrantID, err = optional(v, graphql.UnmarshalString)
+		case "client_name":
+			in.ClientName, err = optional(v, graphql.UnmarshalString)
+		case "client_id":
+			in.ClientID, err = optional(v, graphql.UnmarshalString)
+		case "lobbyist_name":
+			in.LobbyistName, err = optional(v, graphql.UnmarshalString)
+		case "filing_year":
+			in.FilingYear, err = optional(v, graphql.UnmarshalInt)
+		case "filing_period":
+			in.FilingPeriod, err = optional(v, graphql.UnmarshalString)
+		case "issue_area":
+			in.IssueArea, err = optional(v, graphql.UnmarshalString)
+		case "agency_acted_on":
+			in.AgencyActedOn, err = optional(v, graphql.UnmarshalString)
+		case "limit":
+			in.Limit, err = optional(v, graphql.UnmarshalInt)
+		case "cursor":
+			in.Cursor, err = optional(v, graphql.UnmarshalString)
+		}
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
 func optional[T any](v any, unmarshal func(any) (T, error)) (*T, error) {
 	if v == nil {
 		return nil, nil
@@ -314,7 +369,7 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 			if err == nil {
 				out, err = r.object.appendPage(out, &x.arena, &x.nested, next)
 			}
-		case rootBudgets, rootRegulatory:
+		case rootBudgets, rootRegulatory, rootLobbying:
 			fctx, done := observe(ctx, r.field.Name)
 			var next *string
 			next, err = st.RunPage(fctx, x.pages[i], &x.arena)

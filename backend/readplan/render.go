@@ -182,6 +182,12 @@ func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int, nested *nested
 			if dst, err = e.items.appendAgencies(dst, v); err != nil {
 				return dst, err
 			}
+		case entryActivities:
+			v, _ := a.value(r, e.value)
+			var err error
+			if dst, err = e.items.appendActivities(dst, v); err != nil {
+				return dst, err
+			}
 		case entryNested:
 			dst = append(dst, '[')
 			first, end := nested.of(r)

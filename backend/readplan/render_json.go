@@ -84,3 +84,110 @@ func (o *objectPlan) appendAgencies(dst, text []byte) ([]byte, error) {
 	}
 	return append(dst, ']'), nil
 }
+
+// LobbyingActivity and Lobbyist members, in activityColumns and lobbyistColumns.
+const (
+	activityIssueArea uint8 = iota
+	activityIssueAreaName
+	activityDescription
+	activityAgenciesActedOn
+)
+
+const (
+	lobbyistID uint8 = iota
+	lobbyistName
+	lobbyistCoveredPosition
+	lobbyistIsNew
+)
+
+// appendActivities writes the activities column's JSON as the list of LobbyingActivity objects o selects, with
+// LobbyingDisclosures' empty lists for absent ones.
+func (o *objectPlan) appendActivities(dst, text []byte) ([]byte, error) {
+	var activities []records.LobbyingActivity
+	if err := json.Unmarshal(text, &activities); err != nil {
+		return dst, ErrNotCovered
+	}
+	dst = append(dst, '[')
+	for i := range activities {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		a := &activities[i]
+		dst = append(dst, '{')
+		for j := range o.entries {
+			e := &o.entries[j]
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, e.key...)
+			switch {
+			case e.kind == entryTypename:
+				dst = appendString(dst, e.typeName)
+			case e.kind == entryNested: // lobbyists
+				dst = e.items.appendLobbyists(dst, a.Lobbyists)
+			case uint8(e.value) == activityIssueArea:
+				dst = appendString(dst, a.IssueArea)
+			case uint8(e.value) == activityIssueAreaName:
+				dst = appendOptional(dst, a.IssueAreaName)
+			case uint8(e.value) == activityDescription:
+				dst = appendOptional(dst, a.Description)
+			case uint8(e.value) == activityAgenciesActedOn:
+				dst = append(dst, '[')
+				for k, s := range a.AgenciesActedOn {
+					if k > 0 {
+						dst = append(dst, ',')
+					}
+					dst = appendString(dst, s)
+				}
+				dst = append(dst, ']')
+			default:
+				return dst, errBadEntry
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), nil
+}
+
+func (o *objectPlan) appendLobbyists(dst []byte, lobbyists []records.Lobbyist) []byte {
+	dst = append(dst, '[')
+	for i := range lobbyists {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		l := &lobbyists[i]
+		dst = append(dst, '{')
+		for j := range o.entries {
+			e := &o.entries[j]
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, e.key...)
+			switch {
+			case e.kind == entryTypename:
+				dst = appendString(dst, e.typeName)
+			case uint8(e.value) == lobbyistID:
+				dst = appendOptional(dst, l.LobbyistID)
+			case uint8(e.value) == lobbyistName:
+				dst = appendString(dst, l.Name)
+			case uint8(e.value) == lobbyistCoveredPosition:
+				dst = appendOptional(dst, l.CoveredPosition)
+			default: // lobbyistIsNew
+				if l.IsNew {
+					dst = append(dst, "true"...)
+				} else {
+					dst = append(dst, "false"...)
+				}
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+func appendOptional(dst []byte, s *string) []byte {
+	if s == nil {
+		return append(dst, "null"...)
+	}
+	return appendString(dst, *s)
+}
