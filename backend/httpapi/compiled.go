@@ -54,21 +54,34 @@ func (s *Server) serveCompiled(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	// The entitlement check of entitledOperation on the plan's root fields: a refusal is the reference
 	// path's to write (and log).
-	if claims := Claims(r.Context()); claims != nil && p.UsesBills() && !claims.Entitled(FamilyBills) {
-		return false
+	if claims := Claims(r.Context()); claims != nil {
+		for _, f := range p.RootFields() {
+			if family, ok := rootFamily(f); !ok || !claims.Entitled(family) {
+				return false
+			}
+		}
 	}
 	x, ok := p.Prepare(s.cfg.Store, vars)
 	if !ok {
 		return false
 	}
 	defer x.Release()
-	s.metrics.executions[executorCompiled].Inc()
 	if ctx.Err() != nil { // as gqlgen's response handler: no answer for a request already over
+		s.metrics.executions[executorCompiled].Inc()
 		writeInternalError(w)
 		return true
 	}
 	ctx, span := s.startOperationSpan(ctx, e.Operation())
 	body, err := x.Run(ctx, s.cfg.Store, s.observeRoot)
+	if errors.Is(err, readplan.ErrNotCovered) {
+		// A value gqlgen answers with an error of its own (a NaN amount): nothing was written, the request is
+		// the reference executor's (its root fields were timed and traced once already).
+		if span != nil {
+			span.End()
+		}
+		return false
+	}
+	s.metrics.executions[executorCompiled].Inc()
 	if err != nil {
 		if span != nil {
 			span.SetAttributes(AttrErrorCount.Int(1))

@@ -55,7 +55,9 @@ func TestCompiledBillFieldSubsets(t *testing.T) {
 func TestCompiledMatchesReference(t *testing.T) {
 	d := newDiffEnv(t)
 	cursors := d.sampleCursors(t)
-	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors}
+	g := &docGen{r: rand.New(rand.NewPCG(51, 1)), cursors: cursors, memberCursors: d.sampleMemberCursors(t),
+		budgetCursors: d.sampleBudgetCursors(t), regulatoryCursors: d.sampleRegulatoryCursors(t),
+		lobbyingCursors: d.sampleLobbyingCursors(t)}
 	before := compiledExecutions(t, d.api)
 	for i := range 400 {
 		body := g.request()
@@ -98,10 +100,14 @@ func (d *diffEnv) sampleCursors(t testing.TB) []filteredCursor {
 	return out
 }
 
-// docGen writes random GraphQL requests over the bills family (and now and then another family).
+// docGen writes random GraphQL requests over the five families (and now and then another family).
 type docGen struct {
-	r       *rand.Rand
-	cursors []filteredCursor
+	r                 *rand.Rand
+	cursors           []filteredCursor // bills
+	memberCursors     []filteredCursor
+	budgetCursors     []filteredCursor
+	regulatoryCursors []filteredCursor
+	lobbyingCursors   []filteredCursor
 
 	// per document
 	varDefs   []string
@@ -244,19 +250,25 @@ func (g *docGen) pageSelection() string {
 }
 
 func (g *docGen) root() string {
-	switch k := g.r.IntN(20); {
-	case k < 12:
+	switch k := g.r.IntN(36); {
+	case k < 11:
 		return g.alias("bills") + g.billsArgs() + g.directive() + " { " + g.pageSelection() + " }"
-	case k < 16:
+	case k < 14:
 		return g.alias("bill") + g.billArgs() + g.directive() + " { " + g.billSelection() + " }"
-	case k < 17:
+	case k < 20:
+		return g.membersRoot()
+	case k < 21:
 		return "__typename"
-	case k < 18:
-		return "members(input: {limit: 2}) { items { name terms { party } } nextCursor }"
-	case k < 19:
+	case k < 22:
 		return "__schema { queryType { name } }"
+	case k < 23:
+		return g.lobbyingRoot()
+	case k < 27:
+		return g.budgetsRoot()
+	case k < 31:
+		return g.lobbyingRoot()
 	default:
-		return "regulatoryFilings { items { id title } }"
+		return g.regulatoryRoot()
 	}
 }
 
@@ -338,6 +350,16 @@ func FuzzCompiledMatchesReference(f *testing.F) {
 	f.Add(`query($in: BillsInput) { bills(input: $in) { a: items { id } b: items { number } } }`, `{"in":{"limit":3,"congress":116}}`)
 	f.Add(`query($s: Boolean!) { bills { items { id @skip(if: $s) ...F } } } fragment F on Bill { type }`, `{"s":false}`)
 	f.Add(`{ bill(id: "hr1005-116") { __typename id sourceUrl } x: bill(id: "none") { id } }`, `null`)
+	f.Add(`{ members(input: {congress: 117, limit: 3}) { items { name state terms { congress chamber party } } nextCursor } }`, ``)
+	f.Add(`query($c: String) { members(input: {chamber: $c}) { items { ...M t: terms { party } } } } fragment M on Member { member_id terms { congress } }`, `{"c":"Senate"}`)
+	f.Add(`query($s: Boolean!) { members { items { terms @skip(if: $s) { party } name } } bills { nextCursor } }`, `{"s":true}`)
+	f.Add(`{ members(input: {chamber: "senat"}) { nextCursor } }`, ``)
+	f.Add(`{ federalBudgets(input: {dataset: APPROPRIATIONS, agency: "power"}) { items { id amount estimate edition transition_quarter } nextCursor } }`, ``)
+	f.Add(`query($in: FederalBudgetsInput!) { federalBudgets(input: $in) { items { ...B } } } fragment B on FederalBudgetLine { fiscal_year_to_date_amount month }`, `{"in":{"dataset":"OUTLAYS","agency":"DEPT","limit":3}}`)
+	f.Add(`{ federalBudgets(input: {dataset: OUTLAYS, bureau_code: "B1"}) { nextCursor } }`, ``)
+	f.Add(`{ regulatoryFilings(input: {agency_name: "co", limit: 5}) { items { id rins docket_ids agencies { agency_id name slug parent_agency_id } significant } nextCursor } }`, ``)
+	f.Add(`{ lobbyingDisclosures(input: {agency_acted_on: "agency 1", limit: 4}) { items { id income posted_at issue_areas activities { issue_area agencies_acted_on lobbyists { name is_new } } } nextCursor } }`, ``)
+	f.Add(`query($in: RegulatoryFilingsInput) { regulatoryFilings(input: $in) { items { ...R a: agencies { __typename name } } } } fragment R on RegulatoryFiling { type filing_period agencies { slug } }`, `{"in":{"rIN":"2060-AV1","type":"RULE"}}`)
 	d := newDiffEnv(f)
 	f.Fuzz(func(t *testing.T, query, variables string) {
 		req := map[string]any{"query": query}

@@ -65,22 +65,22 @@ func TestCompiledPathSpans(t *testing.T) {
 	}
 }
 
-// TestExecutionsCounted: recordsd_graphql_executions_total counts a bills page as compiled, a members page as
-// reference (no plan covers it), a bad cursor as reference (the error is gqlgen's to write), and with
+// TestExecutionsCounted: recordsd_graphql_executions_total counts a bills page as compiled, a lobbying page with
+// an introspection field as reference (no plan covers it), a bad cursor as reference (the error is gqlgen's to write), and with
 // Config.ReferenceExecutor every operation as reference; root field timings are recorded either way.
 func TestExecutionsCounted(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.seedFixtures()
 	_ = e.gql(`{ bills(input: {limit: 1}) { items { id } } }`, nil)
 	_ = e.gql(`{ bills(input: {limit: 1}) { items { id } } }`, nil)
-	_ = e.gql(`{ members(input: {limit: 1}) { items { name } } }`, nil)
+	_ = e.gql(`{ lobbyingDisclosures(input: {limit: 1}) { items { id } } __type(name: "Bill") { name } }`, nil)
 	_ = e.gql(`{ bills(input: {cursor: "nope"}) { items { id } } }`, nil)
 	for line, want := range map[string]string{
-		`recordsd_graphql_executions_total{executor="compiled"}`:                       "2",
-		`recordsd_graphql_executions_total{executor="reference"}`:                      "2",
-		`recordsd_graphql_field_duration_seconds_count{field="bills",outcome="ok"}`:    "2",
-		`recordsd_graphql_field_duration_seconds_count{field="bills",outcome="error"}`: "1",
-		`recordsd_graphql_field_duration_seconds_count{field="members",outcome="ok"}`:  "1",
+		`recordsd_graphql_executions_total{executor="compiled"}`:                                  "2",
+		`recordsd_graphql_executions_total{executor="reference"}`:                                 "2",
+		`recordsd_graphql_field_duration_seconds_count{field="bills",outcome="ok"}`:               "2",
+		`recordsd_graphql_field_duration_seconds_count{field="bills",outcome="error"}`:            "1",
+		`recordsd_graphql_field_duration_seconds_count{field="lobbyingDisclosures",outcome="ok"}`: "1",
 	} {
 		if got := metricValue(t, e.api, line); got != want {
 			t.Errorf("%s = %s, want %s", line, got, want)

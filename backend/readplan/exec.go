@@ -3,17 +3,20 @@ package readplan
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/civicgate/civicgate/backend/records"
 	"github.com/civicgate/civicgate/backend/store"
 )
 
 var (
 	errNullColumn = errors.New("readplan: NULL in a non-null column")
 	errBadEntry   = errors.New("readplan: entry of the wrong kind for its object")
+	errSplitList  = errors.New("readplan: a nested list's rows are not together")
+
+	// ErrNotCovered is Run's error for a value the reference executor answers with an error of its own (a NaN
+	// amount): nothing is written, and the request is the reference executor's.
+	ErrNotCovered = errors.New("readplan: a value only the reference executor answers")
 )
 
 // RootObserver is called around each root field a plan resolves (bills, bill; not __typename, as gqlgen's
@@ -32,11 +35,14 @@ func (e *FaultError) Unwrap() error { return e.Err }
 
 // Execution is a plan with one request's arguments, checked and ready to run.
 type Execution struct {
-	plan  *Plan
-	bills []store.BillsQuery // per root, for bills roots
-	ids   []string           // per root, for bill roots
-	arena rowArena
-	out   []byte
+	plan    *Plan
+	bills   []store.BillsQuery   // per root, for bills roots
+	ids     []string             // per root, for bill roots
+	members []store.MembersQuery // per root, for members roots
+	pages   []store.PageQuery    // per root, for other page roots
+	arena   rowArena
+	nested  nestedRows
+	out     []byte
 }
 
 var executions = sync.Pool{New: func() any { return new(Execution) }}
@@ -50,6 +56,8 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 	x.plan = p
 	x.bills = grow(x.bills, len(p.roots))
 	x.ids = grow(x.ids, len(p.roots))
+	x.members = grow(x.members, len(p.roots))
+	x.pages = grow(x.pages, len(p.roots))
 	for i := range p.roots {
 		r := &p.roots[i]
 		switch r.kind {
@@ -59,12 +67,60 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 				x.Release()
 				return nil, false
 			}
-			q, err := st.PrepareBills(in, r.fields)
+			q, err := st.PrepareBills(in, store.BillFields(r.fields))
 			if err != nil {
 				x.Release()
 				return nil, false
 			}
 			x.bills[i] = q
+		case rootMembers:
+			in, err := membersInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareMembers(in, store.MemberFields(r.fields), r.withNested, store.TermFields(r.nested))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.members[i] = q
+		case rootBudgets:
+			in, err := budgetsInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareBudgets(in, store.BudgetFields(r.fields))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.pages[i] = q
+		case rootRegulatory:
+			in, err := regulatoryInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareRegulatory(in, store.RegulatoryFields(r.fields))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.pages[i] = q
+		case rootLobbying:
+			in, err := lobbyingInput(r.field.ArgumentMap(vars)["input"])
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			q, err := st.PrepareLobbying(in, store.LobbyingFields(r.fields))
+			if err != nil {
+				x.Release()
+				return nil, false
+			}
+			x.pages[i] = q
 		case rootBill:
 			id, err := graphql.UnmarshalID(r.field.ArgumentMap(vars)["id"])
 			if err != nil {
@@ -86,52 +142,9 @@ func grow[T any](s []T, n int) []T {
 	return s
 }
 
-// billsInput is gqlgen's generated unmarshalling of an optional BillsInput (backend/graph/generated.go):
-// absent or null is the zero input; members go through graphql.UnmarshalInt and UnmarshalString.
-func billsInput(v any) (records.BillsInput, error) {
-	var in records.BillsInput
-	if v == nil {
-		return in, nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return in, fmt.Errorf("readplan: input of type %T", v)
-	}
-	var err error
-	for k, v := range m {
-		switch k {
-		case "congress":
-			in.Congress, err = optional(v, graphql.UnmarshalInt)
-		case "limit":
-			in.Limit, err = optional(v, graphql.UnmarshalInt)
-		case "type":
-			in.Type, err = optional(v, graphql.UnmarshalString)
-		case "q":
-			in.Q, err = optional(v, graphql.UnmarshalString)
-		case "cursor":
-			in.Cursor, err = optional(v, graphql.UnmarshalString)
-		}
-		if err != nil {
-			return in, err
-		}
-	}
-	return in, nil
-}
-
-func optional[T any](v any, unmarshal func(any) (T, error)) (*T, error) {
-	if v == nil {
-		return nil, nil
-	}
-	x, err := unmarshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return &x, nil
-}
-
 // Run executes the plan's root fields in order and returns the whole response body, {"data":{…}}, as
 // recordsd's gqlgen path writes it. The bytes are the Execution's: valid until Release. An error is a
-// *FaultError.
+// *FaultError, or ErrNotCovered.
 func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserver) ([]byte, error) {
 	out := append(x.out[:0], `{"data":{`...)
 	for i := range x.plan.roots {
@@ -150,20 +163,43 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 			next, err = st.RunBills(fctx, x.bills[i], &x.arena)
 			done(err != nil)
 			if err == nil {
-				out, err = r.object.appendPage(out, &x.arena, next)
+				out, err = r.object.appendPage(out, &x.arena, nil, next)
+			}
+		case rootMembers:
+			fctx, done := observe(ctx, "members")
+			var next *string
+			next, err = st.RunMembers(fctx, x.members[i], &x.arena, &x.nested)
+			done(err != nil)
+			if err == nil {
+				out, err = r.object.appendPage(out, &x.arena, &x.nested, next)
+			}
+		case rootBudgets, rootRegulatory, rootLobbying:
+			fctx, done := observe(ctx, r.field.Name)
+			var next *string
+			next, err = st.RunPage(fctx, x.pages[i], &x.arena)
+			done(err != nil)
+			if err == nil {
+				out, err = r.object.appendPage(out, &x.arena, nil, next)
 			}
 		case rootBill:
 			fctx, done := observe(ctx, "bill")
 			var found bool
-			found, err = st.RunBill(fctx, x.ids[i], r.fields, &x.arena)
+			found, err = st.RunBill(fctx, x.ids[i], store.BillFields(r.fields), &x.arena)
 			done(err != nil)
 			switch {
 			case err != nil:
 			case found:
-				out, err = r.object.appendObject(out, &x.arena, 0)
+				out, err = r.object.appendObject(out, &x.arena, 0, nil)
 			default:
 				out = append(out, "null"...)
 			}
+		}
+		if errors.Is(err, store.ErrUnscannable) {
+			err = ErrNotCovered
+		}
+		if errors.Is(err, ErrNotCovered) {
+			x.out = out
+			return nil, err
 		}
 		if err != nil {
 			x.out = out
@@ -179,6 +215,8 @@ func (x *Execution) Run(ctx context.Context, st *store.Store, observe RootObserv
 func (x *Execution) Release() {
 	x.plan = nil
 	clear(x.bills)
+	clear(x.members)
+	clear(x.pages)
 	if cap(x.out) > 1<<20 { // a huge page's buffer is not kept
 		x.out = nil
 	}

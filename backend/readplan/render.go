@@ -1,5 +1,10 @@
 package readplan
 
+import (
+	"math"
+	"strconv"
+)
+
 // The bytes recordsd answers are gqlgen's marshalling passed through encoding/json (httpapi.writeResponse
 // marshals the response, whose data is a json.RawMessage: compacted, with <, >, &, U+2028 and U+2029
 // escaped). appendString writes a string as that pipeline leaves it.
@@ -53,6 +58,17 @@ func appendString[T string | []byte](dst []byte, s T) []byte {
 	return append(dst, '"')
 }
 
+// appendFloat writes a decimal's text as gqlgen's MarshalFloatContext writes the float64 pgx scans from it
+// (pgtype.Numeric.Float64Value: the correctly rounded float64, then fmt's %g). NaN and infinities, which gqlgen
+// answers with a field error, are ErrNotCovered.
+func appendFloat(dst, text []byte) ([]byte, error) {
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, ErrNotCovered
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
+}
+
 // rowArena keeps a read's rows: every value's bytes in one buffer, addressed by offsets (-1: NULL).
 type rowArena struct {
 	width int
@@ -80,6 +96,43 @@ func (a *rowArena) Row(vals [][]byte) error {
 	return nil
 }
 
+// nestedRows keeps the rows of a page's nested lists (Member.terms): every item's rows together, each item's
+// range of rows in ranges (a store.TermSink).
+type nestedRows struct {
+	rowArena
+	ranges [][2]int32 // by item: [first, end) rows
+}
+
+func (n *nestedRows) Reset() {
+	n.rowArena.Reset()
+	n.ranges = n.ranges[:0]
+}
+
+// Term adds a row of item's list; an item's rows arrive together.
+func (n *nestedRows) Term(item int, vals [][]byte) error {
+	for len(n.ranges) <= item {
+		n.ranges = append(n.ranges, [2]int32{})
+	}
+	row := int32(n.rows)
+	switch rg := &n.ranges[item]; {
+	case rg[0] == rg[1]:
+		*rg = [2]int32{row, row + 1}
+	case rg[1] == row:
+		rg[1]++
+	default:
+		return errSplitList
+	}
+	return n.Row(vals)
+}
+
+// of is item's range of rows.
+func (n *nestedRows) of(item int) (first, end int) {
+	if item >= len(n.ranges) {
+		return 0, 0
+	}
+	return int(n.ranges[item][0]), int(n.ranges[item][1])
+}
+
 // value is row r's value i; null reports NULL.
 func (a *rowArena) value(r, i int) (v []byte, null bool) {
 	sp := a.spans[r*a.width+i]
@@ -89,8 +142,8 @@ func (a *rowArena) value(r, i int) (v []byte, null bool) {
 	return a.data[sp[0]:sp[1]], false
 }
 
-// appendObject writes row r of a as the object o.
-func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int) ([]byte, error) {
+// appendObject writes row r of a as the object o; nested holds the rows of its nested lists.
+func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int, nested *nestedRows) ([]byte, error) {
 	dst = append(dst, '{')
 	for i := range o.entries {
 		e := &o.entries[i]
@@ -108,11 +161,46 @@ func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int) ([]byte, error
 				dst = append(dst, "null"...)
 			case null:
 				return dst, errNullColumn
-			case e.number:
+			case e.format == asBare:
 				dst = append(dst, v...)
+			case e.format == asFloat:
+				var err error
+				if dst, err = appendFloat(dst, v); err != nil {
+					return dst, err
+				}
+			case e.format == asStrings:
+				var err error
+				if dst, err = appendStrings(dst, v); err != nil {
+					return dst, err
+				}
 			default:
 				dst = appendString(dst, v)
 			}
+		case entryAgencies:
+			v, _ := a.value(r, e.value)
+			var err error
+			if dst, err = e.items.appendAgencies(dst, v); err != nil {
+				return dst, err
+			}
+		case entryActivities:
+			v, _ := a.value(r, e.value)
+			var err error
+			if dst, err = e.items.appendActivities(dst, v); err != nil {
+				return dst, err
+			}
+		case entryNested:
+			dst = append(dst, '[')
+			first, end := nested.of(r)
+			for i := first; i < end; i++ {
+				if i > first {
+					dst = append(dst, ',')
+				}
+				var err error
+				if dst, err = e.items.appendObject(dst, &nested.rowArena, i, nil); err != nil {
+					return dst, err
+				}
+			}
+			dst = append(dst, ']')
 		default:
 			return dst, errBadEntry
 		}
@@ -120,8 +208,8 @@ func (o *objectPlan) appendObject(dst []byte, a *rowArena, r int) ([]byte, error
 	return append(dst, '}'), nil
 }
 
-// appendPage writes a BillsPage whose items are a's rows.
-func (o *objectPlan) appendPage(dst []byte, a *rowArena, next *string) ([]byte, error) {
+// appendPage writes a page whose items are a's rows (and nested's, their lists).
+func (o *objectPlan) appendPage(dst []byte, a *rowArena, nested *nestedRows, next *string) ([]byte, error) {
 	dst = append(dst, '{')
 	for i := range o.entries {
 		e := &o.entries[i]
@@ -145,7 +233,7 @@ func (o *objectPlan) appendPage(dst []byte, a *rowArena, next *string) ([]byte, 
 					dst = append(dst, ',')
 				}
 				var err error
-				if dst, err = e.items.appendObject(dst, a, r); err != nil {
+				if dst, err = e.items.appendObject(dst, a, r, nested); err != nil {
 					return dst, err
 				}
 			}

@@ -25,11 +25,61 @@ type membersFilter struct {
 // Members returns one page of members ordered by name, then member_id. congress and chamber together
 // must match one term.
 func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.MembersPage, error) {
-	if err := records.ValidateText(in); err != nil {
+	sql, args, limit, binding, err := s.membersQuery(in)
+	if err != nil {
 		return records.MembersPage{}, err
 	}
+	var page records.MembersPage
+	err = s.read(ctx, func(db *pgxpool.Pool) error { // the page and its terms from one server
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return fmt.Errorf("store: members query: %w", err)
+		}
+		page, err = collect(s, rows, limit, binding, func(r pgx.Rows) (records.Member, []string, error) {
+			var m records.Member
+			if err := r.Scan(&m.MemberID, &m.BioguideID, &m.Name, &m.State); err != nil {
+				return m, nil, fmt.Errorf("store: scan member: %w", err)
+			}
+			m.Terms = []records.MemberTerm{}
+			return m, []string{m.Name, m.MemberID}, nil
+		})
+		if err != nil || len(page.Items) == 0 {
+			return err
+		}
+		return loadTerms(ctx, db, page.Items)
+	})
+	return page, err
+}
+
+// membersQuery validates in and builds the full-row page query.
+func (s *Store) membersQuery(in records.MembersInput) (sql string, args []any, limit int, binding string, err error) {
+	q, limit, binding, err := s.membersConditions(in)
+	if err != nil {
+		return "", nil, 0, "", err
+	}
+	sql = q.pageSQL("m.member_id, m.bioguide_id, m.name, m.state", limit) // before reading args: it adds the LIMIT
+	return sql, q.args.args, limit, binding, nil
+}
+
+// membersPage is a members page's conditions, keyset predicate and order: the one filter implementation both
+// the full-row read (Members) and the projected read (PrepareMembers) use.
+type membersPage struct {
+	args        *query
+	from, order string
+}
+
+// pageSQL is the page query selecting columns under the page's conditions; it adds the LIMIT argument.
+func (p membersPage) pageSQL(columns string, limit int) string {
+	return "SELECT " + columns + p.from + p.args.whereSQL() + " ORDER BY " + p.order + " LIMIT " + p.args.arg(limit+1)
+}
+
+// membersConditions validates in and builds the filters and keyset predicate of a members page.
+func (s *Store) membersConditions(in records.MembersInput) (p membersPage, limit int, binding string, err error) {
+	if err := records.ValidateText(in); err != nil {
+		return membersPage{}, 0, "", err
+	}
 	if err := records.ValidateMembers(in); err != nil {
-		return records.MembersPage{}, err
+		return membersPage{}, 0, "", err
 	}
 	// Codes are compared without regard to case (docs/design.md D4): fold them to their stored case first, so
 	// "wa" and "WA" are one filter and share cursors.
@@ -41,7 +91,7 @@ func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.M
 		ch := strings.ToLower(*in.Chamber) // stored lowercase: "Senate" is senate
 		in.Chamber = &ch
 	}
-	binding := bindingOf(membersKeyset.family, membersFilter{State: in.State, Chamber: in.Chamber, Congress: in.Congress})
+	binding = bindingOf(membersKeyset.family, membersFilter{State: in.State, Chamber: in.Chamber, Congress: in.Congress})
 	q := &query{where: []string{"m.deleted_at IS NULL"}}
 	if in.State != nil {
 		q.cond("m.state = %s", *in.State)
@@ -60,32 +110,11 @@ func (s *Store) Members(ctx context.Context, in records.MembersInput) (records.M
 	} else if in.Chamber != nil {
 		q.cond("EXISTS (SELECT 1 FROM member_terms t WHERE t.member_id = m.member_id AND t.chamber = %s)", *in.Chamber)
 	}
-	limit, err := s.page(q, ks, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
+	limit, err = s.page(q, ks, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
-		return records.MembersPage{}, err
+		return membersPage{}, 0, "", err
 	}
-	sql := "SELECT m.member_id, m.bioguide_id, m.name, m.state" + from + q.whereSQL() +
-		" ORDER BY " + order + " LIMIT " + q.arg(limit+1)
-	var page records.MembersPage
-	err = s.read(ctx, func(db *pgxpool.Pool) error { // the page and its terms from one server
-		rows, err := db.Query(ctx, sql, q.args...)
-		if err != nil {
-			return fmt.Errorf("store: members query: %w", err)
-		}
-		page, err = collect(s, rows, limit, binding, func(r pgx.Rows) (records.Member, []string, error) {
-			var m records.Member
-			if err := r.Scan(&m.MemberID, &m.BioguideID, &m.Name, &m.State); err != nil {
-				return m, nil, fmt.Errorf("store: scan member: %w", err)
-			}
-			m.Terms = []records.MemberTerm{}
-			return m, []string{m.Name, m.MemberID}, nil
-		})
-		if err != nil || len(page.Items) == 0 {
-			return err
-		}
-		return loadTerms(ctx, db, page.Items)
-	})
-	return page, err
+	return membersPage{args: q, from: from, order: order}, limit, binding, nil
 }
 
 // loadTerms fills the terms of members with one query on db.

@@ -80,7 +80,7 @@ type RowSink interface {
 	// Reset forgets the rows of an earlier attempt.
 	Reset()
 	// Row receives one row: the values of the requested fields in field order, each in PostgreSQL's text
-	// form (integers in decimal), nil for NULL. vals and their bytes are valid only during the call.
+	// form (integers in decimal, booleans as true or false), nil for NULL. vals and their bytes are valid only during the call.
 	Row(vals [][]byte) error
 }
 
@@ -193,6 +193,8 @@ func (s *Store) RunBill(ctx context.Context, id string, fields BillFields, sink 
 	return found, err
 }
 
+var trueText, falseText = []byte("true"), []byte("false")
+
 // rawRows turns a row's wire values into their text form, reusing its buffers from row to row.
 type rawRows struct {
 	vals    [][]byte
@@ -211,6 +213,20 @@ func (r *rawRows) values(rows pgx.Rows) ([][]byte, error) {
 		switch fds[i].DataTypeOID {
 		case pgtype.TextOID, pgtype.VarcharOID:
 			// binary text is the text
+		case pgtype.JSONBOID: // a version byte, then the JSON text
+			if len(v) == 0 || v[0] != 1 {
+				return nil, fmt.Errorf("store: jsonb column %q of an unknown version", fds[i].Name)
+			}
+			r.vals[i] = v[1:]
+		case pgtype.BoolOID:
+			if len(v) != 1 {
+				return nil, fmt.Errorf("store: bool column %q of %d bytes", fds[i].Name, len(v))
+			}
+			if v[0] != 0 {
+				r.vals[i] = trueText
+			} else {
+				r.vals[i] = falseText
+			}
 		case pgtype.Int4OID:
 			if len(v) != 4 {
 				return nil, fmt.Errorf("store: int4 column %q of %d bytes", fds[i].Name, len(v))

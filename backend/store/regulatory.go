@@ -32,10 +32,45 @@ var regulatoryColumns = `id, document_number, type, subtype, title, abstract, ac
 
 // RegulatoryFilings returns one page of Federal Register documents, newest publication first.
 func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFilingsInput) (records.RegulatoryFilingsPage, error) {
-	if err := records.ValidateText(in); err != nil {
+	p, limit, binding, err := s.regulatoryConditions(in)
+	if err != nil {
 		return records.RegulatoryFilingsPage{}, err
 	}
-	binding := bindingOf(regulatoryKeyset.family, regulatoryFilter{in.AgencyID, in.AgencyName, in.Type, in.FilingYear, in.FilingPeriod, in.RIN, in.DocketID})
+	sql := p.pageSQL(regulatoryColumns, limit) // before reading args: it adds arguments
+	return queryPage(ctx, s, "regulatory", sql, p.q.args, limit, binding, func(r pgx.Rows) (records.RegulatoryFiling, []string, error) {
+		var f records.RegulatoryFiling
+		err := r.Scan(&f.ID, &f.DocumentNumber, &f.Type, &f.Subtype, &f.Title, &f.Abstract, &f.Action, &f.AgencyID,
+			&f.AgencyName, &f.Agencies, &f.PublicationDate, &f.FilingYear, &f.FilingPeriod, &f.CorrectionOf,
+			&f.EffectiveOn, &f.CommentsCloseOn, &f.Rins, &f.DocketIDs, &f.Citation, &f.Significant, &f.HTMLURL,
+			&f.PdfURL, &f.SourceURL, &f.LastSyncedAt)
+		if err != nil {
+			return f, nil, fmt.Errorf("store: scan regulatory filing: %w", err)
+		}
+		if f.Agencies == nil {
+			f.Agencies = []records.RegulatoryAgency{}
+		}
+		return f, []string{f.PublicationDate, f.ID}, nil
+	})
+}
+
+// regulatoryPage is a regulatory page's conditions and keyset predicate (q, on unqualified regulatory_filings
+// columns) and the plan its filters take: the one filter implementation both the full-row read
+// (RegulatoryFilings) and the projected read (PrepareRegulatory) use.
+type regulatoryPage struct {
+	q          *query
+	byAgency   bool     // an agency_name substring read through the agency rows
+	agency     string   // byAgency: the substring
+	rowsKeyset []string // byAgency: the keyset predicate on the agency rows
+	filtered   bool     // byAgency: other conditions than deleted_at
+	exact      bool     // a RIN or docket: the few matches first
+}
+
+// regulatoryConditions validates in and builds the filters and keyset predicate of a regulatory page.
+func (s *Store) regulatoryConditions(in records.RegulatoryFilingsInput) (p regulatoryPage, limit int, binding string, err error) {
+	if err := records.ValidateText(in); err != nil {
+		return regulatoryPage{}, 0, "", err
+	}
+	binding = bindingOf(regulatoryKeyset.family, regulatoryFilter{in.AgencyID, in.AgencyName, in.Type, in.FilingYear, in.FilingPeriod, in.RIN, in.DocketID})
 	q := &query{where: []string{"deleted_at IS NULL"}}
 	if in.AgencyID != nil {
 		q.cond("agency_ids @> ARRAY[%s::text]", *in.AgencyID)
@@ -64,43 +99,39 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 		q.cond("civic_lower_array(docket_ids) @> ARRAY[lower(%s::text)]", *in.DocketID)
 	}
 	filtered := len(q.where) > 1 // more than deleted_at IS NULL
-	limit, err := s.page(q, regulatoryKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
+	limit, err = s.page(q, regulatoryKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
-		return records.RegulatoryFilingsPage{}, err
+		return regulatoryPage{}, 0, "", err
 	}
-	var sql string
+	p = regulatoryPage{q: q, byAgency: byAgency, filtered: filtered, exact: exact}
 	if byAgency {
 		// The same cursor again, as a predicate on the agency rows' copy of the keys.
 		rows := &query{args: q.args}
 		if _, err := s.page(rows, regulatoryAgencyKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit}); err != nil {
-			return records.RegulatoryFilingsPage{}, err
+			return regulatoryPage{}, 0, "", err
 		}
 		q.args = rows.args
-		sql = regulatoryByAgencySQL(q, rows.where, *in.AgencyName, limit, filtered)
-	} else if exact {
+		p.agency, p.rowsKeyset = *in.AgencyName, rows.where
+	}
+	return p, limit, binding, nil
+}
+
+// pageSQL is the page query selecting columns under the page's conditions; it adds arguments to p.q.
+func (p regulatoryPage) pageSQL(columns string, limit int) string {
+	q := p.q
+	switch {
+	case p.byAgency:
+		return regulatoryByAgencySQL(columns, q, p.rowsKeyset, p.agency, limit, p.filtered)
+	case p.exact:
 		// Materialised, the matches come from the GIN index of the lower-cased codes and are sorted: the planner
 		// otherwise walks the order index expecting a match soon, and reads every filing when none matches.
-		sql = "WITH hits AS MATERIALIZED (SELECT id FROM regulatory_filings" + q.whereSQL() + ")" +
-			" SELECT " + regulatoryColumns + " FROM regulatory_filings WHERE id IN (SELECT id FROM hits)" +
+		return "WITH hits AS MATERIALIZED (SELECT id FROM regulatory_filings" + q.whereSQL() + ")" +
+			" SELECT " + columns + " FROM regulatory_filings WHERE id IN (SELECT id FROM hits)" +
 			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
-	} else {
-		sql = "SELECT " + regulatoryColumns + " FROM regulatory_filings" + q.whereSQL() +
+	default:
+		return "SELECT " + columns + " FROM regulatory_filings" + q.whereSQL() +
 			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
 	}
-	return queryPage(ctx, s, "regulatory", sql, q.args, limit, binding, func(r pgx.Rows) (records.RegulatoryFiling, []string, error) {
-		var f records.RegulatoryFiling
-		err := r.Scan(&f.ID, &f.DocumentNumber, &f.Type, &f.Subtype, &f.Title, &f.Abstract, &f.Action, &f.AgencyID,
-			&f.AgencyName, &f.Agencies, &f.PublicationDate, &f.FilingYear, &f.FilingPeriod, &f.CorrectionOf,
-			&f.EffectiveOn, &f.CommentsCloseOn, &f.Rins, &f.DocketIDs, &f.Citation, &f.Significant, &f.HTMLURL,
-			&f.PdfURL, &f.SourceURL, &f.LastSyncedAt)
-		if err != nil {
-			return f, nil, fmt.Errorf("store: scan regulatory filing: %w", err)
-		}
-		if f.Agencies == nil {
-			f.Agencies = []records.RegulatoryAgency{}
-		}
-		return f, []string{f.PublicationDate, f.ID}, nil
-	})
 }
 
 // regulatoryAgencyProbes is how many matching agency names are read one ordered range each; a substring matching
@@ -114,7 +145,8 @@ const regulatoryAgencyProbes = 16
 // substring filter as before. q holds every other condition and the keyset predicate on unqualified
 // regulatory_filings columns; rowsKeyset is the keyset predicate on the agency rows (none on a first page).
 // Agency rows exist only for live filings, so without other conditions (filtered false) they are not joined.
-func regulatoryByAgencySQL(q *query, rowsKeyset []string, agency string, limit int, filtered bool) string {
+// columns is the select list.
+func regulatoryByAgencySQL(columns string, q *query, rowsKeyset []string, agency string, limit int, filtered bool) string {
 	pattern, lim := q.arg(likePattern(agency)), q.arg(limit+1)
 	where := q.whereSQL()
 	onRows := " WHERE s.agency = n.agency"
@@ -127,7 +159,7 @@ func regulatoryByAgencySQL(q *query, rowsKeyset []string, agency string, limit i
 	count := "(SELECT count(*) FROM names)"
 	order := " ORDER BY publication_date DESC, id DESC LIMIT " + lim
 	return "WITH names AS MATERIALIZED (SELECT agency FROM regulatory_agency_names WHERE agency LIKE lower(" + pattern + "))" +
-		" SELECT " + regulatoryColumns + " FROM regulatory_filings WHERE id IN (" +
+		" SELECT " + columns + " FROM regulatory_filings WHERE id IN (" +
 		"SELECT x.filing_id FROM names n CROSS JOIN LATERAL (SELECT s.filing_id FROM regulatory_agency_name_rows s" + onRows +
 		" ORDER BY s.pub_date DESC, s.filing_id DESC LIMIT " + lim + ") x" +
 		" WHERE " + count + " <= " + strconv.Itoa(regulatoryAgencyProbes) +
