@@ -27,7 +27,7 @@
 #                 reverse_proxy, in front of the example library engine, driven by bench/cmd/varsload
 #                 (bench/unique-vars.sh; ≈ 40 s incl. a 10 s gateway CPU profile); prints, BENCHMARKS.md by hand
 #   subscriptions graphql-transport-ws subscriptions direct vs plain reverse_proxy vs gateway (tunnel) and,
-#                 with BENCH_SUBS_MUX=1, the gateway terminating and multiplexing (shapes single 1×1, multi 50×100,
+#                 the gateway terminating and multiplexing (shapes single 1×1, multi 50×100,
 #                 fanout 5000 subscribers of one subscription, sockets 10000×1 capped by the open-files limit):
 #                 delivery latency (every receipt and each event's last), engine subscriptions, CPU per message,
 #                 memory per socket, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 10 min per buffer)

@@ -7,7 +7,7 @@
 # through the gateway (bench/Caddyfile.library-gateway: civic_auth with a keys
 # file, civic_rate_limit in memory, graphql_guard subscriptions
 # { max_per_connection 100 max_per_key 10000 } filtering the reverse_proxy
-# tunnel) and, with BENCH_SUBS_MUX=1, through the gateway that terminates the
+# tunnel) and (BENCH_SUBS_MUX=1, the default) through the gateway that terminates the
 # sockets and multiplexes them upstream with identical subscriptions shared
 # (bench/Caddyfile.library-gateway-mux, target gateway-mux).
 #
@@ -29,7 +29,7 @@
 # Env: BENCH_SUBS_SOCKETS (10000), BENCH_SUBS_FANOUT (5000), BENCH_SUBS_SHAPES
 #      (single=1x1:200,multi=50x100,fanout=<FANOUT>x1,sockets=<SOCKETS>x1),
 #      BENCH_SUBS_EVENTS (10 per cell unless its shape says :EVENTS), BENCH_SUBS_ROUNDS (1),
-#      BENCH_SUBS_BUFFERS ("32KiB 4KiB"), BENCH_SUBS_MUX (0; 1 adds gateway-mux),
+#      BENCH_SUBS_BUFFERS ("32KiB 4KiB"), BENCH_SUBS_MUX (1: adds gateway-mux; 0 leaves it out),
 #      BENCH_SUBS_PORT_BASE (18290: +1 engine, +2 plain, +3 gateway, +4/+5 their
 #      admin endpoints, +6 gateway-mux, +7 its admin endpoint).
 # Profiling while it runs: curl "http://127.0.0.1:18295/debug/pprof/heap" (gateway admin).
@@ -43,7 +43,7 @@ fanout=${BENCH_SUBS_FANOUT:-5000}
 events=${BENCH_SUBS_EVENTS:-10}
 rounds=${BENCH_SUBS_ROUNDS:-1}
 buffers=${BENCH_SUBS_BUFFERS:-32KiB 4KiB}
-mux=${BENCH_SUBS_MUX:-0}
+mux=${BENCH_SUBS_MUX:-1}
 base=${BENCH_SUBS_PORT_BASE:-18290}
 
 # subsload holds one descriptor per socket, its engine child one, a tunnelling
