@@ -1,6 +1,8 @@
 package gqlguard
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -83,16 +85,18 @@ type hubObserver struct {
 	logger *zap.Logger
 }
 
-func (o hubObserver) UpstreamDial(reconnect bool) func(error) {
+func (o hubObserver) UpstreamDial(traceCtx context.Context, reconnect bool) func(error) {
 	if reconnect {
 		o.m.subs.upstreamReconn.Inc()
 	}
+	span := startUpstreamConnectionSpan(traceCtx, reconnect)
 	return func(err error) {
 		result := "connected"
 		if err != nil {
 			result = "failed"
 			o.logger.Warn("subscription upstream: dial failed", zap.Bool("reconnect", reconnect), zap.Error(err))
 		}
+		endUpstreamConnectionSpan(span, err)
 		o.m.subs.upstreamDials.WithLabelValues(result).Inc()
 	}
 }

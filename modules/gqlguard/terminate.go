@@ -81,7 +81,7 @@ func (g *Guard) terminateWebSocket(w http.ResponseWriter, r *http.Request, cfg w
 	tc := wsproxy.TerminateConfig{
 		Context:     ctx,
 		Config:      cfg,
-		Upstream:    g.upstreamFor(r, q, scope, repl),
+		Upstream:    g.upstreamFor(r, q, scope, repl).tracedBy(ctx),
 		Keepalive:   time.Duration(g.Subscriptions.Keepalive),
 		PongTimeout: time.Duration(g.Subscriptions.PongTimeout),
 		MaxLifetime: time.Duration(g.Subscriptions.MaxLifetime),
@@ -168,6 +168,13 @@ func (g *Guard) upstreamFor(r *http.Request, q *contract.Request, scope *request
 		return h, nil
 	}
 	return hubSession{hub: g.hub, scope: s}
+}
+
+// tracedBy makes ctx's span (a span-only context) the parent of the spans of
+// an upstream connection this caller opens.
+func (h hubSession) tracedBy(ctx context.Context) hubSession {
+	h.scope.Trace = ctx
+	return h
 }
 
 // hubSession is wsproxy.Upstream for one socket's caller.

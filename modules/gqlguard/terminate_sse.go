@@ -1,11 +1,13 @@
 package gqlguard
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/contract"
@@ -21,7 +23,8 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	scope := g.scopeOf(r, repl)
 	sink := &sseSink{events: make(chan sseEvent, g.sendBuffer()+1)}
-	stop, err := g.upstreamFor(r, q, &scope, repl).Subscribe(adm.body, sink)
+	traceCtx := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(r.Context()))
+	stop, err := g.upstreamFor(r, q, &scope, repl).tracedBy(traceCtx).Subscribe(adm.body, sink)
 	if err != nil {
 		g.logger.Error("starting a terminated event stream failed")
 		writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)

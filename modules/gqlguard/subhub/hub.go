@@ -7,6 +7,7 @@
 package subhub
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -41,13 +42,20 @@ type Scope struct {
 	// subscriber of the identity and again for every reconnect (a fresh
 	// identity assertion).
 	Header func() (http.Header, error)
+	// Trace, when set, is the context whose span parents the spans of the
+	// upstream connection this subscriber opens (Observer.UpstreamDial); only
+	// the first subscriber of an identity opens one. It should carry nothing
+	// else: the connection keeps it for its reconnects.
+	Trace context.Context
 }
 
 // Observer is told what the hub does (metrics, spans); nil methods are not
 // needed: the hub uses a no-op Observer when Config.Observer is nil.
 type Observer interface {
-	// UpstreamDial is called before each dial; done is called with its result.
-	UpstreamDial(reconnect bool) (done func(err error))
+	// UpstreamDial is called before each dial, with the Scope.Trace of the
+	// subscriber that opened the connection (context.Background() when
+	// none); done is called with its result.
+	UpstreamDial(trace context.Context, reconnect bool) (done func(err error))
 	// UpstreamLost reports an established connection that failed (a
 	// reconnect follows).
 	UpstreamLost(err error)
@@ -144,7 +152,7 @@ func (h *Hub) Subscribe(scope Scope, payload []byte, sink Sink) (stop func(), er
 	}
 	u := h.conns[scope.Identity]
 	if u == nil {
-		u = newUpstreamConn(h, scope.Identity, scope.Header)
+		u = newUpstreamConn(h, scope.Identity, scope.Header, scope.Trace)
 		h.conns[scope.Identity] = u
 		go u.run()
 	}
@@ -195,8 +203,8 @@ type member struct{ sink Sink }
 
 type nopObserver struct{}
 
-func (nopObserver) UpstreamDial(bool) func(error) { return func(error) {} }
-func (nopObserver) UpstreamConnections(int)       {}
-func (nopObserver) Groups(int)                    {}
-func (nopObserver) FanOut(int)                    {}
-func (nopObserver) UpstreamLost(error)            {}
+func (nopObserver) UpstreamDial(context.Context, bool) func(error) { return func(error) {} }
+func (nopObserver) UpstreamConnections(int)                        {}
+func (nopObserver) Groups(int)                                     {}
+func (nopObserver) FanOut(int)                                     {}
+func (nopObserver) UpstreamLost(error)                             {}

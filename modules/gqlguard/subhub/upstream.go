@@ -19,6 +19,7 @@ type upstreamConn struct {
 	hub      *Hub
 	identity string
 	header   func() (http.Header, error)
+	traceCtx context.Context // parents the dial spans (Scope.Trace)
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -35,8 +36,11 @@ type upstreamConn struct {
 	closed bool
 }
 
-func newUpstreamConn(h *Hub, identity string, header func() (http.Header, error)) *upstreamConn {
-	u := &upstreamConn{hub: h, identity: identity, header: header, groups: map[string]*group{}, byID: map[string]*group{}}
+func newUpstreamConn(h *Hub, identity string, header func() (http.Header, error), traceCtx context.Context) *upstreamConn {
+	if traceCtx == nil {
+		traceCtx = context.Background()
+	}
+	u := &upstreamConn{hub: h, identity: identity, header: header, traceCtx: traceCtx, groups: map[string]*group{}, byID: map[string]*group{}}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	return u
 }
@@ -56,7 +60,7 @@ func (u *upstreamConn) run() {
 	failures := 0
 	connected := false
 	for {
-		done := cfg.Observer.UpstreamDial(connected)
+		done := cfg.Observer.UpstreamDial(u.traceCtx, connected)
 		ws, err := u.dial()
 		done(err)
 		if u.ctx.Err() != nil {
