@@ -53,6 +53,8 @@ if [ "$seeded" != t ]; then
 	seed_note=$(printf 'seeded in %.1f s (`recordsd seed --scale 1m --reset`: migrate, COPY of all six tables with their indexes in place, ANALYZE)' "$(echo "$end - $start" | bc)")
 fi
 log "$seed_note"
+# A reused database gets the migrations it lacks (idempotent; a new index or column at the 1m scale takes minutes).
+bin/recordsd migrate >/dev/null
 counts=$(psql "$DATABASE_URL" -Atqc "SELECT format('bills %s, members %s (terms %s), regulatory_filings %s, federal_budget_lines %s APPROPRIATIONS + %s OUTLAYS, lobbying_disclosures %s',
 	(SELECT count(*) FROM bills), (SELECT count(*) FROM members), (SELECT count(*) FROM member_terms), (SELECT count(*) FROM regulatory_filings),
 	(SELECT count(*) FROM federal_budget_lines WHERE dataset='APPROPRIATIONS'), (SELECT count(*) FROM federal_budget_lines WHERE dataset='OUTLAYS'),
