@@ -89,6 +89,9 @@ if [ "$bills" -lt 25 ]; then
 	DATABASE_URL=$db_url bin/recordsd migrate >"$work/migrate.log" 2>&1 || { cat "$work/migrate.log" >&2; exit 1; }
 	DATABASE_URL=$db_url bin/recordsd seed --scale "$scale" --reset >"$work/seed.log" 2>&1 || { cat "$work/seed.log" >&2; exit 1; }
 	seed_note="seeded by this run (\`recordsd migrate\`, \`recordsd seed --scale ${scale} --reset\`)"
+else
+	# A reused database gets the migrations it lacks (idempotent), so recordsd never meets an older schema.
+	DATABASE_URL=$db_url bin/recordsd migrate >"$work/migrate.log" 2>&1 || { cat "$work/migrate.log" >&2; exit 1; }
 fi
 bills=$(psql "$db_url" -Atqc "SELECT count(*) FROM bills WHERE deleted_at IS NULL")
 log "database ${db}: ${bills} bills, ${seed_note}"
