@@ -14,8 +14,10 @@ import (
 	"time"
 )
 
-// memory returns the proxy's VmRSS and, after a forced GC (pprof heap?gc=1),
-// go_memstats heap_inuse+stack_inuse and go_goroutines from its /metrics.
+// memory returns the proxy's VmRSS and, after two forced GCs (pprof
+// heap?gc=1; a sync.Pool's victim cache outlives one, so buffers pooled by
+// the last delivery would count as per-socket memory), go_memstats
+// heap_inuse+stack_inuse and go_goroutines from its /metrics.
 func memory(t target) (rss, inuse, goroutines int64, err error) {
 	if t.pid == 0 {
 		return 0, 0, 0, nil
@@ -33,13 +35,15 @@ func memory(t target) (rss, inuse, goroutines int64, err error) {
 	if t.admin == "" {
 		return rss, 0, 0, nil
 	}
-	resp, err := http.Get(t.admin + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return 0, 0, 0, err
+	for range 2 {
+		resp, err := http.Get(t.admin + "/debug/pprof/heap?gc=1")
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	resp, err = http.Get(t.admin + "/metrics")
+	resp, err := http.Get(t.admin + "/metrics")
 	if err != nil {
 		return 0, 0, 0, err
 	}
