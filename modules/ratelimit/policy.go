@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/civicgate/civicgate/internal/rediskey"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -65,38 +66,12 @@ func newPolicySet(name, suffix string, rates []contract.Rate, share float64, max
 // redisKeys are the set's Redis keys for key: prefix{key}:<policy part>, one
 // hash tag so that one script call stays on one Cluster slot.
 func (s *policySet) redisKeys(prefix, key string) []string {
-	tag := hashTag(key)
+	tag := rediskey.HashTag(key) // docs/redis.md: one slot per key
 	keys := make([]string, len(s.redisParts))
 	for i, p := range s.redisParts {
 		keys[i] = prefix + "{" + tag + "}" + p
 	}
 	return keys
-}
-
-// hashTag makes key safe inside a Redis hash tag: a key with '{', '}' or '%'
-// (or an empty one) is written as '%' and the key with those three
-// percent-encoded — injective, and disjoint from the keys kept as they are
-// (which hold no '%') — so a key can neither end the tag early nor leave it
-// empty.
-func hashTag(key string) string {
-	if key != "" && !strings.ContainsAny(key, "{}%") {
-		return key
-	}
-	var b strings.Builder
-	b.WriteByte('%') // never empty; never equal to a key kept as is
-	for i := 0; i < len(key); i++ {
-		switch c := key[i]; c {
-		case '{':
-			b.WriteString("%7B")
-		case '}':
-			b.WriteString("%7D")
-		case '%':
-			b.WriteString("%25")
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 // closest is the policy of d closest to exhaustion: the smallest share of

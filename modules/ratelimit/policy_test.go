@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,19 +72,5 @@ func TestPolicyNamesAndHeader(t *testing.T) {
 	d.remaining = [maxRates]int64{4, 1000}
 	if i := p.req.closest(&d); i != 0 {
 		t.Fatalf("closest %d", i)
-	}
-}
-
-func TestHashTag(t *testing.T) {
-	seen := map[string]string{}
-	for _, k := range []string{"abc", "", "{", "}", "%", "%7B", "a{b}c", "k"} {
-		tag := hashTag(k)
-		if tag == "" || strings.ContainsAny(tag, "{}") {
-			t.Fatalf("hashTag(%q) = %q", k, tag)
-		}
-		if prev, dup := seen[tag]; dup {
-			t.Fatalf("%q and %q share the tag %q", prev, k, tag)
-		}
-		seen[tag] = k
 	}
 }
