@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/civicgate/civicgate/backend/graph"
 	"github.com/civicgate/civicgate/backend/store"
 )
 
@@ -62,7 +63,7 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 		r := &p.roots[i]
 		switch r.kind {
 		case rootBills:
-			in, err := billsInput(r.field.ArgumentMap(vars)["input"])
+			in, err := graph.DecodeBillsInput(r.field.ArgumentMap(vars)["input"])
 			if err != nil {
 				x.Release()
 				return nil, false
@@ -74,7 +75,7 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 			}
 			x.bills[i] = q
 		case rootMembers:
-			in, err := membersInput(r.field.ArgumentMap(vars)["input"])
+			in, err := graph.DecodeMembersInput(r.field.ArgumentMap(vars)["input"])
 			if err != nil {
 				x.Release()
 				return nil, false
@@ -86,7 +87,7 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 			}
 			x.members[i] = q
 		case rootBudgets:
-			in, err := budgetsInput(r.field.ArgumentMap(vars)["input"])
+			in, err := graph.DecodeFederalBudgetsInput(r.field.ArgumentMap(vars)["input"])
 			if err != nil {
 				x.Release()
 				return nil, false
@@ -98,7 +99,7 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 			}
 			x.pages[i] = q
 		case rootRegulatory:
-			in, err := regulatoryInput(r.field.ArgumentMap(vars)["input"])
+			in, err := graph.DecodeRegulatoryFilingsInput(r.field.ArgumentMap(vars)["input"])
 			if err != nil {
 				x.Release()
 				return nil, false
@@ -110,7 +111,7 @@ func (p *Plan) Prepare(st *store.Store, vars map[string]any) (x *Execution, ok b
 			}
 			x.pages[i] = q
 		case rootLobbying:
-			in, err := lobbyingInput(r.field.ArgumentMap(vars)["input"])
+			in, err := graph.DecodeLobbyingDisclosuresInput(r.field.ArgumentMap(vars)["input"])
 			if err != nil {
 				x.Release()
 				return nil, false
