@@ -48,7 +48,9 @@ INSERT INTO budget_agency_names SELECT DISTINCT dataset, agency_name FROM federa
 
 CREATE OR REPLACE FUNCTION civic_budget_agency_names_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO budget_agency_names SELECT DISTINCT dataset, agency_name FROM new_rows ON CONFLICT DO NOTHING;
+    -- In key order: concurrent writers (the seed's parallel COPY streams, the mirror) then take the vocabulary's
+    -- unique-index locks in one order and cannot deadlock on names both add.
+    INSERT INTO budget_agency_names SELECT DISTINCT dataset, agency_name FROM new_rows ORDER BY 1, 2 ON CONFLICT DO NOTHING;
     RETURN NULL;
 END $$;
 CREATE OR REPLACE FUNCTION civic_budget_agency_names_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -100,8 +102,9 @@ BEGIN
             ON CONFLICT DO NOTHING;
     END IF;
     IF TG_OP <> 'DELETE' THEN
+        -- In key order, so concurrent writers cannot deadlock on names both add (as budget_agency_names).
         INSERT INTO regulatory_agency_names SELECT DISTINCT lower(a) FROM new_rows n, unnest(n.agency_names) a
-            WHERE a IS NOT NULL ON CONFLICT DO NOTHING;
+            WHERE a IS NOT NULL ORDER BY 1 ON CONFLICT DO NOTHING;
     END IF;
     RETURN NULL;
 END $$;

@@ -5,7 +5,9 @@ import (
 	"crypto/sha1" //nolint:gosec // RFC 6455 section 4.2.2 names SHA-1 for Sec-WebSocket-Accept
 	"encoding/base64"
 	"fmt"
+	"net"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -145,6 +147,7 @@ func Terminate(w http.ResponseWriter, r *http.Request, cfg TerminateConfig, reg 
 	}
 	_ = raw.SetWriteDeadline(time.Time{})
 	_ = raw.SetReadDeadline(time.Time{}) // the server's read timeouts are for requests
+	raw = underHijackWrapper(raw)
 	ctx := cfg.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -152,6 +155,30 @@ func Terminate(w http.ResponseWriter, r *http.Request, cfg TerminateConfig, reg 
 	c := newServerConn(ctx, raw, early, cfg, reg)
 	go c.readLoop()
 	return nil
+}
+
+// underHijackWrapper returns the connection inside the wrapper a server's
+// Hijack may return: Caddy's (caddyhttp.hijackedConn) adds every byte read
+// and written to its response recorder without a lock, for the access log
+// that is written when the handler returns — and a terminated socket goes
+// on reading and writing long after that. The 101 response above went
+// through the wrapper, so the access log still counts it. The wrapper is an
+// unexported type whose net.Conn is an embedded (exported) field, so it is
+// read by reflection, once per socket; any other connection is returned as
+// it is.
+func underHijackWrapper(c net.Conn) net.Conn {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return c
+	}
+	f := v.Elem().FieldByName("Conn")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[net.Conn]() || f.IsNil() {
+		return c
+	}
+	if inner, ok := f.Interface().(net.Conn); ok {
+		return inner
+	}
+	return c
 }
 
 // Sockets is the set of a handler's terminated sockets, closed 1001 when
