@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,7 @@ type Target struct {
 	standalone   *redis.Options
 	cluster      *redis.ClusterOptions
 	failover     *redis.FailoverOptions
+	lastDial     atomic.Pointer[dialFailure] // dialrecord.go
 }
 
 // Mode is standalone, cluster or sentinel.
@@ -132,6 +134,9 @@ func (t *Target) Open(tune Tuning) redis.UniversalClient {
 		seti(&o.DialerRetries, tune.DialerRetries)
 		seti(&o.PoolSize, tune.PoolSize)
 		o.ContextTimeoutEnabled = o.ContextTimeoutEnabled || tune.ContextTimeoutEnabled
+		if o.Dialer == nil {
+			o.Dialer = t.dialer(dialTimeout(o.DialTimeout), o.TLSConfig)
+		}
 		// go-redis refreshes its slot map only every 60 s by default, and a
 		// refused connection to a killed master does not trigger a refresh
 		// within a decision's deadline: a gateway would decide alone for up
@@ -152,6 +157,9 @@ func (t *Target) Open(tune Tuning) redis.UniversalClient {
 		seti(&o.DialerRetries, tune.DialerRetries)
 		seti(&o.PoolSize, tune.PoolSize)
 		o.ContextTimeoutEnabled = o.ContextTimeoutEnabled || tune.ContextTimeoutEnabled
+		if o.Dialer == nil {
+			o.Dialer = t.dialer(dialTimeout(o.DialTimeout), o.TLSConfig)
+		}
 		return redis.NewFailoverClient(&o)
 	default:
 		o := *t.standalone
@@ -162,6 +170,17 @@ func (t *Target) Open(tune Tuning) redis.UniversalClient {
 		seti(&o.DialerRetries, tune.DialerRetries)
 		seti(&o.PoolSize, tune.PoolSize)
 		o.ContextTimeoutEnabled = o.ContextTimeoutEnabled || tune.ContextTimeoutEnabled
+		if o.Dialer == nil {
+			o.Dialer = t.dialer(dialTimeout(o.DialTimeout), o.TLSConfig)
+		}
 		return redis.NewClient(&o)
 	}
+}
+
+// dialTimeout is go-redis' default when none is set.
+func dialTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return 5 * time.Second
+	}
+	return d
 }

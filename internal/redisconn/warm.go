@@ -92,7 +92,7 @@ func loadScripts(ctx context.Context, c redis.Scripter, scripts []*redis.Script)
 // on_store_error mode handles an outage, and go-redis keeps trying on use.
 func (r *Reporter) Warm(ctx context.Context, c redis.UniversalClient, t *Target, scripts ...*redis.Script) error {
 	start := r.now()
-	err := Warm(ctx, c, scripts...)
+	err := t.Warm(ctx, c, scripts...)
 	if err != nil {
 		cause := Cause(err)
 		r.counters[cause].Inc()

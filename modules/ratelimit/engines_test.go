@@ -31,7 +31,7 @@ func engineLimiter(t testing.TB, url, prefix string, share float64, calls *atomi
 	if calls != nil {
 		countCalls(client, calls)
 	}
-	if err := redisconn.Warm(context.Background(), client, windowScript); err != nil {
+	if err := tg.Warm(context.Background(), client, windowScript); err != nil {
 		t.Fatal(err)
 	}
 	if calls != nil {

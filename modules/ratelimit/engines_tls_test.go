@@ -34,7 +34,7 @@ func TestSharedQuotaOnTLSCluster(t *testing.T) {
 	client := tg.Open(redisconn.Tuning{DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer client.Close()
-	if err := redisconn.Warm(context.Background(), client, windowScript); redisconn.Cause(err) != redisconn.CauseTLS {
+	if err := tg.Warm(context.Background(), client, windowScript); redisconn.Cause(err) != redisconn.CauseTLS {
 		t.Errorf("another CA: warm-up cause %s (%v), want tls", redisconn.Cause(err), err)
 	}
 }

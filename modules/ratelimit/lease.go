@@ -56,8 +56,9 @@ type leaseEntry struct {
 	settleLater [maxOpenLeases]settlement
 	nLater      int
 	n           int
-	remaining   [maxRates]int64 // Redis' remaining per policy after the last lease
+	remaining   [maxRates]int64 // Redis' remaining per policy in its latest answer
 	resetAt     [maxRates]int64
+	seq         int64 // that answer's sequence number (redis.go windowScript)
 }
 
 // settlement is what an instance reports about one of its leases when it
@@ -228,17 +229,18 @@ func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64,
 	}
 	// Redis' remaining already excludes every lease it granted. With leases
 	// of this instance renewed concurrently, their answers arrive in any
-	// order and the later script saw less left: keep the smaller, or units
-	// of one lease would be counted twice (r once read 101 of 100).
-	open := e.unspent(sent) > 0
-	e.n = d.n
-	for i := 0; i < d.n; i++ {
-		if !open {
+	// order: keep the answer Redis computed last (the higher seq; an equal
+	// seq is the same state). Neither the smaller (a renewal that settled
+	// other leases sees more left than one before it: r read 92 of 199) nor
+	// the last to arrive (a stale answer read 279 of 199) is right. A seq
+	// that went back (the key expired in Redis, or a failover to a replica
+	// that had not seen the last grants) is ignored until the entry goes,
+	// at most a window later.
+	if d.seq >= e.seq {
+		e.seq, e.n = d.seq, d.n
+		for i := 0; i < d.n; i++ {
 			e.remaining[i], e.resetAt[i] = d.remaining[i], sent+d.resetAfter[i]
-			continue
 		}
-		e.remaining[i] = min(e.remaining[i], d.remaining[i])
-		e.resetAt[i] = max(e.resetAt[i], sent+d.resetAfter[i])
 	}
 	if refused {
 		e.blockedUntil, e.blockedNeed = sent+d.retryAfter, need

@@ -15,15 +15,19 @@ import (
 //
 //	b<bucket>   "<stamp>:<count>"           units admitted in that bucket
 //	l<lease id> "<granted at>:<stamp>:<n>"  an open lease, stamped at its end
+//	s           the grants' sequence number (KEYS[1] only)
 //
 // All KEYS share one hash tag (one Cluster slot). ARGV: now (0 = TIME, else a
 // test clock), need, want, lease ttl µs (0 = no lease: record as admitted
 // now), the new lease id, the number s of leases to settle, then for each
 // its id, unspent units and µs from its grant to its last spend, then quota
-// and window µs per policy. Returns {granted, retry µs (-1 never), now, then
-// remaining and reset µs per policy}; the reset counts open leases at their
-// grant (what a client is shown: at most the window), while the retry counts
-// them at their end (the decision). A refusal records nothing.
+// and window µs per policy. Returns {granted, retry µs (-1 never), now, seq,
+// then remaining and reset µs per policy}; the reset counts open leases at
+// their grant (what a client is shown: at most the window), while the retry
+// counts them at their end (the decision). seq orders the answers of
+// concurrent calls for one key (a grant increments it, a refusal reads it):
+// the one with the higher seq saw the later state (lease.go record). A
+// refusal records nothing.
 var windowScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -70,14 +74,19 @@ for i = 1, k do
   local sum, last, shown, list = 0, 0, 0, {}
   for j = 1, #all, 2 do
     local s, c, g
-    if string.sub(all[j], 1, 1) == 'l' then
+    local kind = string.sub(all[j], 1, 1)
+    if kind == 's' then
+      -- the sequence number: not an entry
+    elseif kind == 'l' then
       g, s, c = string.match(all[j + 1], '^(%d+):(%d+):(%d+)$')
       g = tonumber(g)
     else
       s, c = string.match(all[j + 1], '^(%d+):(%d+)$')
     end
     s, c = tonumber(s), tonumber(c)
-    if s + w[i] <= now then
+    if kind == 's' then
+      -- skipped
+    elseif s + w[i] <= now then
       redis.call('HDEL', key, all[j])
     else
       sum = sum + c
@@ -96,8 +105,9 @@ for i = 1, k do
   local a = math.max(0, q[i] - sums[i])
   if avail < 0 or a < avail then avail = a end
 end
-local out = {0, 0, now}
+local out = {0, 0, now, 0}
 if avail < need then
+  out[4] = tonumber(redis.call('HGET', KEYS[1], 's') or '0')
   local retry = 0
   for i = 1, k do
     local wt = 0
@@ -121,6 +131,9 @@ if avail < need then
 end
 local n = math.min(math.max(want, need), avail)
 out[1] = n
+-- HGET and HSET, not HINCRBY: the ACL docs/redis.md gives stays as it was
+out[4] = tonumber(redis.call('HGET', KEYS[1], 's') or '0') + 1
+redis.call('HSET', KEYS[1], 's', out[4])
 for i = 1, k do
   local stamp = now
   if ttl > 0 then
@@ -162,12 +175,12 @@ func redisTake(ctx context.Context, s redis.Scripter, c storeCall) (decision, in
 	if err != nil {
 		return decision{}, 0, fmt.Errorf("ratelimit: redis window: %w", err)
 	}
-	if len(v) != 3+2*len(c.set.rates) {
+	if len(v) != 4+2*len(c.set.rates) {
 		return decision{}, 0, fmt.Errorf("ratelimit: redis window: %d values", len(v))
 	}
-	d := decision{granted: v[0], retryAfter: v[1], n: len(c.set.rates)}
+	d := decision{granted: v[0], retryAfter: v[1], seq: v[3], n: len(c.set.rates)}
 	for i := range c.set.rates {
-		d.remaining[i], d.resetAfter[i] = v[3+2*i], v[4+2*i]
+		d.remaining[i], d.resetAfter[i] = v[4+2*i], v[5+2*i]
 	}
 	return d, v[2], nil
 }

@@ -107,6 +107,9 @@ type decision struct {
 	at int64
 	// fallback: decided by the on_store_error local mode, Redis unusable.
 	fallback bool
+	// seq: Redis' sequence number of the key's grants when it decided
+	// (redis.go windowScript); 0 for a decision not made by Redis.
+	seq int64
 }
 
 // decideLogs decides need units (granting up to want when all fit) for the

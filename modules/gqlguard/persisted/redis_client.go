@@ -111,7 +111,7 @@ func RedisClientFor(conn redisconn.Config, opts ...RedisOption) (redis.Universal
 		if cfg.reporter != nil {
 			_ = cfg.reporter.Warm(context.Background(), p.client, target)
 		} else {
-			_ = redisconn.Warm(context.Background(), p.client)
+			_ = target.Warm(context.Background(), p.client)
 		}
 		return p, nil
 	})
