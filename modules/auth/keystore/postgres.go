@@ -152,6 +152,14 @@ var migrations = []string{
 	// many civic_mcp made for tool calls.
 	`ALTER TABLE civicgate.usage_minute ADD COLUMN mcp_calls bigint NOT NULL DEFAULT 0;
 	ALTER TABLE civicgate.usage_hour ADD COLUMN mcp_calls bigint NOT NULL DEFAULT 0;`,
+	// 7: the usage flushes applied (modules/ratelimit/usage WriteBatch): a
+	// flush whose commit landed but whose acknowledgement was lost is retried
+	// under the same id and applied once. Pruned with the minute rows.
+	`CREATE TABLE civicgate.usage_flushes (
+		id         text PRIMARY KEY CHECK (octet_length(id) BETWEEN 1 AND 64),
+		applied_at timestamptz NOT NULL DEFAULT now()
+	);
+	CREATE INDEX usage_flushes_applied ON civicgate.usage_flushes USING brin (applied_at);`,
 }
 
 // Migrate creates or upgrades the key schema; it is idempotent and safe to run

@@ -17,18 +17,22 @@ const DefaultFlushInterval = 5 * time.Second
 // PruneEvery is how often a running Flusher prunes old rows (Prune).
 const PruneEvery = time.Hour
 
-// Flusher moves a Meter's counts to PostgreSQL every interval. A failed write
-// puts the counts back into the Meter (Restore), to be written with the next
-// interval's, and is logged once per outage; the Meter's bound caps what an
-// outage can hold.
+// Flusher moves a Meter's counts to PostgreSQL every interval, as batches
+// (WriteBatch). A failed write keeps its batch, rows and id, and retries it
+// before anything newer, so a batch whose commit landed unheard counts once;
+// it is logged once per outage. The Meter's bound caps what an outage adds
+// to the one batch held.
 type Flusher struct {
 	meter    *Meter
 	pool     *pgxpool.Pool
 	interval time.Duration
 	timeout  time.Duration // for one flush of the running loop
 	logger   *zap.Logger
+	// write is WriteBatch; a test makes it lose an acknowledgement.
+	write func(ctx context.Context, pool *pgxpool.Pool, id string, rows []Row) (bool, error)
 
 	mu          sync.Mutex // one flush at a time; guards the fields below
+	pending     *batch     // a batch not known to be written
 	failing     bool
 	failedSince time.Time
 	failures    int
@@ -50,7 +54,7 @@ func NewFlusher(m *Meter, pool *pgxpool.Pool, interval time.Duration, logger *za
 		logger = zap.NewNop()
 	}
 	return &Flusher{
-		meter: m, pool: pool, interval: interval, logger: logger,
+		meter: m, pool: pool, interval: interval, logger: logger, write: WriteBatch,
 		timeout: max(2*interval, 5*time.Second),
 		stop:    make(chan struct{}), done: make(chan struct{}), started: make(chan struct{}),
 	}
@@ -86,8 +90,8 @@ func (f *Flusher) loop(ctx context.Context) {
 	}
 }
 
-// Stop ends the loop (cancelling a flush in flight, whose counts go back to
-// the Meter) and flushes what the Meter holds, within ctx. Counts added after
+// Stop ends the loop (cancelling a flush in flight, whose batch is kept) and
+// flushes the kept batch and what the Meter holds, within ctx. Counts added after
 // Stop stay in the Meter. Calls after the first only flush again.
 func (f *Flusher) Stop(ctx context.Context) error {
 	f.stopOnce.Do(func() {
@@ -105,34 +109,47 @@ func (f *Flusher) Stop(ctx context.Context) error {
 	return f.FlushNow(ctx)
 }
 
-// FlushNow drains the Meter and writes the rows; on failure it restores them
-// into the Meter and returns the error. The first failure of an outage is
-// logged (warn), and so is the recovery (info).
+// batch is rows written, or retried, under one id.
+type batch struct {
+	id   string
+	rows []Row
+}
+
+// FlushNow writes the batch a failed flush kept, if any, then what the Meter
+// holds, as a new batch; on failure the batch is kept for the next flush and
+// the error returned. The first failure of an outage is logged (warn), and so
+// is the recovery (info).
 func (f *Flusher) FlushNow(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rows := f.meter.Drain()
-	if len(rows) == 0 {
-		return nil
-	}
-	err := Write(ctx, f.pool, rows)
-	if err != nil {
-		f.meter.Restore(rows)
-		f.failures++
-		if !f.failing {
-			f.failing, f.failedSince = true, time.Now()
-			f.logger.Warn("usage: flush to PostgreSQL failed; counts kept in memory and retried every interval",
-				zap.String("error", describe(err)), zap.Int("rows", len(rows)),
-				zap.Duration("interval", f.interval), zap.Int64("dropped_total", f.meter.Dropped()))
+	// two rounds: the batch an outage kept, then the counts added meanwhile
+	for range 2 {
+		if f.pending == nil {
+			rows := f.meter.Drain()
+			if len(rows) == 0 {
+				return nil
+			}
+			f.pending = &batch{id: NewBatchID(), rows: rows}
 		}
-		return err
-	}
-	if f.failing {
-		f.logger.Info("usage: flush to PostgreSQL recovered",
-			zap.Duration("outage", time.Since(f.failedSince).Round(time.Millisecond)),
-			zap.Int("failed_flushes", f.failures), zap.Int("rows", len(rows)),
-			zap.Int64("dropped_total", f.meter.Dropped()))
-		f.failing, f.failures = false, 0
+		if _, err := f.write(ctx, f.pool, f.pending.id, f.pending.rows); err != nil {
+			f.failures++
+			if !f.failing {
+				f.failing, f.failedSince = true, time.Now()
+				f.logger.Warn("usage: flush to PostgreSQL failed; counts kept in memory and retried every interval",
+					zap.String("error", describe(err)), zap.Int("rows", len(f.pending.rows)),
+					zap.Duration("interval", f.interval), zap.Int64("dropped_total", f.meter.Dropped()))
+			}
+			return err
+		}
+		rows := len(f.pending.rows)
+		f.pending = nil
+		if f.failing {
+			f.logger.Info("usage: flush to PostgreSQL recovered",
+				zap.Duration("outage", time.Since(f.failedSince).Round(time.Millisecond)),
+				zap.Int("failed_flushes", f.failures), zap.Int("rows", rows),
+				zap.Int64("dropped_total", f.meter.Dropped()))
+			f.failing, f.failures = false, 0
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -106,6 +107,41 @@ func TestFlusherKeepsCountsThroughAnOutage(t *testing.T) {
 	}
 }
 
+// TestFlusherLostAcknowledgementCountsOnce: a flush whose commit landed but
+// whose answer was lost (the connection dropped after COMMIT reached the
+// server) fails, and the next flush writes the same batch under the same id:
+// counted once, with the counts added meanwhile written too.
+func TestFlusherLostAcknowledgementCountsOnce(t *testing.T) {
+	pool := newPool(t, migratedDB(t))
+	logger, logs := observed()
+	m := NewMeter(0)
+	f := NewFlusher(m, pool, time.Hour, logger)
+	lose := true
+	f.write = func(ctx context.Context, pool *pgxpool.Pool, id string, rows []Row) (bool, error) {
+		applied, err := WriteBatch(ctx, pool, id, rows)
+		if err == nil && lose {
+			lose = false
+			return false, errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+		}
+		return applied, err
+	}
+	ctx := context.Background()
+	m.Add("k", "o", time.Now(), Delta{Admitted: 3})
+	if err := f.FlushNow(ctx); err == nil {
+		t.Fatal("the flush whose answer was lost succeeded")
+	}
+	m.Add("k", "o", time.Now(), Delta{Admitted: 10})
+	if err := f.FlushNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := minuteSum(t, ctx, pool).Admitted; got != 13 {
+		t.Fatalf("admitted %d after a lost acknowledgement, want 13", got)
+	}
+	if logs.FilterMessageSnippet("flush to PostgreSQL failed").Len() != 1 || logs.FilterMessageSnippet("recovered").Len() != 1 {
+		t.Fatalf("logs %v", logs.All())
+	}
+}
+
 // TestFlusherLoopRecovers: the running loop, not FlushNow by hand, carries
 // counts over an outage.
 func TestFlusherLoopRecovers(t *testing.T) {
@@ -124,7 +160,12 @@ func TestFlusherLoopRecovers(t *testing.T) {
 	testenv.EventuallyTrue(t, 20*time.Second, "a failed flush", func() bool { return logs.FilterMessageSnippet("flush to PostgreSQL failed").Len() > 0 })
 	m.Add("k", "o", time.Now(), Delta{Admitted: 100})
 	proxy.Restore()
-	testenv.EventuallyTrue(t, 20*time.Second, "the counts of the outage", func() bool { return minuteSum(t, ctx, pool).Admitted == 111 })
+	testenv.Eventually(t, 20*time.Second, "the counts of the outage", func() error {
+		if got := minuteSum(t, ctx, pool).Admitted; got != 111 {
+			return fmt.Errorf("admitted %d, want 111", got)
+		}
+		return nil
+	})
 	if err := f.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

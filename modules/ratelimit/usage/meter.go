@@ -188,18 +188,7 @@ func (m *Meter) Drain() []Row {
 	return rows
 }
 
-// Restore merges rows (from Drain, after a failed write) back into the
-// Meter, each into the minute of its Start. A row that would need a new cell
-// beyond the bound is dropped and counted in Dropped, so an outage cannot grow
-// the Meter without bound.
-func (m *Meter) Restore(rows []Row) {
-	for _, r := range rows {
-		m.add(r.KeyID, r.OrgID, nil, minuteOf(r.Start), r.Delta)
-	}
-}
-
-// Dropped is how many Adds (and restored rows) found the Meter full since it
-// was made.
+// Dropped is how many Adds found the Meter full since it was made.
 func (m *Meter) Dropped() int64 { return m.dropped.Load() }
 
 // Cells is how many (key, minute) cells the Meter holds now.

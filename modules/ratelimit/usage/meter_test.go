@@ -93,22 +93,16 @@ func TestMeterMinuteIsUTCTruncated(t *testing.T) {
 	}
 }
 
-func TestMeterDrainRestoreRoundTrip(t *testing.T) {
+func TestMeterDrainKeepsCellsApart(t *testing.T) {
 	m := NewMeter(0)
 	m.Add("k1", "o1", t0, Delta{Admitted: 3, Cost: 30})
 	m.Add("k1", "o1", t0.Add(time.Minute), Delta{Refused: 1})
 	m.Add("k2", "o2", t0, Delta{ServerErrors: 2, Admitted: 2})
-	first := m.Drain()
+	m.Add("k1", "o1", t0, Delta{Admitted: 1, Cost: 10})
+	got := byCell(t, m.Drain())
 	if len(m.Drain()) != 0 || m.Cells() != 0 {
 		t.Fatal("a second drain returned rows")
 	}
-	// A failed write: the rows go back while new counts arrive.
-	m.Add("k1", "o1", t0, Delta{Admitted: 1, Cost: 10})
-	m.Restore(first)
-	if m.Cells() != 3 {
-		t.Fatalf("%d cells after restore, want 3", m.Cells())
-	}
-	got := byCell(t, m.Drain())
 	want := map[string]Delta{
 		"k1 2026-03-10T12:00": {Admitted: 4, Cost: 40},
 		"k1 2026-03-10T12:01": {Refused: 1},
@@ -123,7 +117,7 @@ func TestMeterDrainRestoreRoundTrip(t *testing.T) {
 		}
 	}
 	if got["k2 2026-03-10T12:00"].OrgID != "o2" {
-		t.Fatalf("org lost in the round trip: %+v", got)
+		t.Fatalf("org lost in the drain: %+v", got)
 	}
 }
 
@@ -141,11 +135,10 @@ func TestMeterBoundAndDropped(t *testing.T) {
 	if s := Sum(rows); s.Admitted != 4 || len(rows) != 3 {
 		t.Fatalf("drained %d rows summing %+v", len(rows), s)
 	}
-	// Room again after the drain; a restore beyond the bound drops rows too.
+	// Room again after the drain.
 	m.Add("new", "o", t0, Delta{Admitted: 1})
-	m.Restore(rows)
-	if m.Cells() != 3 || m.Dropped() != 4 {
-		t.Fatalf("after restore: cells %d dropped %d, want 3 and 4", m.Cells(), m.Dropped())
+	if m.Cells() != 1 || m.Dropped() != 3 {
+		t.Fatalf("after the drain: cells %d dropped %d, want 1 and 3", m.Cells(), m.Dropped())
 	}
 }
 

@@ -3,6 +3,8 @@ package usage
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -46,18 +48,42 @@ const (
 	hourTable   = "civicgate.usage_hour"
 )
 
-// Write adds rows to civicgate.usage_minute (each row's minute) and to
-// civicgate.usage_hour (its hour) in one transaction: either both tables get
-// all the rows or neither gets any. Counts add to what is there, so several
-// gateways may write the same (key, minute). Rows of the same key and bucket
-// are summed first.
+// Write writes rows as a batch of its own (WriteBatch with a fresh id).
 func Write(ctx context.Context, pool *pgxpool.Pool, rows []Row) error {
+	_, err := WriteBatch(ctx, pool, NewBatchID(), rows)
+	return err
+}
+
+// NewBatchID is a random batch id for WriteBatch.
+func NewBatchID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// WriteBatch adds rows to civicgate.usage_minute (each row's minute) and to
+// civicgate.usage_hour (its hour) in one transaction that also records id in
+// civicgate.usage_flushes: either both tables get all the rows or neither
+// gets any, and a batch id already recorded adds nothing (applied false).
+// So a writer that did not hear whether its commit landed retries the same
+// rows under the same id and they count once. Counts add to what is there,
+// so several gateways may write the same (key, minute). Rows of the same key
+// and bucket are summed first.
+func WriteBatch(ctx context.Context, pool *pgxpool.Pool, id string, rows []Row) (applied bool, err error) {
 	if len(rows) == 0 {
-		return nil
+		return false, nil
 	}
 	minutes := rollup(rows, time.Minute)
 	hours := rollup(rows, time.Hour)
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO civicgate.usage_flushes (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, id)
+		if err != nil {
+			return fmt.Errorf("record the batch: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // applied before: its acknowledgement was lost
+		}
+		applied = true
 		for _, b := range []struct {
 			table string
 			rows  []Row
@@ -71,9 +97,9 @@ func Write(ctx context.Context, pool *pgxpool.Pool, rows []Row) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("usage: write %d rows: %w", len(rows), schemaErr(err))
+		return false, fmt.Errorf("usage: write %d rows: %w", len(rows), schemaErr(err))
 	}
-	return nil
+	return applied, nil
 }
 
 func upsert(ctx context.Context, tx pgx.Tx, table string, rows []Row) error {
@@ -115,8 +141,9 @@ func rollup(rows []Row, unit time.Duration) []Row {
 	return out
 }
 
-// Prune deletes minute rows that started more than MinuteRetention before now
-// and hour rows that started more than HourRetention before now.
+// Prune deletes minute rows that started more than MinuteRetention before now,
+// hour rows that started more than HourRetention before now, and the ids of
+// batches applied more than MinuteRetention before now.
 func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_minute WHERE start < $1`, now.Add(-MinuteRetention)); err != nil {
@@ -124,6 +151,10 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_hour WHERE start < $1`, now.Add(-HourRetention)); err != nil {
 			return fmt.Errorf("hour rows: %w", err)
+		}
+		// a batch is retried only while its gateway runs: kept as long as minutes
+		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_flushes WHERE applied_at < $1`, now.Add(-MinuteRetention)); err != nil {
+			return fmt.Errorf("flush ids: %w", err)
 		}
 		return nil
 	})

@@ -155,3 +155,50 @@ func TestPruneRemovesExactlyOldRows(t *testing.T) {
 		t.Fatalf("%d minute rows and %d hour rows left, want 3 and 6", len(minutes), len(hours))
 	}
 }
+
+// TestWriteBatchAppliesAnIDOnce: a batch written again under its id (its
+// first commit landed, the acknowledgement did not) adds nothing; another id
+// adds; Prune forgets ids applied more than MinuteRetention ago.
+func TestWriteBatchAppliesAnIDOnce(t *testing.T) {
+	pool := newPool(t, migratedDB(t))
+	ctx := context.Background()
+	rows := []Row{{KeyID: "k", OrgID: "o", Start: t0, Delta: Delta{Admitted: 2, Cost: 5}}}
+	id := NewBatchID()
+	for i, wantApplied := range []bool{true, false} {
+		applied, err := WriteBatch(ctx, pool, id, rows)
+		if err != nil || applied != wantApplied {
+			t.Fatalf("write %d of batch %s: applied %v (%v), want %v", i+1, id, applied, err, wantApplied)
+		}
+	}
+	if got := minuteSum(t, ctx, pool); got != (Delta{Admitted: 2, Cost: 5}) {
+		t.Fatalf("a batch written twice under one id: tables hold %+v", got)
+	}
+	if applied, err := WriteBatch(ctx, pool, NewBatchID(), rows); err != nil || !applied {
+		t.Fatalf("another batch: applied %v (%v)", applied, err)
+	}
+	if got := minuteSum(t, ctx, pool).Admitted; got != 4 {
+		t.Fatalf("after another batch: admitted %d, want 4", got)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE civicgate.usage_flushes SET applied_at = now() - $1::interval WHERE id = $2`,
+		(MinuteRetention + time.Minute).String(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prune(ctx, pool, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rowsLeft, err := pool.Query(ctx, `SELECT id FROM civicgate.usage_flushes`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rowsLeft.Next() {
+		var s string
+		if err := rowsLeft.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, s)
+	}
+	if len(left) != 1 || left[0] == id {
+		t.Fatalf("after the prune the ids %v are left, want only the recent one", left)
+	}
+}
