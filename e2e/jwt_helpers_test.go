@@ -81,6 +81,9 @@ func jwtGatewayEdits(issuer, audience string, extra string) [][2]string {
 		"\t\t\ttier_claim plan\n" +
 		"\t\t\torg_claim org_id\n" +
 		"\t\t\tdefault_tier free\n" +
+		// the gateway fetches discovery and the key set as it starts; a
+		// loaded machine has seen Hydra take over the default 10 s
+		"\t\t\tfetch_timeout 50s\n" +
 		extra +
 		"\t\t}\n"
 	const siteAnchor = "\ttls internal\n\tlog\n\timport routes.caddy\n"

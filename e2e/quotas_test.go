@@ -258,8 +258,9 @@ func minTime(a, b time.Time) time.Time {
 // refuses with a Retry-After of about a day.
 //
 // The fourth request can only be judged when the four were decided within
-// 2 s (from the first's send to the fourth's response); on a machine too
-// slow for that the attempt is repeated with a fresh key.
+// 2 s (from the first's send to the fourth's response), and every decision
+// only when Redis made it; on a machine too slow for either the attempt is
+// repeated with a fresh key.
 func TestQuotaMinuteAndDayPolicies(t *testing.T) {
 	t.Parallel()
 	s := stack.New(t, &bins)
@@ -300,12 +301,27 @@ func TestQuotaMinuteAndDayPolicies(t *testing.T) {
 				t.Fatalf("RateLimit %q names no policy of the tier", x.header.Get("RateLimit"))
 			}
 		}
+		errorsBefore := storeErrors(t, []*stack.Stack{s})
+		// disturbed: a Redis call failed during the attempt (a loaded
+		// machine passes the 50 ms decision deadline), so some decision was
+		// the on_store_error local mode's, not the shared quota's: the
+		// attempt measured nothing and is repeated with a fresh key.
+		disturbed := func(phase string) bool {
+			if n := storeErrors(t, []*stack.Stack{s}) - errorsBefore; n > 0 {
+				t.Logf("attempt %d: %d Redis calls failed %s; repeating with a fresh key", attempt, n, phase)
+				return true
+			}
+			return false
+		}
 		var first [4]exchange
 		for i := range first {
 			first[i] = get()
 		}
 		if first[3].received.Sub(first[0].sent) >= 2*time.Second {
 			t.Logf("attempt %d: four requests took %s, longer than the 2 s window; repeating", attempt, first[3].received.Sub(first[0].sent))
+			continue
+		}
+		if disturbed("in the first four requests") {
 			continue
 		}
 		for _, x := range first[:3] {
@@ -315,21 +331,32 @@ func TestQuotaMinuteAndDayPolicies(t *testing.T) {
 			t.Fatalf("refused by the 2 s policy with Retry-After %d", n)
 		}
 		// Poll until each of two more requests is admitted; meanwhile
-		// every refusal is the 2 s policy's (the day has room).
+		// every refusal is the 2 s policy's (the day has room). Judged once
+		// the polls are known to have been decided by Redis.
+		var polled []exchange
 		for range 2 {
 			stack.WaitFor(t, 10*time.Second, "the 2 s policy to free a request", func() error {
 				x := get()
+				polled = append(polled, x)
 				if x.status == http.StatusTooManyRequests {
-					if n := refusal(t, x, "twowin-2s"); n > 2 {
-						t.Fatalf("refused by the 2 s policy with Retry-After %d", n)
-					}
 					return errRefused
 				}
-				checkAdmitted(x)
 				return nil
 			})
 		}
 		last := get()
+		if disturbed("while polling") {
+			continue
+		}
+		for _, x := range polled {
+			if x.status == http.StatusTooManyRequests {
+				if n := refusal(t, x, "twowin-2s"); n > 2 {
+					t.Fatalf("refused by the 2 s policy with Retry-After %d", n)
+				}
+				continue
+			}
+			checkAdmitted(x)
+		}
 		n := refusal(t, last, "twowin-day")
 		// The day's oldest unit was decided after the test's first request
 		// was sent: it leaves no earlier than a day after that.
@@ -338,7 +365,7 @@ func TestQuotaMinuteAndDayPolicies(t *testing.T) {
 		}
 		return
 	}
-	t.Fatal("no attempt sent four requests within the 2 s window")
+	t.Fatal("no attempt sent four requests within the 2 s window with every decision made by Redis")
 }
 
 // errRefused: a poll got 429 and tries again.

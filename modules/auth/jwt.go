@@ -35,6 +35,9 @@ type JWTConfig struct {
 	JWKSCacheMax  caddy.Duration `json:"jwks_cache_max,omitempty"`
 	CacheSize     int            `json:"cache_size,omitempty"`
 	MaxConcurrent int            `json:"max_concurrent,omitempty"`
+	// FetchTimeout bounds one request of discovery or the key set (0: the
+	// default, 10 s).
+	FetchTimeout caddy.Duration `json:"fetch_timeout,omitempty"`
 	// ResourceMetadata is the URL of this API's OAuth 2.0 Protected
 	// Resource Metadata (RFC 9728), named in every 401's challenge; default:
 	// the audience's origin + /.well-known/oauth-protected-resource + the
@@ -85,6 +88,7 @@ func (c *JWTConfig) caddyfileBlock() caddyopt.Block {
 		"jwks_cache_max":    caddyopt.PositiveDuration(&c.JWKSCacheMax),
 		"cache_size":        caddyopt.Positive(&c.CacheSize),
 		"max_concurrent":    caddyopt.Positive(&c.MaxConcurrent),
+		"fetch_timeout":     caddyopt.PositiveDuration(&c.FetchTimeout),
 		"resource_metadata": caddyopt.String(&c.ResourceMetadata),
 	}
 }
@@ -97,7 +101,7 @@ func (c *JWTConfig) verifierConfig(repl *caddy.Replacer, tiers []string, logger 
 		TierClaim: c.TierClaim, DefaultTier: c.DefaultTier, Tiers: tiers,
 		OrgClaim: c.OrgClaim, SubjectClaim: c.SubjectClaim,
 		MaxTokenSize: int(c.MaxTokenSize), JWKSCacheMin: time.Duration(c.JWKSCacheMin), JWKSCacheMax: time.Duration(c.JWKSCacheMax),
-		CacheSize: c.CacheSize, MaxConcurrent: c.MaxConcurrent,
+		CacheSize: c.CacheSize, MaxConcurrent: c.MaxConcurrent, FetchTimeout: time.Duration(c.FetchTimeout),
 		Logger: logger,
 	}
 	// a key set cached for less than the default refresh interval may be

@@ -72,7 +72,7 @@ func TestTokenCaddyfileErrors(t *testing.T) {
 		"jwks_cache_min zero":  {jwtBlock("jwks_cache_min 0s"), `jwks_cache_min: want a duration above zero, got "0s"`},
 		"cache_size zero":      {jwtBlock("cache_size 0"), `cache_size: want a positive integer, got "0"`},
 	})
-	adapttest.Adapts(t, jwtBlock("scope_tier api:read free\nrequire_scope changes changes:read\nleeway 0s\nmax_token_size 16384"))
+	adapttest.Adapts(t, jwtBlock("scope_tier api:read free\nrequire_scope changes changes:read\nleeway 0s\nmax_token_size 16384\nfetch_timeout 1m"))
 }
 
 // TestTokenProvisionErrors: a jwt block the adapter accepts but the verifier
