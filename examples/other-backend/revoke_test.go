@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,4 +149,87 @@ func (g *gateway) revokedAt(t *testing.T, org, id string) time.Time {
 	}
 	t.Fatalf("keys list has no key %s:\n%s", id, out)
 	return time.Time{}
+}
+
+// TestRevokedSubscriberLeavesTheGroup: two keys of the partner tier subscribe
+// to loanEvents alike and share one upstream subscription (the Caddyfile's
+// `dedup families`). Revoking one closes its socket with 4403; the other
+// keeps receiving every event over the same upstream subscription, until it
+// leaves and the group is completed upstream.
+func TestRevokedSubscriberLeavesTheGroup(t *testing.T) {
+	g := newGateway(t, keysInPostgres)
+	archive, archiveID := g.issue("county-archive", "partner")
+	school, _ := g.issue("city-school", "partner")
+	g.start()
+	ctx := context.Background()
+	c := libraryclient.NewHTTP(g.URL, school)
+
+	revoked, err := libraryclient.SubscribeLoanEvents(g.WSURL, archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer revoked.Close()
+	g.awaitSubscribed(t, revoked, 1)
+	kept, err := libraryclient.SubscribeLoanEvents(g.WSURL, school)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
+	// The second subscriber adds no upstream subscription: the gateway's
+	// gauge shows when it joined the group.
+	stack.WaitFor(t, 30*time.Second, "two subscriptions at the gateway", func() error {
+		n, err := g.s.GatewayMetric(ctx, "civicgate_graphql_guard_subscriptions_active")
+		if err == nil && n != 2 {
+			err = fmt.Errorf("the gateway holds %v", n)
+		}
+		return err
+	})
+	loan, err := c.Borrow(ctx, "b2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []*libraryclient.Subscription{revoked, kept} {
+		awaitEvent(t, sub, "BORROWED", loan.ID)
+	}
+	if n := g.Events.Subscribers(); n != 1 {
+		t.Fatalf("the engine holds %d subscriptions for two identical ones, want 1", n)
+	}
+
+	g.s.Run(bins.Civicgate, "keys", "revoke", archiveID)
+	select {
+	case err := <-revoked.Done:
+		if code := revoked.CloseCode(err); code != 4403 {
+			t.Fatalf("the revoked key's socket ended with %v (close code %d), want 4403", err, code)
+		}
+	case <-time.After(revokeCeiling):
+		t.Fatalf("the revoked key's socket still open %s after the revoke", revokeCeiling)
+	}
+	if n := g.Events.Subscribers(); n != 1 {
+		t.Fatalf("after one member's revocation the engine holds %d subscriptions, want the group's 1", n)
+	}
+	if _, err := c.Return(ctx, loan.ID); err != nil {
+		t.Fatal(err)
+	}
+	awaitEvent(t, kept, "RETURNED", loan.ID)
+	if err := kept.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g.awaitSubscribers(t, 0)
+}
+
+// awaitEvent waits for sub's next event and checks it is kind for loanID.
+func awaitEvent(t *testing.T, sub *libraryclient.Subscription, kind, loanID string) {
+	t.Helper()
+	select {
+	case ev := <-sub.Events:
+		if ev.Kind != kind || ev.Loan.ID != loanID {
+			t.Fatalf("event %+v, want %s of %s", ev, kind, loanID)
+		}
+	case err := <-sub.Errors:
+		t.Fatal(err)
+	case err := <-sub.Done:
+		t.Fatalf("socket closed (code %d): %v", sub.CloseCode(err), err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s event", kind)
+	}
 }

@@ -38,9 +38,10 @@ type Scope struct {
 	// Dedup, when not empty, lets identical subscriptions of the same Dedup
 	// value share one upstream subscription. Empty: no sharing.
 	Dedup string
-	// Header returns the upstream handshake's headers; called for the first
-	// subscriber of the identity and again for every reconnect (a fresh
-	// identity assertion).
+	// Header returns the upstream handshake's headers; called when the
+	// first subscriber of the identity opens the connection, and on every
+	// reconnect for a subscriber the connection still carries (a fresh
+	// identity assertion of someone still subscribed).
 	Header func() (http.Header, error)
 	// Trace, when set, is the context whose span parents the spans of the
 	// upstream connection this subscriber opens (Observer.UpstreamDial); only
@@ -152,7 +153,7 @@ func (h *Hub) Subscribe(scope Scope, payload []byte, sink Sink) (stop func(), er
 	}
 	u := h.conns[scope.Identity]
 	if u == nil {
-		u = newUpstreamConn(h, scope.Identity, scope.Header, scope.Trace)
+		u = newUpstreamConn(h, scope.Identity, scope.Trace)
 		h.conns[scope.Identity] = u
 		go u.run()
 	}
@@ -167,7 +168,7 @@ func (h *Hub) Subscribe(scope Scope, payload []byte, sink Sink) (stop func(), er
 		}
 		h.cfg.Observer.Groups(1)
 	}
-	m := &member{sink: sink}
+	m := &member{sink: sink, header: scope.Header}
 	g.members = append(g.members, m)
 	u.mu.Unlock()
 	h.mu.Unlock()
@@ -199,7 +200,10 @@ type group struct {
 	ended     bool
 }
 
-type member struct{ sink Sink }
+type member struct {
+	sink   Sink
+	header func() (http.Header, error) // its Scope.Header
+}
 
 type nopObserver struct{}
 

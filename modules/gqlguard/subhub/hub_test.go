@@ -110,3 +110,48 @@ func TestDialTracedByTheOpeningSubscriber(t *testing.T) {
 		t.Errorf("identity b (no Trace) did not dial with a non-nil background context: %v", byMarker)
 	}
 }
+
+// TestReconnectAssertsAPresentSubscriber: two subscribers of one identity
+// scope share a connection opened with the first's headers; once the first
+// has left and the connection is cut, the reconnect's handshake carries the
+// second's headers — not those of a subscriber gone (revoked, say).
+func TestReconnectAssertsAPresentSubscriber(t *testing.T) {
+	events := library.NewLoanEvents()
+	engine := library.NewHandler(library.NewCatalog(), events, library.Options{KeepAlive: time.Hour})
+	var mu sync.Mutex
+	var handshakes []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		handshakes = append(handshakes, r.Header.Get("X-Who"))
+		mu.Unlock()
+		engine.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	proxy := testenv.NewProxy(t, strings.TrimPrefix(srv.URL, "http://"))
+	hub := New(Config{URL: "ws://" + proxy.Addr() + "/graphql", MinBackoff: 10 * time.Millisecond})
+	t.Cleanup(hub.Close)
+	who := func(name string) func() (http.Header, error) {
+		return func() (http.Header, error) { return http.Header{"X-Who": {name}}, nil }
+	}
+	payload := []byte(`{"query":"subscription { loanEvents { kind } }"}`)
+	stopFirst, err := hub.Subscribe(Scope{Identity: "families", Dedup: "families", Header: who("first")}, payload, discardSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopSecond, err := hub.Subscribe(Scope{Identity: "families", Dedup: "families", Header: who("second")}, payload, discardSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopSecond()
+	testenv.EventuallyTrue(t, 30*time.Second, "the shared upstream subscription", func() bool { return events.Subscribers() == 1 })
+	stopFirst()
+	proxy.Cut()
+	testenv.EventuallyTrue(t, 30*time.Second, "the engine to see the cut", func() bool { return events.Subscribers() == 0 })
+	proxy.Restore()
+	testenv.EventuallyTrue(t, 30*time.Second, "the re-subscription", func() bool { return events.Subscribers() == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(handshakes) < 2 || handshakes[0] != "first" || handshakes[len(handshakes)-1] != "second" {
+		t.Fatalf("handshakes asserted %q, want first, then (after the first left) second", handshakes)
+	}
+}

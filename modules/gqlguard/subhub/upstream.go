@@ -18,7 +18,6 @@ import (
 type upstreamConn struct {
 	hub      *Hub
 	identity string
-	header   func() (http.Header, error)
 	traceCtx context.Context // parents the dial spans (Scope.Trace)
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -36,11 +35,11 @@ type upstreamConn struct {
 	closed bool
 }
 
-func newUpstreamConn(h *Hub, identity string, header func() (http.Header, error), traceCtx context.Context) *upstreamConn {
+func newUpstreamConn(h *Hub, identity string, traceCtx context.Context) *upstreamConn {
 	if traceCtx == nil {
 		traceCtx = context.Background()
 	}
-	u := &upstreamConn{hub: h, identity: identity, header: header, traceCtx: traceCtx, groups: map[string]*group{}, byID: map[string]*group{}}
+	u := &upstreamConn{hub: h, identity: identity, traceCtx: traceCtx, groups: map[string]*group{}, byID: map[string]*group{}}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	return u
 }
@@ -123,8 +122,8 @@ func (u *upstreamConn) sleep(d time.Duration) bool {
 func (u *upstreamConn) dial() (*websocket.Conn, error) {
 	cfg := &u.hub.cfg
 	var hdr http.Header
-	if u.header != nil {
-		h, err := u.header()
+	if header := u.memberHeader(); header != nil {
+		h, err := header()
 		if err != nil {
 			return nil, fmt.Errorf("subhub: the upstream handshake's headers: %w", err)
 		}
@@ -212,6 +211,23 @@ func (u *upstreamConn) read(ws *websocket.Conn) error {
 			}
 		}
 	}
+}
+
+// memberHeader is the Scope.Header of a subscriber the connection carries
+// now: a reconnect asserts the identity of someone still subscribed, never
+// of a subscriber who left (revoked, say) after opening the connection.
+// Every subscriber of a connection shares its scope, so any one will do.
+func (u *upstreamConn) memberHeader() func() (http.Header, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, g := range u.byID {
+		for _, m := range g.members {
+			if m.header != nil {
+				return m.header
+			}
+		}
+	}
+	return nil
 }
 
 // fanOut hands one event to every subscriber of the group, in order (one
