@@ -76,6 +76,10 @@ cap_sockets() {
 failed=0
 cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*(.*)/\1/p' /proc/cpuinfo | head -n1)
 echo "Machine: $(nproc) cores (${cpu}), $(go version | cut -d' ' -f3-), Linux $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC'); load average before $(cut -d' ' -f1-3 /proc/loadavg); open files limit $nofile; ephemeral ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range)."
+echo
+# What one frame to one subscriber costs before any proxy code runs: the floor
+# the proxies' CPU per delivered message is read against.
+bin/subsload floor --sockets "$(cap_sockets "$fanout")" --events "$events" || failed=1
 for buf in $buffers; do
 	export BENCH_STREAM_BUFFER=$buf
 	start_proxies "-$buf"

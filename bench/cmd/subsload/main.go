@@ -10,8 +10,9 @@
 // endpoint), then publishes the events and reports per-receipt latency
 // (engine publish → the client has read the "next" frame), the latency of
 // each event's last receipt, the engine's subscription count, and the
-// proxy's and the engine's CPU per delivered message. Run by
-// bench/subscriptions.sh (bench/run.sh subscriptions).
+// proxy's and the engine's CPU per delivered message. `subsload floor`
+// measures what a frame costs the writing process before any proxy code runs
+// (floor.go). Run by bench/subscriptions.sh (bench/run.sh subscriptions).
 //
 //	subsload --engine 127.0.0.1:18291 --target direct=ws://127.0.0.1:18291/graphql \
 //	         --target gateway=ws://127.0.0.1:18293/graphql --auth gateway \
@@ -186,8 +187,15 @@ func parse(args []string, stderr io.Writer) (config, error) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "engine" {
-		return runEngine(ctx, args[1:], stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "engine":
+			return runEngine(ctx, args[1:], stderr)
+		case "floor":
+			return runFloor(ctx, args[1:], stdout, stderr)
+		case "sink":
+			return runSink(ctx, stdout)
+		}
 	}
 	cfg, err := parse(args, stderr)
 	if err != nil {
