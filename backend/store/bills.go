@@ -52,7 +52,7 @@ func (s *Store) billsQuery(in records.BillsInput) (sql string, args []any, limit
 		return "", nil, 0, "", err
 	}
 	sql = billsPageSQL(billColumns, q, limit) // before reading q.args: it adds the LIMIT argument
-	return sql, q.args, limit, binding, nil
+	return sql, q.params(), limit, binding, nil
 }
 
 // billsConditions validates in and builds the filters and keyset predicate of a bills page: the one
@@ -89,7 +89,7 @@ func billsPageSQL(columns string, q *query, limit int) string {
 	// The cursor key gets its own alias: a bare "sort_date" in ORDER BY would otherwise bind to the text
 	// output column and sort without the index.
 	return "SELECT " + columns + ", bills.sort_date::text AS cursor_sort_date FROM bills" + q.whereSQL() +
-		" ORDER BY bills.sort_date DESC, bills.id DESC LIMIT " + q.arg(limit+1)
+		" ORDER BY bills.sort_date DESC, bills.id DESC LIMIT " + limitSQL(limit)
 }
 
 func billsBinding(f billsFilter) string { return bindingOf(billsKeyset.family, f) }

@@ -34,7 +34,7 @@ func (s *Store) FederalBudgets(ctx context.Context, in records.FederalBudgetsInp
 		return records.FederalBudgetsPage{}, err
 	}
 	sql := p.pageSQL(budgetColumns, limit) // before reading args: it adds arguments
-	return queryPage(ctx, s, "budgets", sql, p.q.args, limit, binding, func(r pgx.Rows) (records.FederalBudgetLine, []string, error) {
+	return queryPage(ctx, s, "budgets", sql, p.q.params(), limit, binding, func(r pgx.Rows) (records.FederalBudgetLine, []string, error) {
 		var l records.FederalBudgetLine
 		var sortMonth string
 		err := r.Scan(&l.ID, &l.Dataset, &l.FiscalYear, &l.Congress, &l.Month, &l.RecordDate, &l.AgencyCode,
@@ -99,7 +99,7 @@ func (p budgetsPage) pageSQL(columns string, limit int) string {
 		return budgetsByAgencySQL(columns, p.q, p.dataset, *p.agency, limit)
 	}
 	return "SELECT " + columns + " FROM federal_budget_lines" + p.q.whereSQL() +
-		" ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT " + p.q.arg(limit+1)
+		" ORDER BY federal_budget_lines.fiscal_year DESC, federal_budget_lines.sort_month DESC, federal_budget_lines.id DESC LIMIT " + limitSQL(limit)
 }
 
 // budgetAgencyProbes is how many matching agency names are read one ordered range each; a substring matching
@@ -113,7 +113,7 @@ const budgetAgencyProbes = 16
 // q holds every other condition (and the keyset predicate), all on unqualified federal_budget_lines columns;
 // columns is the select list.
 func budgetsByAgencySQL(columns string, q *query, dataset, agency string, limit int) string {
-	pattern, lim := q.arg(likePattern(agency)), q.arg(limit+1)
+	pattern, lim := q.arg(likePattern(agency)), limitSQL(limit)
 	where := q.whereSQL()
 	order := " ORDER BY fiscal_year DESC, sort_month DESC, id DESC LIMIT " + lim
 	return "WITH names AS MATERIALIZED (SELECT agency_name FROM budget_agency_names WHERE dataset = " + q.arg(dataset) +

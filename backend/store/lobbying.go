@@ -41,7 +41,7 @@ func (s *Store) LobbyingDisclosures(ctx context.Context, in records.LobbyingDisc
 		return records.LobbyingDisclosuresPage{}, err
 	}
 	sql := p.pageSQL(lobbyingColumns, limit) // before reading args: it adds arguments
-	return queryPage(ctx, s, "lobbying", sql, p.q.args, limit, binding, func(r pgx.Rows) (records.LobbyingDisclosure, []string, error) {
+	return queryPage(ctx, s, "lobbying", sql, p.q.params(), limit, binding, func(r pgx.Rows) (records.LobbyingDisclosure, []string, error) {
 		var d records.LobbyingDisclosure
 		var sortKey string
 		err := r.Scan(&d.ID, &d.FilingType, &d.FilingTypeDisplay, &d.FilingYear, &d.FilingPeriod, &d.RegistrantID,
@@ -130,7 +130,7 @@ func (p lobbyingPage) pageSQL(columns string, limit int) string {
 		return lobbyingByAgencySQL(columns, p.q, p.rowsKeyset, *p.agency, limit)
 	}
 	return "SELECT " + columns + " FROM lobbying_disclosures" + p.q.whereSQL() +
-		" ORDER BY lobbying_disclosures.sort_posted_at DESC, lobbying_disclosures.id DESC LIMIT " + p.q.arg(limit+1)
+		" ORDER BY lobbying_disclosures.sort_posted_at DESC, lobbying_disclosures.id DESC LIMIT " + limitSQL(limit)
 }
 
 // lobbyingByAgencySQL is the page query for agency_acted_on (docs/design.md, ordered plans for the slow filters):
@@ -145,5 +145,5 @@ func lobbyingByAgencySQL(columns string, q *query, rowsKeyset []string, agency s
 		cond += " AND " + w
 	}
 	return "SELECT " + columns + " FROM lobbying_agency_rows s JOIN lobbying_disclosures ON lobbying_disclosures.id = s.disclosure_id" +
-		cond + " ORDER BY s.posted DESC, s.disclosure_id DESC LIMIT " + q.arg(limit+1)
+		cond + " ORDER BY s.posted DESC, s.disclosure_id DESC LIMIT " + limitSQL(limit)
 }

@@ -58,7 +58,7 @@ func (s *Store) membersQuery(in records.MembersInput) (sql string, args []any, l
 		return "", nil, 0, "", err
 	}
 	sql = q.pageSQL("m.member_id, m.bioguide_id, m.name, m.state", limit) // before reading args: it adds the LIMIT
-	return sql, q.args.args, limit, binding, nil
+	return sql, q.args.params(), limit, binding, nil
 }
 
 // membersPage is a members page's conditions, keyset predicate and order: the one filter implementation both
@@ -70,7 +70,7 @@ type membersPage struct {
 
 // pageSQL is the page query selecting columns under the page's conditions; it adds the LIMIT argument.
 func (p membersPage) pageSQL(columns string, limit int) string {
-	return "SELECT " + columns + p.from + p.args.whereSQL() + " ORDER BY " + p.order + " LIMIT " + p.args.arg(limit+1)
+	return "SELECT " + columns + p.from + p.args.whereSQL() + " ORDER BY " + p.order + " LIMIT " + limitSQL(limit)
 }
 
 // membersConditions validates in and builds the filters and keyset predicate of a members page.

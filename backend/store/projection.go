@@ -106,7 +106,7 @@ func (s *Store) PrepareBills(in records.BillsInput, fields BillFields) (BillsQue
 		cols += ", "
 	}
 	sql := billsPageSQL(cols+"bills.id AS cursor_id", q, limit)
-	return BillsQuery{sql: sql, args: q.args, limit: limit, binding: binding, fields: fields}, nil
+	return BillsQuery{sql: sql, args: q.params(), limit: limit, binding: binding, fields: fields}, nil
 }
 
 // RunBills runs q (on a replica or the primary, as Bills), handing each row of the page to sink, and returns

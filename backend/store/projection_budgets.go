@@ -93,7 +93,7 @@ func (s *Store) PrepareBudgets(in records.FederalBudgetsInput, fields BudgetFiel
 	}
 	// Every line scans: a NaN amount is gqlgen's to refuse only when selected (readplan hands those back).
 	sql := p.pageSQL(cols+"fiscal_year AS cursor_fiscal_year, sort_month AS cursor_sort_month, id AS cursor_id", limit)
-	return PageQuery{what: "budgets", sql: sql, args: p.q.args, limit: limit, binding: binding, width: fields.Len(), keys: 3}, nil
+	return PageQuery{what: "budgets", sql: sql, args: p.q.params(), limit: limit, binding: binding, width: fields.Len(), keys: 3}, nil
 }
 
 // RunPage runs q (on a replica or the primary, as the family's full-row read), handing each row of the page to

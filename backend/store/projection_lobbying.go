@@ -66,7 +66,7 @@ func (s *Store) PrepareLobbying(in records.LobbyingDisclosuresInput, fields Lobb
 		cols += ", "
 	}
 	sql := p.pageSQL(cols+lobbyingSortKeySQL+" AS cursor_posted, id AS cursor_id, "+lobbyingCheckSQL, limit)
-	return PageQuery{what: "lobbying", sql: sql, args: p.q.args, limit: limit, binding: binding, width: fields.Len(), keys: 2,
+	return PageQuery{what: "lobbying", sql: sql, args: p.q.params(), limit: limit, binding: binding, width: fields.Len(), keys: 2,
 		check: checkLobbying}, nil
 }
 

@@ -107,7 +107,7 @@ func (s *Store) PrepareMembers(in records.MembersInput, fields MemberFields, wit
 		cols += ", "
 	}
 	sql := p.pageSQL(cols+"m.name AS cursor_name, m.member_id AS cursor_id", limit)
-	q := MembersQuery{sql: sql, args: p.args.args, limit: limit, binding: binding, fields: fields, terms: withTerms}
+	q := MembersQuery{sql: sql, args: p.args.params(), limit: limit, binding: binding, fields: fields, terms: withTerms}
 	if withTerms {
 		tcols := termFields.selectList(termFieldSQL)
 		if tcols != "" {

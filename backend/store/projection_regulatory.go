@@ -63,7 +63,7 @@ func (s *Store) PrepareRegulatory(in records.RegulatoryFilingsInput, fields Regu
 	}
 	// The cursor's keys as RegulatoryFilings reads them: the rendered date, then the id.
 	sql := p.pageSQL(cols+date("publication_date")+" AS cursor_publication_date, id AS cursor_id, "+regulatoryCheckSQL, limit)
-	return PageQuery{what: "regulatory", sql: sql, args: p.q.args, limit: limit, binding: binding, width: fields.Len(), keys: 2,
+	return PageQuery{what: "regulatory", sql: sql, args: p.q.params(), limit: limit, binding: binding, width: fields.Len(), keys: 2,
 		check: checkRegulatory}, nil
 }
 

@@ -37,7 +37,7 @@ func (s *Store) RegulatoryFilings(ctx context.Context, in records.RegulatoryFili
 		return records.RegulatoryFilingsPage{}, err
 	}
 	sql := p.pageSQL(regulatoryColumns, limit) // before reading args: it adds arguments
-	return queryPage(ctx, s, "regulatory", sql, p.q.args, limit, binding, func(r pgx.Rows) (records.RegulatoryFiling, []string, error) {
+	return queryPage(ctx, s, "regulatory", sql, p.q.params(), limit, binding, func(r pgx.Rows) (records.RegulatoryFiling, []string, error) {
 		var f records.RegulatoryFiling
 		err := r.Scan(&f.ID, &f.DocumentNumber, &f.Type, &f.Subtype, &f.Title, &f.Abstract, &f.Action, &f.AgencyID,
 			&f.AgencyName, &f.Agencies, &f.PublicationDate, &f.FilingYear, &f.FilingPeriod, &f.CorrectionOf,
@@ -127,10 +127,10 @@ func (p regulatoryPage) pageSQL(columns string, limit int) string {
 		// otherwise walks the order index expecting a match soon, and reads every filing when none matches.
 		return "WITH hits AS MATERIALIZED (SELECT id FROM regulatory_filings" + q.whereSQL() + ")" +
 			" SELECT " + columns + " FROM regulatory_filings WHERE id IN (SELECT id FROM hits)" +
-			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
+			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + limitSQL(limit)
 	default:
 		return "SELECT " + columns + " FROM regulatory_filings" + q.whereSQL() +
-			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + q.arg(limit+1)
+			" ORDER BY regulatory_filings.publication_date DESC, regulatory_filings.id DESC LIMIT " + limitSQL(limit)
 	}
 }
 
@@ -147,7 +147,7 @@ const regulatoryAgencyProbes = 16
 // Agency rows exist only for live filings, so without other conditions (filtered false) they are not joined.
 // columns is the select list.
 func regulatoryByAgencySQL(columns string, q *query, rowsKeyset []string, agency string, limit int, filtered bool) string {
-	pattern, lim := q.arg(likePattern(agency)), q.arg(limit+1)
+	pattern, lim := q.arg(likePattern(agency)), limitSQL(limit)
 	where := q.whereSQL()
 	onRows := " WHERE s.agency = n.agency"
 	if filtered {

@@ -90,6 +90,17 @@ func (s *Store) Ping(ctx context.Context) error {
 type query struct {
 	where []string
 	args  []any
+	// filtered: the page has a filter, whose values decide its best plan (plans.go).
+	filtered bool
+}
+
+// params is the query's arguments as pgx takes them: a filtered page's are preceded by the execution mode that
+// plans it for its own values (plans.go).
+func (q *query) params() []any {
+	if !q.filtered {
+		return q.args
+	}
+	return append([]any{filteredExecMode}, q.args...)
 }
 
 // arg appends v and returns its placeholder.
@@ -138,6 +149,7 @@ func (s *Store) page(q *query, ks keyset, binding string, in records.Paging) (in
 	if err != nil {
 		return 0, err
 	}
+	q.filtered = binding != unfilteredBinding(ks.family)
 	if in.Cursor != nil {
 		keys, err := s.cursors.Decode(*in.Cursor, binding, len(ks.casts))
 		if err != nil {
