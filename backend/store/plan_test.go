@@ -17,19 +17,7 @@ import (
 // must walk a keyset index (no sequential scan, no sort of the whole match set).
 func TestBillsPlansWalkTheOrderIndex(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ConfigurePool(cfg)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 0)
 	if _, err := pool.Exec(ctx, `INSERT INTO bills (id, congress, type, number, official_title, introduced_date, committee_names)
 		SELECT (ARRAY['hr','s'])[1 + g % 2] || g || '-' || (93 + g % 27), 93 + g % 27, (ARRAY['hr','s'])[1 + g % 2], g,
 		       'A bill on ' || (ARRAY['water','veterans','energy'])[1 + g % 3], CASE WHEN g % 50 = 0 THEN NULL ELSE DATE '1973-01-01' + (g % 18000) END, ''
@@ -76,4 +64,28 @@ func TestBillsPlansWalkTheOrderIndex(t *testing.T) {
 			t.Errorf("%s: plan does not walk a keyset index: %s", name, text)
 		}
 	}
+}
+
+// migratedPool is a pool configured as recordsd's (ConfigurePool) on a fresh migrated database, closed when the
+// test ends; maxConns 0 keeps pgxpool's default.
+func migratedPool(t *testing.T, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ConfigurePool(cfg)
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
 }

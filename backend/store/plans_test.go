@@ -5,12 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/civicgate/civicgate/backend/cursor"
-	"github.com/civicgate/civicgate/backend/migrations"
 	"github.com/civicgate/civicgate/backend/records"
-	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 // TestUnfilteredPagesSettleOnAGenericPlan: on one connection, an unfiltered second page of bills read eight
@@ -19,20 +15,7 @@ import (
 // (plans.go).
 func TestUnfilteredPagesSettleOnAGenericPlan(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ConfigurePool(cfg)
-	cfg.MaxConns = 1 // the prepared statements below are the connection's
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 1) // the prepared statements below are the connection's
 	if _, err := pool.Exec(ctx, `INSERT INTO bills (id, congress, type, number, official_title, introduced_date, committee_names)
 		SELECT 'hr' || g || '-' || (100 + g % 20), 100 + g % 20, 'hr', g, 'A bill ' || g, DATE '2001-01-01' + g, ''
 		FROM generate_series(1, 2000) g`); err != nil {
