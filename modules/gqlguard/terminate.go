@@ -82,7 +82,7 @@ func (g *Guard) terminateWebSocket(w http.ResponseWriter, r *http.Request, cfg w
 		Context:     ctx,
 		Config:      cfg,
 		Upstream:    g.upstreamFor(r, q, scope, repl).tracedBy(ctx),
-		Keepalive:   time.Duration(g.Subscriptions.Keepalive),
+		Keepalive:   g.keepalive(),
 		PongTimeout: time.Duration(g.Subscriptions.PongTimeout),
 		MaxLifetime: time.Duration(g.Subscriptions.MaxLifetime),
 		SendBuffer:  g.Subscriptions.SendBuffer,

@@ -69,8 +69,19 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 	if rc.Flush() != nil { // the headers reach the client now
 		return nil
 	}
+	// An SSE comment every keepalive while no event flows: proxies between
+	// here and the client keep an idle stream open, and a client gone
+	// without closing is found by the failed write.
+	keepalive := time.NewTimer(g.keepalive())
+	defer keepalive.Stop()
 	for {
 		select {
+		case <-keepalive.C:
+			if _, err := w.Write(sseKeepalive); err != nil || rc.Flush() != nil {
+				return nil
+			}
+			keepalive.Reset(g.keepalive())
+			continue
 		case ev := <-sink.events:
 			switch {
 			case ev.dropped:
@@ -86,6 +97,7 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 				if !send("next", ev.payload) {
 					return nil
 				}
+				keepalive.Reset(g.keepalive())
 			}
 		case <-expired:
 			send("next", errorsResult([]byte(`[{"message":"Subscription lifetime exceeded","extensions":{"code":"SUBSCRIPTION_EXPIRED"}}]`)))
@@ -104,6 +116,17 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 
 func errorsResult(errs []byte) []byte {
 	return append(append([]byte(`{"errors":`), errs...), '}')
+}
+
+// sseKeepalive is an SSE comment line: every client ignores it.
+var sseKeepalive = []byte(":\n\n")
+
+// keepalive is the interval of WebSocket pings and event-stream comments.
+func (g *Guard) keepalive() time.Duration {
+	if d := time.Duration(g.Subscriptions.Keepalive); d > 0 {
+		return d
+	}
+	return 30 * time.Second
 }
 
 func (g *Guard) sendBuffer() int {

@@ -2,6 +2,7 @@ package gqlguard
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -306,3 +307,59 @@ func TestTerminatedEventStream(t *testing.T) {
 	ws.send(wsMessage{Type: "complete", ID: "w"})
 	e.awaitEngineSubscribers(t, 0)
 }
+
+// TestTerminatedEventStreamKeepalive: an event stream with no events gets an
+// SSE comment every keepalive (here 1 s), which clients ignore and which
+// keeps proxies on the way from closing an idle stream; events still arrive
+// between them.
+func TestTerminatedEventStreamKeepalive(t *testing.T) {
+	e := startTerminating(t, "dedup key\n\t\t\tkeepalive 1s")
+	// 30 s bounds a gateway that never writes a comment (the test then
+	// fails on the read); it is a ceiling, not the expected pace.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.s.base+"/ws", strings.NewReader(`{"query":`+jsonString(loanEventsSub)+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	e.awaitEngineSubscribers(t, 1)
+	br := bufio.NewReader(resp.Body)
+	// A comment comes first: nothing is published yet.
+	if line, err := br.ReadString('\n'); err != nil || line != ":\n" {
+		t.Fatalf("first line %q (%v), want the keepalive comment", line, err)
+	}
+	e.publish("l1")
+	var data string
+	for data == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
+			data = d
+		}
+	}
+	if !strings.Contains(data, `"id":"l1"`) {
+		t.Fatalf("event data %s", data)
+	}
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == ":\n" {
+			break // the keepalive resumes once the stream is idle again
+		}
+	}
+}
+
