@@ -362,4 +362,3 @@ func TestTerminatedEventStreamKeepalive(t *testing.T) {
 		}
 	}
 }
-
