@@ -150,17 +150,43 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 // run runs actions within Timeout and fails the test on error.
 func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action) {
 	t.Helper()
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	if err := chromedp.Run(ctx, actions...); err != nil {
+	if err := runErr(ctx, actions...); err != nil {
 		t.Fatalf("testbrowser: %s: %v", what, err)
 	}
 }
 
-// Navigate loads url in the tab and waits for its load event and body.
+// Navigate loads url in the tab and waits for its load event and body. A
+// load that failed before any HTTP exchange (Chromium's net::ERR_SSL_* and
+// net::ERR_CONNECTION_* errors: the TLS handshake or the connection broke,
+// seen from a freshly started browser on a loaded machine) is tried again,
+// twice at most, and logged: no request reached the server, so even a
+// single-use sign-in link is still unused.
 func Navigate(t testing.TB, ctx context.Context, url string) {
 	t.Helper()
-	run(t, ctx, "navigate to "+url, chromedp.Navigate(url), chromedp.WaitReady("body", chromedp.ByQuery))
+	for attempt := 1; ; attempt++ {
+		err := runErr(ctx, chromedp.Navigate(url), chromedp.WaitReady("body", chromedp.ByQuery))
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !beforeHTTP(err) {
+			t.Fatalf("testbrowser: navigate to %s: %v", url, err)
+		}
+		t.Logf("testbrowser: navigate to %s: %v; trying again", url, err)
+	}
+}
+
+// beforeHTTP reports whether a page load error is one where no HTTP request
+// was sent.
+func beforeHTTP(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "net::ERR_SSL_") || strings.Contains(msg, "net::ERR_CONNECTION_")
+}
+
+// runErr runs actions within Timeout.
+func runErr(ctx context.Context, actions ...chromedp.Action) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	return chromedp.Run(ctx, actions...)
 }
 
 // WaitVisible waits until the first element matching the CSS selector is
