@@ -28,7 +28,7 @@ func (s *Server) requireIdentity(next http.Handler) http.Handler {
 			writeBody(w, http.StatusUnauthorized, bodyMissingIdentity)
 			return
 		}
-		claims, err := contract.VerifyIdentity(s.cfg.IdentitySecret, tok, s.cfg.Now())
+		claims, err := s.verified.verify(s.cfg.IdentitySecret, tok, s.cfg.Now())
 		if err != nil {
 			s.log.Info("refused gateway identity", "cause", err.Error())
 			writeBody(w, http.StatusUnauthorized, bodyMissingIdentity)

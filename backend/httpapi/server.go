@@ -61,6 +61,8 @@ type Server struct {
 	plans *readplan.Cache
 	// tracer makes the compiled path's spans; nil when tracing is off.
 	tracer trace.Tracer
+	// verified keeps the claims of identity assertions that verified (identity_cache.go).
+	verified *verifiedCache
 }
 
 // New validates cfg and builds a Server.
@@ -83,7 +85,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, log: cfg.Logger, verified: newVerifiedCache()}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: &graph.Resolver{Store: cfg.Store}})
 	s.schema = es.Schema()
 	s.exec = executor.New(es)
