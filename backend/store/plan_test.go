@@ -7,9 +7,8 @@ import (
 	"testing"
 
 	"github.com/civicgate/civicgate/backend/cursor"
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/records"
-	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -70,22 +69,10 @@ func TestBillsPlansWalkTheOrderIndex(t *testing.T) {
 // test ends; maxConns 0 keeps pgxpool's default.
 func migratedPool(t *testing.T, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ConfigurePool(cfg)
-	if maxConns > 0 {
-		cfg.MaxConns = maxConns
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return migratedtest.PoolWith(t, func(cfg *pgxpool.Config) {
+		ConfigurePool(cfg)
+		if maxConns > 0 {
+			cfg.MaxConns = maxConns
+		}
+	})
 }

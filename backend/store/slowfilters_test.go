@@ -10,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/civicgate/civicgate/backend/cursor"
-	"github.com/civicgate/civicgate/backend/migrations"
+	"github.com/civicgate/civicgate/backend/migrations/migratedtest"
 	"github.com/civicgate/civicgate/backend/records"
-	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -101,20 +100,10 @@ DELETE FROM lobbying_disclosures WHERE id = 'L0020';
 func newSlowFiltersStore(t *testing.T, tracer pgx.QueryTracer) (*Store, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ConfigurePool(cfg)
-	cfg.ConnConfig.Tracer = tracer
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := migrations.Apply(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedtest.PoolWith(t, func(cfg *pgxpool.Config) {
+		ConfigurePool(cfg)
+		cfg.ConnConfig.Tracer = tracer
+	})
 	if _, err := pool.Exec(ctx, slowFiltersFixture); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}

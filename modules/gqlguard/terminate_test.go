@@ -268,20 +268,7 @@ func TestTerminatedEventStream(t *testing.T) {
 	ws.subscribe("w", loanEventsSub)
 	ws.joined()
 	e.awaitEngineSubscribers(t, 1)
-	req, err := http.NewRequest(http.MethodPost, e.s.base+"/ws", strings.NewReader(`{"query":`+jsonString(loanEventsSub)+`}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
+	resp := e.postEventStream(t, context.Background())
 	// The guard joins the stream to its group before it sends the headers.
 	e.publish("l1")
 	ws.expectNext("w", "l1")
@@ -318,20 +305,7 @@ func TestTerminatedEventStreamKeepalive(t *testing.T) {
 	// fails on the read); it is a ceiling, not the expected pace.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.s.base+"/ws", strings.NewReader(`{"query":`+jsonString(loanEventsSub)+`}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
+	resp := e.postEventStream(t, ctx)
 	e.awaitEngineSubscribers(t, 1)
 	br := bufio.NewReader(resp.Body)
 	// A comment comes first: nothing is published yet.
@@ -361,4 +335,26 @@ func TestTerminatedEventStreamKeepalive(t *testing.T) {
 			break // the keepalive resumes once the stream is idle again
 		}
 	}
+}
+
+// postEventStream opens a graphql-sse stream of loanEventsSub (POST) under
+// ctx and checks it was answered 200 text/event-stream; its body closes when
+// the test ends.
+func (e *termEnv) postEventStream(t *testing.T, ctx context.Context) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.s.base+"/ws", strings.NewReader(`{"query":`+jsonString(loanEventsSub)+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return resp
 }

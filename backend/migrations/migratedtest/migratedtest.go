@@ -15,8 +15,23 @@ import (
 // Pool opens a pool on a new migrated database; both go away when the test ends.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
+	return PoolWith(t, nil)
+}
+
+// PoolWith is Pool with configure (when not nil) applied to the pool's
+// configuration before it opens: recordsd's session settings, a tracer, a
+// connection bound.
+func PoolWith(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
+	cfg, err := pgxpool.ParseConfig(testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
