@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"sync"
 )
 
 // MinSecretLen is the shortest accepted HMAC key.
@@ -26,6 +28,7 @@ var ErrInvalid = errors.New("invalid cursor")
 // Codec signs and verifies cursors with one secret.
 type Codec struct {
 	secret []byte
+	macs   sync.Pool // of hash.Hash: HMAC-SHA256 under secret
 }
 
 // New returns a Codec; the secret must be at least MinSecretLen bytes.
@@ -33,7 +36,9 @@ func New(secret []byte) (*Codec, error) {
 	if len(secret) < MinSecretLen {
 		return nil, fmt.Errorf("cursor: secret must be at least %d bytes", MinSecretLen)
 	}
-	return &Codec{secret: append([]byte(nil), secret...)}, nil
+	c := &Codec{secret: append([]byte(nil), secret...)}
+	c.macs.New = func() any { return hmac.New(sha256.New, c.secret) }
+	return c, nil
 }
 
 type payload struct {
@@ -56,12 +61,63 @@ func Binding(family string, filter any) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
 }
 
-// Encode returns the signed cursor for keys under binding.
+// Encode returns the signed cursor for keys under binding. Every page with a next page makes one, so the
+// payload is written by hand when json.Marshal would write exactly the same bytes (appendPayload), and the
+// HMAC state is reused.
 func (c *Codec) Encode(binding string, keys []string) string {
-	body, _ := json.Marshal(payload{Keys: keys, Filter: binding})
-	mac := hmac.New(sha256.New, c.secret)
+	buf := make([]byte, 0, 64+len(binding)+16*len(keys)+sha256.Size)
+	body, ok := appendPayload(buf, keys, binding)
+	if !ok {
+		body, _ = json.Marshal(payload{Keys: keys, Filter: binding})
+	}
+	mac := c.macs.Get().(hash.Hash)
+	mac.Reset()
 	mac.Write(body)
-	return base64.RawURLEncoding.EncodeToString(append(body, mac.Sum(nil)...))
+	body = mac.Sum(body)
+	c.macs.Put(mac)
+	return base64.RawURLEncoding.EncodeToString(body)
+}
+
+// appendPayload appends the JSON of payload{keys, binding} as json.Marshal writes it, when every string is
+// plain ASCII that json.Marshal copies as it is (no quote, backslash, control character or HTML-escaped
+// <, >, &); ok false otherwise, and the caller marshals.
+func appendPayload(dst []byte, keys []string, binding string) ([]byte, bool) {
+	for _, k := range keys {
+		if !plainJSON(k) {
+			return dst, false
+		}
+	}
+	if !plainJSON(binding) {
+		return dst, false
+	}
+	if keys == nil {
+		dst = append(dst, `{"k":null`...)
+	} else {
+		dst = append(dst, `{"k":[`...)
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '"')
+			dst = append(dst, k...)
+			dst = append(dst, '"')
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"f":"`...)
+	dst = append(dst, binding...)
+	return append(dst, `"}`...), true
+}
+
+// plainJSON reports whether json.Marshal writes s between its quotes unchanged.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b < 0x20 || b >= 0x80, b == '"', b == '\\', b == '<', b == '>', b == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // Decode verifies s and returns its keys; want is the number of keys the family's order has. Any failure

@@ -1,7 +1,12 @@
 package cursor
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,4 +75,58 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("error not ErrInvalid: %v", err)
 		}
 	})
+}
+
+// TestEncodeWritesWhatMarshalWrites: the payload Encode signs is, byte for
+// byte, json.Marshal's, whether it is written by hand (plain ASCII) or
+// marshalled (anything else), so cursors made before and after read alike.
+func TestEncodeWritesWhatMarshalWrites(t *testing.T) {
+	c, err := New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []rune("az09-_:. \"\\<>&\u00e9\u2028\x01\x7f")
+	str := func() string {
+		r := make([]rune, rng.IntN(12))
+		for i := range r {
+			r[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(r)
+	}
+	cases := []struct {
+		binding string
+		keys    []string
+	}{
+		{"b1", nil},
+		{"b2", []string{}},
+		{"AbC_-09", []string{"2024-01-02T00:00:00Z", "hr1234-118"}},
+		{"x", []string{"Smith, John <Jr.> & Co"}},
+	}
+	for range 500 {
+		keys := make([]string, rng.IntN(4))
+		for i := range keys {
+			keys[i] = str()
+		}
+		cases = append(cases, struct {
+			binding string
+			keys    []string
+		}{str(), keys})
+	}
+	for _, tc := range cases {
+		raw, err := base64.RawURLEncoding.DecodeString(c.Encode(tc.binding, tc.keys))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(payload{Keys: tc.keys, Filter: tc.binding})
+		if got := raw[:len(raw)-sha256.Size]; string(got) != string(want) {
+			t.Fatalf("keys %q binding %q: payload %s, json.Marshal %s", tc.keys, tc.binding, got, want)
+		}
+		if len(tc.keys) > 0 {
+			back, err := c.Decode(c.Encode(tc.binding, tc.keys), tc.binding, len(tc.keys))
+			if err != nil || !slices.Equal(back, tc.keys) {
+				t.Fatalf("round trip of %q: %q %v", tc.keys, back, err)
+			}
+		}
+	}
 }
