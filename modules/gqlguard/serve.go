@@ -2,6 +2,7 @@ package gqlguard
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -143,7 +144,28 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 	}
 	exportPlaceholders(repl, adm.op, adm.co)
 	adm.request = req.Published(r)
+	if r.Method == http.MethodGet && adm.via == viaEventStream && g.hub != nil {
+		// A terminated GET stream subscribes upstream with the request as
+		// a POST body would carry it, from the same decoded request.
+		adm.body = subscribePayload(req.Query(), adm.request.OperationName, adm.request.Variables)
+	}
 	return adm, outcomeAllowed
+}
+
+// subscribePayload is the graphql-transport-ws subscribe payload of a
+// request: its document, operation name and variables (raw JSON the guard
+// has coerced), as {"query":…,"operationName":…,"variables":…}.
+func subscribePayload(query string, operationName, variables []byte) []byte {
+	q, _ := json.Marshal(query) // a string always marshals
+	b := append([]byte(`{"query":`), q...)
+	if operationName != nil {
+		name, _ := json.Marshal(string(operationName))
+		b = append(append(b, `,"operationName":`...), name...)
+	}
+	if len(variables) > 0 && string(variables) != "null" {
+		b = append(append(b, `,"variables":`...), variables...)
+	}
+	return append(b, '}')
 }
 
 // locateBody locates the members of a POST body or a subscribe payload,

@@ -163,7 +163,7 @@ func (g *Guard) serveEventStream(w http.ResponseWriter, r *http.Request, next ca
 		}
 	}
 	g.metrics.allowed.Inc()
-	if g.hub != nil && adm.op.Kind == ast.Subscription && r.Method == http.MethodPost {
+	if g.hub != nil && adm.op.Kind == ast.Subscription && (r.Method == http.MethodPost || r.Method == http.MethodGet) {
 		return g.terminateEventStream(w, r, q, adm)
 	}
 	if q == nil || q.Watcher() == nil {

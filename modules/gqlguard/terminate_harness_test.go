@@ -55,6 +55,13 @@ func startTerminating(t *testing.T, subs string) *termEnv {
 // engine through proxy (nil: directly).
 func startTerminatingVia(t *testing.T, subs string, proxy func(engineAddr string) string) *termEnv {
 	t.Helper()
+	return startTerminatingGuard(t, "", subs, proxy)
+}
+
+// startTerminatingGuard is startTerminatingVia with guard, lines of the
+// graphql_guard block beside subscriptions (e.g. methods GET POST).
+func startTerminatingGuard(t *testing.T, guard, subs string, proxy func(engineAddr string) string) *termEnv {
+	t.Helper()
 	e := &termEnv{events: library.NewLoanEvents()}
 	engine := library.NewHandler(library.NewCatalog(), e.events, library.Options{})
 	e.engine = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,13 +85,14 @@ func startTerminatingVia(t *testing.T, subs string, proxy func(engineAddr string
 	route /ws {
 		graphql_guard {
 			schema %s
+			%s
 			subscriptions {
 				upstream ws://%s/graphql
 				%s
 			}
 		}
 		respond "the guard answers every upgrade" 500
-	}`, schema, upstream, subs))
+	}`, schema, guard, upstream, subs))
 	e.wsURL = "ws" + strings.TrimPrefix(e.s.base, "http") + "/ws"
 	return e
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -357,4 +359,50 @@ func (e *termEnv) postEventStream(t *testing.T, ctx context.Context) *http.Respo
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	return resp
+}
+
+// TestTerminatedEventStreamOverGET: a graphql-sse subscription sent as GET
+// (methods GET POST) is served from the hub like a POST stream: it joins the
+// WebSocket's dedup group (one subscription at the engine) and gets its events.
+func TestTerminatedEventStreamOverGET(t *testing.T) {
+	e := startTerminatingGuard(t, "methods GET POST", "dedup key", nil)
+	ws := e.dial(t)
+	ws.init()
+	ws.subscribe("w", loanEventsSub)
+	ws.joined()
+	e.awaitEngineSubscribers(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a ceiling for the reads below
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.s.base+"/ws?query="+url.QueryEscape(loanEventsSub), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	e.publish("l1")
+	ws.expectNext("w", "l1")
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
+			if !strings.Contains(d, `"id":"l1"`) {
+				t.Fatalf("event data %s", d)
+			}
+			break
+		}
+	}
+	if got := e.events.Subscribers(); got != 1 {
+		t.Fatalf("engine holds %d subscriptions for the socket's and the stream's, want 1", got)
+	}
 }
