@@ -3,6 +3,9 @@ package reliability
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +127,70 @@ func TestSubscriptionsTerminatedHostile(t *testing.T) {
 		}
 		pong(w) // a SUBSCRIPTION_LIMIT refusal would be read here instead
 	})
+}
+
+// TestSubscriptionsTerminatedGETHostile: event streams sent as GET, which
+// the guard now terminates itself (methods GET POST), shaped to slip past
+// it: the key in the variables parameter (plain, and JSON-escaped past
+// civic_auth's look at the URL), and a document whose
+// operationName picks a mutation beside the subscription. Each is refused
+// before the engine sees anything, with the same answers as a POST would get.
+func TestSubscriptionsTerminatedGETHostile(t *testing.T) {
+	a, keys := startAnyBackend(t, `
+			methods GET POST
+			subscriptions {
+				upstream ws://{$ANY_UPSTREAM}/graphql
+				upstream_header X-Civic-Identity {http.request.header.X-Civic-Identity}
+				dedup key
+			}`, "partner")
+	key := keys[0]
+	get := func(params url.Values) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, a.URL+"?"+params.Encode(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		return resp.StatusCode, string(b)
+	}
+	before := a.Up.opsWith("loanEvents")
+	borrows := a.Up.opsWith("borrowBook")
+
+	t.Run("the key inside the variables parameter", func(t *testing.T) {
+		st, body := get(url.Values{"query": {`subscription S($note: String) { loanEvents { kind } }`},
+			"variables": {`{"note":"` + key + `"}`}})
+		// civic_auth meets it first: a key anywhere in the URL is refused
+		if st != http.StatusBadRequest || !strings.Contains(body, "API key must not be sent in the URL") || strings.Contains(body, key) {
+			t.Fatalf("answer %d %s, want 400: the key-in-URL refusal, without the key", st, body)
+		}
+	})
+	t.Run("the key JSON-escaped inside the variables parameter", func(t *testing.T) {
+		escaped := fmt.Sprintf(`\u%04x`, key[0]) + key[1:] // the same string once decoded, not the key's bytes
+		st, body := get(url.Values{"query": {`subscription S($note: String) { loanEvents { kind } }`},
+			"variables": {`{"note":"` + escaped + `"}`}})
+		// past civic_auth's look at the URL; the guard decodes the JSON string
+		if st != http.StatusBadRequest || body != `{"errors":[{"message":"Request must not contain the bearer token"}]}` {
+			t.Fatalf("answer %d %s, want the guard's bearer-token refusal", st, body)
+		}
+	})
+	t.Run("operationName picks a mutation beside the subscription", func(t *testing.T) {
+		doc := `subscription S { loanEvents { kind } } mutation M { borrowBook(bookId: "b1") { id } }`
+		st, body := get(url.Values{"query": {doc}, "operationName": {"M"}})
+		if st != http.StatusMethodNotAllowed {
+			t.Fatalf("a mutation over a GET event stream: %d %s, want 405 (GraphQL over HTTP: no mutation over GET)", st, body)
+		}
+	})
+	if got := a.Up.opsWith("loanEvents") - before; got != 0 || a.Up.saw(key) {
+		t.Fatalf("the engine received %d subscriptions (the key: %v)", got, a.Up.saw(key))
+	}
+	if got := a.Up.opsWith("borrowBook") - borrows; got != 0 {
+		t.Fatalf("the engine received %d borrowBook operations", got)
+	}
 }
