@@ -20,7 +20,9 @@ import (
 func TestHandlerTemplates(t *testing.T) {
 	h := &Handler{Key: "k-{http.request.header.X-Key}-{" + contract.CivicOrg + "}", Rate: "{" + contract.CivicRate + "}",
 		Policy: "bronze", Cost: "{" + contract.CivicCostBudget + "}", logger: zap.NewNop(),
-		limiter: newLimiter(limiterConfig{mode: modeLocal, maxKeys: 100})}
+		// maxKeys room for every key: at 100 (one per shard) a key that
+		// hashed into key a's shard evicted it, by the seed's luck
+		limiter: newLimiter(limiterConfig{mode: modeLocal, maxKeys: 100_000})}
 	// One instant for every request: the wall clock could cross a window
 	// boundary between them, where the sliding window admits again.
 	now := time.Now()
