@@ -38,18 +38,14 @@ func appendStrings(dst, text []byte) ([]byte, error) {
 	return append(dst, ']'), nil
 }
 
-// appendAgencies writes the agencies column's JSON as the list of RegulatoryAgency objects o selects.
-func (o *objectPlan) appendAgencies(dst, text []byte) ([]byte, error) {
-	var agencies []records.RegulatoryAgency
-	if err := json.Unmarshal(text, &agencies); err != nil {
-		return dst, ErrNotCovered
-	}
+// appendObjects writes items as a JSON list of the objects o selects: __typename from the plan, every other
+// member by member (one type's members, entryNested among them).
+func appendObjects[T any](o *objectPlan, dst []byte, items []T, member func(dst []byte, item *T, e *entry) ([]byte, error)) ([]byte, error) {
 	dst = append(dst, '[')
-	for i := range agencies {
+	for i := range items {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		ag := &agencies[i]
 		dst = append(dst, '{')
 		for j := range o.entries {
 			e := &o.entries[j]
@@ -61,28 +57,37 @@ func (o *objectPlan) appendAgencies(dst, text []byte) ([]byte, error) {
 				dst = appendString(dst, e.typeName)
 				continue
 			}
-			var v *string
-			switch uint8(e.value) {
-			case agencyID:
-				v = ag.AgencyID
-			case agencyName:
-				v = &ag.Name
-			case agencySlug:
-				v = ag.Slug
-			case agencyParentID:
-				v = ag.ParentAgencyID
-			default:
-				return dst, errBadEntry
-			}
-			if v == nil {
-				dst = append(dst, "null"...)
-			} else {
-				dst = appendString(dst, *v)
+			var err error
+			if dst, err = member(dst, &items[i], e); err != nil {
+				return dst, err
 			}
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
+}
+
+// appendAgencies writes the agencies column's JSON as the list of RegulatoryAgency objects o selects.
+func (o *objectPlan) appendAgencies(dst, text []byte) ([]byte, error) {
+	var agencies []records.RegulatoryAgency
+	if err := json.Unmarshal(text, &agencies); err != nil {
+		return dst, ErrNotCovered
+	}
+	return appendObjects(o, dst, agencies, agencyMember)
+}
+
+func agencyMember(dst []byte, ag *records.RegulatoryAgency, e *entry) ([]byte, error) {
+	switch uint8(e.value) {
+	case agencyID:
+		return appendOptional(dst, ag.AgencyID), nil
+	case agencyName:
+		return appendString(dst, ag.Name), nil
+	case agencySlug:
+		return appendOptional(dst, ag.Slug), nil
+	case agencyParentID:
+		return appendOptional(dst, ag.ParentAgencyID), nil
+	}
+	return dst, errBadEntry
 }
 
 // LobbyingActivity and Lobbyist members, in activityColumns and lobbyistColumns.
@@ -107,82 +112,46 @@ func (o *objectPlan) appendActivities(dst, text []byte) ([]byte, error) {
 	if err := json.Unmarshal(text, &activities); err != nil {
 		return dst, ErrNotCovered
 	}
-	dst = append(dst, '[')
-	for i := range activities {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		a := &activities[i]
-		dst = append(dst, '{')
-		for j := range o.entries {
-			e := &o.entries[j]
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, e.key...)
-			switch {
-			case e.kind == entryTypename:
-				dst = appendString(dst, e.typeName)
-			case e.kind == entryNested: // lobbyists
-				dst = e.items.appendLobbyists(dst, a.Lobbyists)
-			case uint8(e.value) == activityIssueArea:
-				dst = appendString(dst, a.IssueArea)
-			case uint8(e.value) == activityIssueAreaName:
-				dst = appendOptional(dst, a.IssueAreaName)
-			case uint8(e.value) == activityDescription:
-				dst = appendOptional(dst, a.Description)
-			case uint8(e.value) == activityAgenciesActedOn:
-				dst = append(dst, '[')
-				for k, s := range a.AgenciesActedOn {
-					if k > 0 {
-						dst = append(dst, ',')
-					}
-					dst = appendString(dst, s)
-				}
-				dst = append(dst, ']')
-			default:
-				return dst, errBadEntry
-			}
-		}
-		dst = append(dst, '}')
-	}
-	return append(dst, ']'), nil
+	return appendObjects(o, dst, activities, activityMember)
 }
 
-func (o *objectPlan) appendLobbyists(dst []byte, lobbyists []records.Lobbyist) []byte {
-	dst = append(dst, '[')
-	for i := range lobbyists {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		l := &lobbyists[i]
-		dst = append(dst, '{')
-		for j := range o.entries {
-			e := &o.entries[j]
-			if j > 0 {
+func activityMember(dst []byte, a *records.LobbyingActivity, e *entry) ([]byte, error) {
+	switch {
+	case e.kind == entryNested: // lobbyists
+		return appendObjects(e.items, dst, a.Lobbyists, lobbyistMember)
+	case uint8(e.value) == activityIssueArea:
+		return appendString(dst, a.IssueArea), nil
+	case uint8(e.value) == activityIssueAreaName:
+		return appendOptional(dst, a.IssueAreaName), nil
+	case uint8(e.value) == activityDescription:
+		return appendOptional(dst, a.Description), nil
+	case uint8(e.value) == activityAgenciesActedOn:
+		dst = append(dst, '[')
+		for k, s := range a.AgenciesActedOn {
+			if k > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, e.key...)
-			switch {
-			case e.kind == entryTypename:
-				dst = appendString(dst, e.typeName)
-			case uint8(e.value) == lobbyistID:
-				dst = appendOptional(dst, l.LobbyistID)
-			case uint8(e.value) == lobbyistName:
-				dst = appendString(dst, l.Name)
-			case uint8(e.value) == lobbyistCoveredPosition:
-				dst = appendOptional(dst, l.CoveredPosition)
-			default: // lobbyistIsNew
-				if l.IsNew {
-					dst = append(dst, "true"...)
-				} else {
-					dst = append(dst, "false"...)
-				}
-			}
+			dst = appendString(dst, s)
 		}
-		dst = append(dst, '}')
+		return append(dst, ']'), nil
 	}
-	return append(dst, ']')
+	return dst, errBadEntry
+}
+
+func lobbyistMember(dst []byte, l *records.Lobbyist, e *entry) ([]byte, error) {
+	switch uint8(e.value) {
+	case lobbyistID:
+		return appendOptional(dst, l.LobbyistID), nil
+	case lobbyistName:
+		return appendString(dst, l.Name), nil
+	case lobbyistCoveredPosition:
+		return appendOptional(dst, l.CoveredPosition), nil
+	}
+	// lobbyistIsNew
+	if l.IsNew {
+		return append(dst, "true"...), nil
+	}
+	return append(dst, "false"...), nil
 }
 
 func appendOptional(dst []byte, s *string) []byte {
