@@ -291,6 +291,19 @@ func noHorizontalOverflow(t *testing.T, ctx context.Context, page string) {
 	}
 }
 
+// latestHoursInView checks that the usage chart, wider than a phone's screen
+// and scrolling inside its box, shows its right end (the latest hours, where
+// the requests just made are) without the user scrolling.
+func latestHoursInView(t *testing.T, ctx context.Context) {
+	t.Helper()
+	var edges []float64
+	runBrowser(t, ctx, "chart edges", chromedp.Evaluate(
+		`(() => { const c = document.querySelector('.chart'), b = c.getBoundingClientRect(), s = c.querySelector('svg').getBoundingClientRect(); return [b.right, s.right, b.width, s.width]; })()`, &edges))
+	if len(edges) != 4 || edges[3] <= edges[2] || edges[1] > edges[0]+1 {
+		t.Errorf("usage chart on a phone: box right %v, chart right %v (widths %v, %v): want the chart wider than its box and its right end in view", edges[0], edges[1], edges[2], edges[3])
+	}
+}
+
 // checkSetCookie signs in with a fresh link outside the browser and checks
 // the raw Set-Cookie header: no Domain attribute. It returns the link token
 // and the session token, space-separated.

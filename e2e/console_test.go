@@ -238,6 +238,7 @@ func TestConsoleAdmin(t *testing.T) {
 		testbrowser.Screenshot(t, phone, "phone-"+p)
 		noHorizontalOverflow(t, phone, p)
 	}
+	latestHoursInView(t, phone)
 
 	s.CheckLogs(t, secrets...)
 }
