@@ -200,6 +200,9 @@ say "starting Hydra: issuer $ISSUER, admin $HYDRA_ADMIN"
 hydra_pid=$!
 await Hydra "$hydra_pid" curl -fs --max-time 2 "$HYDRA_ADMIN/health/ready"
 await Hydra "$hydra_pid" curl -fs --max-time 2 "${ISSUER}health/ready"
+# The key set too: Hydra makes its signing keys as it starts, which took over 10 s on a loaded machine, and
+# civicgate fetches the key set as it loads (a failure fails the load).
+await Hydra "$hydra_pid" curl -fs --max-time 10 "${ISSUER}.well-known/jwks.json"
 
 say "starting libraryd on 127.0.0.1:$LIBRARY_PORT"
 CIVIC_IDENTITY_SECRET=$CIVIC_IDENTITY_SECRET LIBRARY_LISTEN=127.0.0.1:$LIBRARY_PORT \

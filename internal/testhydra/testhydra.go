@@ -244,7 +244,8 @@ func (s *Server) env() []string {
 	return []string{"HOME=" + s.dir, "TMPDIR=" + s.dir, "PATH=" + os.Getenv("PATH")}
 }
 
-// start spawns `hydra serve all` and waits until both ports report ready.
+// start spawns `hydra serve all` and waits until both ports report ready
+// and the key set is served.
 // --dev allows the plain-HTTP issuer; --sqa-opt-out keeps Hydra from sending
 // usage statistics off the machine.
 func (s *Server) start(t testing.TB) {
@@ -271,7 +272,9 @@ func (s *Server) start(t testing.TB) {
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
-	for _, url := range []string{s.AdminURL() + "/health/ready", s.Issuer() + "health/ready"} {
+	// the key set as well: Hydra makes its signing keys as it starts, slowly on a loaded machine, and a
+	// gateway fetches the key set as it loads
+	for _, url := range []string{s.AdminURL() + "/health/ready", s.Issuer() + "health/ready", s.JWKSURL()} {
 		testenv.Eventually(t, 60*time.Second, "Hydra "+url, func() error {
 			if p.exited() {
 				t.Fatalf("testhydra: hydra exited while starting; log %s", logPath)
