@@ -142,7 +142,14 @@ func Redis(t testing.TB) (*redis.Client, string) {
 // listener or dialer that asks the kernel for any port (":0", every outgoing
 // connection) cannot be handed the same port between this call and the
 // moment the test's process binds it. It never returns a port twice in one
-// process.
+// process, and while the test runs no other test process that uses FreePort
+// is handed it either (reservePort): `go test ./...` runs packages in
+// parallel, and two of them drawing one port between the check and the bind
+// made a stack's start fail with "address already in use" — or, worse, two
+// gateways serve one port: Caddy binds with SO_REUSEPORT, so a second Caddy
+// on the same port succeeds and the kernel splits connections between them
+// (a TLS dial answered by the other stack's plain-HTTP listener: "first
+// record does not look like a TLS handshake").
 func FreePort(t testing.TB) int {
 	t.Helper()
 	for range 200 {
@@ -154,11 +161,17 @@ func FreePort(t testing.TB) int {
 		if _, taken := handedOut.LoadOrStore(port, true); taken {
 			continue // given to an earlier caller of this process, maybe not bound yet
 		}
+		release, ok := reservePort(port)
+		if !ok {
+			continue // held by another test process, maybe not bound yet
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
+			release()
 			continue // taken: draw again
 		}
 		_ = l.Close()
+		t.Cleanup(release)
 		return port
 	}
 	t.Fatal("testenv: no free port in 20000–32767 after 200 draws")
