@@ -3,6 +3,7 @@ package readplan
 import (
 	"math"
 	"strconv"
+	"unsafe"
 )
 
 // The bytes recordsd answers are gqlgen's marshalling passed through encoding/json (httpapi.writeResponse
@@ -15,48 +16,82 @@ const lowerHex = "0123456789abcdef" // encoding/json's HTML escaping
 // appendString appends s as a JSON string exactly as gqlgen's writeQuotedString followed by encoding/json's
 // HTML-escaping compaction would write it. Bytes that are not valid UTF-8 pass through unchanged, as in both.
 func appendString[T string | []byte](dst []byte, s T) []byte {
+	switch v := any(s).(type) {
+	case string:
+		// A read-only view of the string's bytes: appendQuoted reads them and never keeps them.
+		return appendQuoted(dst, unsafe.Slice(unsafe.StringData(v), len(v)))
+	default:
+		return appendQuoted(dst, v.([]byte))
+	}
+}
+
+func appendQuoted(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; ; {
+		// A tight loop of one table load per plain byte: a switch of ten tests per byte was the largest cost of
+		// rendering a page.
+		for i < len(s) && !needsLook[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
-		var esc []byte
+		var esc string
 		switch {
 		case c == '\t':
-			esc = []byte(`\t`)
+			esc = `\t`
 		case c == '\r':
-			esc = []byte(`\r`)
+			esc = `\r`
 		case c == '\n':
-			esc = []byte(`\n`)
+			esc = `\n`
 		case c == '\\':
-			esc = []byte(`\\`)
+			esc = `\\`
 		case c == '"':
-			esc = []byte(`\"`)
+			esc = `\"`
 		case c < 0x20:
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '0', '0', upperHex[c>>4], upperHex[c&0xf])
-			start = i + 1
+			i++
+			start = i
 			continue
 		case c == '<' || c == '>' || c == '&':
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
-			start = i + 1
+			i++
+			start = i
 			continue
 		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xA8: // U+2028, U+2029
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '2', '0', '2', lowerHex[s[i+2]&0xf])
-			i += 2
-			start = i + 1
+			i += 3
+			start = i
 			continue
-		default:
+		default: // 0xE2 starting another character
+			i++
 			continue
 		}
 		dst = append(dst, s[start:i]...)
 		dst = append(dst, esc...)
-		start = i + 1
+		i++
+		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// needsLook marks the bytes appendString cannot copy without a look: control characters, '"', '\\', the
+// HTML characters, and 0xE2, which may start U+2028 or U+2029.
+var needsLook = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	for _, c := range []byte{'"', '\\', '<', '>', '&', 0xE2} {
+		t[c] = true
+	}
+	return t
+}()
 
 // appendFloat writes a decimal's text as gqlgen's MarshalFloatContext writes the float64 pgx scans from it
 // (pgtype.Numeric.Float64Value: the correctly rounded float64, then fmt's %g). NaN and infinities, which gqlgen
