@@ -50,45 +50,6 @@ func (s *Server) recoverPanic(ctx context.Context, v any) error {
 	return errors.New("internal error")
 }
 
-// graphqlRequest is the POST body (docs/api.md "POST /v1/graphql"); members are checked for type by hand.
-type graphqlRequest struct {
-	Query         json.RawMessage `json:"query"`
-	Variables     json.RawMessage `json:"variables"`
-	OperationName json.RawMessage `json:"operationName"`
-	Extensions    json.RawMessage `json:"extensions"`
-}
-
-// decodeGraphQLRequest parses body into RawParams or returns the 400 message.
-func decodeGraphQLRequest(body []byte) (*graphql.RawParams, string) {
-	var req graphqlRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		return nil, "Request body is not valid JSON"
-	}
-	if dec.More() {
-		return nil, "Request body must be a single JSON object"
-	}
-	p := &graphql.RawParams{}
-	if len(req.Query) == 0 || json.Unmarshal(req.Query, &p.Query) != nil || isNull(req.Query) {
-		return nil, "Request body must have a string member \"query\""
-	}
-	if len(req.Variables) > 0 && !isNull(req.Variables) {
-		vd := json.NewDecoder(bytes.NewReader(req.Variables))
-		vd.UseNumber() // as gqlgen's own transport: Int and Float variables arrive as json.Number
-		if vd.Decode(&p.Variables) != nil || p.Variables == nil {
-			return nil, "\"variables\" must be a JSON object"
-		}
-	}
-	if len(req.OperationName) > 0 && !isNull(req.OperationName) {
-		if json.Unmarshal(req.OperationName, &p.OperationName) != nil {
-			return nil, "\"operationName\" must be a string"
-		}
-	}
-	return p, ""
-}
-
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
 func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	media := negotiateMedia(r.Header["Accept"])
 	if r.Method != http.MethodPost {

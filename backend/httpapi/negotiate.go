@@ -157,6 +157,9 @@ func writeGraphQL(w http.ResponseWriter, media responseMedia, status int, body [
 	}
 	h["X-Content-Type-Options"] = headerNoSniff
 	h["Vary"] = headerVaryAccept
+	// A body over net/http's 2 KB pre-header buffer would otherwise go out chunked: three write(2) calls
+	// (header and the first 4 KB, the rest, the last chunk) instead of two (docs/design.md D58).
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -190,8 +190,8 @@ var (
 	bodyMissingIdentity     = contract.ErrorBody("Missing gateway identity")
 )
 
-// bodyWriter writes every JSON response of recordsd: with nosniff.
-var bodyWriter = contract.JSONWriter{NoSniff: true}
+// bodyWriter writes every JSON response of recordsd: with nosniff and its length (docs/design.md D58).
+var bodyWriter = contract.JSONWriter{NoSniff: true, ContentLength: true}
 
 // writeBody writes a body already encoded.
 func writeBody(w http.ResponseWriter, status int, body []byte) {
