@@ -260,6 +260,51 @@ func TestTerminatedSlowConsumer(t *testing.T) {
 	}
 }
 
+// TestTerminatedPausedReaderGetsEveryEvent: a client that stops reading
+// for a while, but not for long enough to overflow its send buffer, gets
+// every event whole and in order once it reads again. Its frames go inline
+// (one non-blocking write from the fan-out) while its kernel buffers have
+// room; when they fill, a frame is written in part and the socket's writer
+// goroutine takes the rest and the queue behind it (server_queue.go
+// writeInline): 12 MiB to a 4 KiB receive window crosses that hand-off.
+func TestTerminatedPausedReaderGetsEveryEvent(t *testing.T) {
+	e := startTerminating(t, "dedup key\nsend_buffer 1000")
+	const sub = `subscription { loanEvents { loan { id due } } }`
+	c := e.dialRaw(t, 4096)
+	c.sendText(`{"type":"connection_init"}`)
+	if op, p, err := c.readFrame(); err != nil || op != 0x1 || string(p) != `{"type":"connection_ack"}` {
+		t.Fatalf("ack: %d %s %v", op, p, err)
+	}
+	c.sendText(`{"id":"s","type":"subscribe","payload":{"query":` + jsonString(sub) + `}}`)
+	// A reading subscriber of the same group paces the events: the engine
+	// drops a subscriber 64 events behind, so each is published once the
+	// gateway has fanned out the one before.
+	fast := e.dial(t)
+	fast.init()
+	fast.subscribe("f", sub)
+	fast.joined()
+	e.awaitEngineSubscribers(t, 1)
+	const events = 400
+	due := strings.Repeat("x", 30<<10)
+	for i := 1; i <= events; i++ {
+		id := "l" + strconv.Itoa(i) + "-"
+		e.publishDue(id, due)
+		if m := fast.read(); m.Type != "next" || !strings.Contains(string(m.Payload), `"id":"`+id+`"`) {
+			t.Fatalf("reading subscriber, event %d: %s %.80s", i, m.Type, m.Payload)
+		}
+	}
+	for i := 1; i <= events; i++ {
+		op, p, err := c.readFrame()
+		if err != nil || op != 0x1 {
+			t.Fatalf("event %d: op %d, %v", i, op, err)
+		}
+		want := `{"id":"s","type":"next","payload":{"data":{"loanEvents":{"loan":{"id":"l` + strconv.Itoa(i) + `-","due":"` + due + `"}}}}}`
+		if string(p) != want {
+			t.Fatalf("event %d: %.120s (%d bytes), want %.120s (%d bytes)", i, p, len(p), want, len(want))
+		}
+	}
+}
+
 // TestTerminatedEventStream: a graphql-sse subscription is served from the
 // same dedup group as a WebSocket's: one subscription at the engine, the
 // event on both; the stream ends with the client.

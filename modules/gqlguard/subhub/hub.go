@@ -18,10 +18,12 @@ import (
 // Sink is one subscriber of the hub: a client subscription.
 type Sink interface {
 	// Next delivers one event's payload (shared by every subscriber of the
-	// group: read-only). It is called with the upstream connection's lock
-	// held, in event order: it must not block and must not call back into
-	// the hub. false: the subscriber is gone (dropped as slow) and will stop
-	// its subscription itself.
+	// group: read-only). It is called from the upstream connection's reader
+	// goroutine, in event order, without the hub's locks: it must not block
+	// (a bounded non-blocking write is fine) and must not call back into the
+	// hub. It may be called once more just after the subscriber left; it
+	// then drops the event. false: the subscriber is gone (dropped as slow)
+	// and will stop its subscription itself.
 	Next(payload []byte) bool
 	// End ends the subscription: errs is the JSON array of GraphQL errors of
 	// an upstream error message (or the hub's own, e.g. UPSTREAM_UNAVAILABLE),

@@ -33,6 +33,8 @@ type upstreamConn struct {
 	byID   map[string]*group
 	nextID uint64
 	closed bool
+
+	fanOutBuf []*member // the reader goroutine's copy of a group's members
 }
 
 func newUpstreamConn(h *Hub, identity string, traceCtx context.Context) *upstreamConn {
@@ -230,19 +232,28 @@ func (u *upstreamConn) memberHeader() func() (http.Header, error) {
 	return nil
 }
 
-// fanOut hands one event to every subscriber of the group, in order (one
-// reader goroutine per connection).
+// fanOut hands one event to every subscriber of the group, in order: it
+// runs only on the connection's reader goroutine. The members are copied
+// under the lock and handed the event outside it, because a sink may write
+// to its socket there (wsproxy writes inline when the socket's buffer has
+// room) and subscribers joining or leaving must not wait for thousands of
+// writes. A member that leaves during the loop may still be handed this
+// event; Sink.Next drops it for a subscription that has ended.
 func (u *upstreamConn) fanOut(id string, payload json.RawMessage) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	g := u.byID[id]
 	if g == nil {
+		u.mu.Unlock()
 		return
 	}
-	for _, m := range g.members {
+	members := append(u.fanOutBuf[:0], g.members...)
+	u.mu.Unlock()
+	for _, m := range members {
 		m.sink.Next(payload)
 	}
-	u.hub.cfg.Observer.FanOut(len(g.members))
+	u.hub.cfg.Observer.FanOut(len(members))
+	clear(members) // keeps no member alive
+	u.fanOutBuf = members[:0]
 }
 
 // endGroup ends group id for all its subscribers.

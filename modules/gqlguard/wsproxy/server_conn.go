@@ -34,9 +34,11 @@ type serverConn struct {
 	keepTimer    *time.Timer
 	awaitingPong bool
 	queue        []outMsg
-	queueTaken   sync.Cond // the writer took the queue (reply waits on it)
-	flushing     bool
-	final        bool // a close frame is queued: nothing after it
+	pending      []byte                    // the rest of a frame an inline write left: written before the queue
+	queueTaken   sync.Cond                 // the writer took the queue (reply waits on it)
+	flushing     bool                      // the writer's role is taken: by the writer goroutine, or an inline write
+	inline       func([]byte) (int, error) // a non-blocking write(2) (server_inline.go); nil: none
+	final        bool                      // a close frame is queued: nothing after it
 	clientClosed bool
 	slow         bool // dropped as a slow consumer
 	slowNoted    bool // the drop was counted
@@ -47,7 +49,7 @@ type serverConn struct {
 const readChunk = 512
 
 func newServerConn(ctx context.Context, raw net.Conn, early []byte, cfg TerminateConfig, reg *Sockets) *serverConn {
-	c := &serverConn{raw: raw, cfg: cfg, ctx: ctx, reg: reg, early: early}
+	c := &serverConn{raw: raw, cfg: cfg, ctx: ctx, reg: reg, early: early, inline: nonBlockingWriter(raw)}
 	c.queueTaken.L = &c.mu
 	c.frames.maxMessage = cfg.MaxMessage
 	cfg.Observer.Sockets(1)
@@ -377,7 +379,7 @@ type termSub struct {
 
 // Next queues one event; false once the socket is closing or was dropped.
 func (s *termSub) Next(payload []byte) bool {
-	return s.c.enqueue(outMsg{op: opText, idJSON: s.idJSON, typ: "next", payload: payload})
+	return s.c.enqueueEvent(s, outMsg{op: opText, idJSON: s.idJSON, typ: "next", payload: payload})
 }
 
 // End is the upstream ending the subscription (complete, error, retries

@@ -29,6 +29,86 @@ func (c *serverConn) enqueue(m outMsg) bool {
 	return ok
 }
 
+// enqueueEvent queues one event of subscription s, or drops it (true: it is
+// not slowness) once s has ended: the fan-out may hand out an event as s
+// leaves, and it must never follow the subscription's complete. When the
+// writer is idle and nothing waits, the frame is written inline.
+func (c *serverConn) enqueueEvent(s *termSub, m outMsg) bool {
+	c.mu.Lock()
+	if c.subs[s.id] != s {
+		c.mu.Unlock()
+		return true
+	}
+	inline := c.inline != nil && !c.flushing && len(c.queue) == 0 && len(c.pending) == 0 && !c.final && !c.done
+	if inline {
+		c.flushing = true // the writer's role is this call's: enqueueLocked starts no goroutine
+	}
+	ok := c.enqueueLocked(m)
+	c.mu.Unlock()
+	if inline {
+		c.writeInline()
+	}
+	if !ok && c.droppedSlow() {
+		c.cfg.Observer.SlowConsumerDropped()
+	}
+	return ok
+}
+
+// writeInline writes what is queued (the event just queued) with one
+// non-blocking write(2) on the caller's goroutine, the fan-out's. A socket
+// whose kernel buffer has room — every socket that keeps up — gets its frame
+// without a writer goroutine, a buffer hand-off or a write deadline, which
+// cost more than the write itself (BENCHMARKS.md "the write floor"). What
+// the kernel does not take now (a full buffer, a partial write) is left to
+// the writer goroutine, which writes it first, bounded by WriteTimeout as
+// every write is; so a slow consumer is still dropped by its queue's bound,
+// and the fan-out never waits. The caller holds the writer's role.
+func (c *serverConn) writeInline() {
+	c.mu.Lock()
+	batch := c.queue
+	if len(batch) == 0 || c.done || c.final {
+		// A close frame was queued meanwhile: the writer goroutine sends it.
+		c.flushing = false
+		c.startFlushLocked()
+		c.mu.Unlock()
+		return
+	}
+	c.queue = nil
+	c.queueTaken.Broadcast()
+	c.mu.Unlock()
+
+	bp := writeBuffers.Get().(*[]byte)
+	buf := (*bp)[:0]
+	for i := range batch {
+		buf = appendOut(buf, &batch[i])
+	}
+	n, err := c.inline(buf)
+	clear(batch)
+	c.mu.Lock()
+	if c.queue == nil && cap(batch) <= keptQueue {
+		c.queue = batch[:0]
+	}
+	switch {
+	case err != nil:
+		c.mu.Unlock()
+		c.cfg.Logger.Debug("writing to the client failed: dropping the connection")
+		_ = c.raw.Close() // the reader ends and finishes the socket
+		c.stopFlushing()
+	case n < len(buf):
+		c.pending = append([]byte(nil), buf[n:]...)
+		go c.flush() // the writer's role passes to it
+		c.mu.Unlock()
+	default:
+		c.flushing = false
+		c.startFlushLocked() // what was queued during the write
+		c.mu.Unlock()
+	}
+	*bp = buf
+	if cap(buf) <= 64<<10 {
+		writeBuffers.Put(bp)
+	}
+}
+
 // reply queues an answer of the reader's (ack, pong, refusal, close of a
 // protocol error): when send_buffer messages already wait, the reader waits
 // for the writer to take them instead of dropping the client, so a client
@@ -77,9 +157,10 @@ func (c *serverConn) enqueueLocked(m outMsg) bool {
 	return true
 }
 
-// startFlushLocked starts the writer goroutine unless it runs.
+// startFlushLocked starts the writer goroutine unless the writer's role is
+// taken.
 func (c *serverConn) startFlushLocked() {
-	if !c.flushing && len(c.queue) > 0 {
+	if !c.flushing && (len(c.queue) > 0 || len(c.pending) > 0) {
 		c.flushing = true
 		go c.flush()
 	}
@@ -102,17 +183,17 @@ func (c *serverConn) flush() {
 	}()
 	for {
 		c.mu.Lock()
-		batch := c.queue
-		if len(batch) == 0 || c.done {
+		batch, pending := c.queue, c.pending
+		if (len(batch) == 0 && len(pending) == 0) || c.done {
 			c.flushing = false
 			c.mu.Unlock()
 			return
 		}
-		c.queue = nil
+		c.queue, c.pending = nil, nil
 		c.queueTaken.Broadcast()
 		c.mu.Unlock()
 
-		buf := (*bp)[:0]
+		buf := append((*bp)[:0], pending...) // an inline write's rest goes first
 		final := false
 		for i := range batch {
 			buf = appendOut(buf, &batch[i])
@@ -150,7 +231,7 @@ func (c *serverConn) stopFlushing() {
 	c.mu.Lock()
 	c.flushing = false
 	c.final = true // nothing more can be written
-	c.queue = nil
+	c.queue, c.pending = nil, nil
 	c.queueTaken.Broadcast()
 	c.mu.Unlock()
 }
