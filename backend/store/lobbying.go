@@ -105,7 +105,7 @@ func (s *Store) lobbyingConditions(in records.LobbyingDisclosuresInput) (p lobby
 		q.cond("filing_period = %s", *in.FilingPeriod)
 	}
 	if in.IssueArea != nil {
-		q.cond("civic_lower_array(issue_areas) @> ARRAY[lower(%s::text)]", *in.IssueArea) // "def" finds DEF
+		q.cond("issue_areas_lower @> ARRAY[lower(%s::text)]", *in.IssueArea) // "def" finds DEF (migration 0106)
 	}
 	limit, err = s.page(q, lobbyingKeyset, binding, records.Paging{Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
