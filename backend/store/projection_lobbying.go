@@ -1,10 +1,6 @@
 package store
 
-import (
-	"encoding/json"
-
-	"github.com/civicgate/civicgate/backend/records"
-)
+import "github.com/civicgate/civicgate/backend/records"
 
 // Projected lobbying reads (see projection.go): the selected LobbyingDisclosure columns of a page, under the
 // filters, keyset and plans of LobbyingDisclosures (lobbyingConditions).
@@ -76,8 +72,7 @@ func checkLobbying(vals [][]byte) error {
 	if err := checkFlag(vals); err != nil {
 		return err
 	}
-	var activities []records.LobbyingActivity
-	if json.Unmarshal(vals[1], &activities) != nil {
+	if !activitiesDecode(vals[1]) {
 		return ErrUnscannable
 	}
 	return nil
