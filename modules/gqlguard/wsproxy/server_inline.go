@@ -11,14 +11,15 @@ import (
 
 // nonBlockingWriter returns a write(2) on conn's socket that never waits: it
 // reports how much the kernel took (0 when its buffer is full) and fails
-// only when the socket does. nil for a connection without a socket of its
-// own to write to (TLS: a record cannot be half written and resumed).
+// only when the socket does. nil for anything but a bare TCP connection: TLS
+// (a record cannot be half written and resumed), and any listener wrapper,
+// whose own Write a write to the socket would bypass.
 func nonBlockingWriter(conn net.Conn) func([]byte) (int, error) {
-	sc, ok := conn.(syscall.Conn)
+	tcp, ok := conn.(*net.TCPConn)
 	if !ok {
 		return nil
 	}
-	rc, err := sc.SyscallConn()
+	rc, err := tcp.SyscallConn()
 	if err != nil {
 		return nil
 	}

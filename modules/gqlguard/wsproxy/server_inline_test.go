@@ -70,8 +70,9 @@ func TestNonBlockingWriterNeverWaits(t *testing.T) {
 }
 
 // TestNonBlockingWriterOnlyForSockets: a connection without a socket of its
-// own (a pipe here; TLS in the gateway) gets none, and its frames go through
-// the writer goroutine.
+// own (a pipe; TLS in the gateway) gets none, and neither does a wrapper
+// around a TCP connection (a listener wrapper's Write must not be bypassed):
+// their frames go through the writer goroutine.
 func TestNonBlockingWriterOnlyForSockets(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
@@ -79,4 +80,24 @@ func TestNonBlockingWriterOnlyForSockets(t *testing.T) {
 	if nonBlockingWriter(a) != nil {
 		t.Error("a pipe got a non-blocking writer")
 	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if nonBlockingWriter(countingConn{c.(*net.TCPConn)}) != nil {
+		t.Error("a wrapper embedding *net.TCPConn got a non-blocking writer")
+	}
 }
+
+// countingConn is a listener wrapper of the kind Caddy modules write: it
+// embeds the TCP connection (and so its SyscallConn) and has a Write of its
+// own.
+type countingConn struct{ *net.TCPConn }
+
+func (c countingConn) Write(b []byte) (int, error) { return c.TCPConn.Write(b) }
