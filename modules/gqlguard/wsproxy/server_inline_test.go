@@ -14,21 +14,7 @@ import (
 // instead of waiting; once the peer reads, everything written arrives in
 // order; and a write allocates nothing (it runs once per delivered event).
 func TestNonBlockingWriterNeverWaits(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	client, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	client, server := tcpPair(t)
 	write := nonBlockingWriter(server)
 	if write == nil {
 		t.Fatal("no non-blocking writer for a TCP connection")
@@ -80,16 +66,7 @@ func TestNonBlockingWriterOnlyForSockets(t *testing.T) {
 	if nonBlockingWriter(a) != nil {
 		t.Error("a pipe got a non-blocking writer")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := tcpPair(t)
 	if nonBlockingWriter(countingConn{c.(*net.TCPConn)}) != nil {
 		t.Error("a wrapper embedding *net.TCPConn got a non-blocking writer")
 	}
@@ -101,3 +78,24 @@ func TestNonBlockingWriterOnlyForSockets(t *testing.T) {
 type countingConn struct{ *net.TCPConn }
 
 func (c countingConn) Write(b []byte) (int, error) { return c.TCPConn.Write(b) }
+
+// tcpPair is a connected pair of loopback TCP connections, closed with t.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err = net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	server, err = l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close() })
+	return client, server
+}
