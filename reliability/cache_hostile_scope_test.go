@@ -118,8 +118,19 @@ func (c *cacheEnv) cost(t *testing.T) {
 	if each < 2000 {
 		t.Fatalf("the document cost %d points, too few to exhaust the budget before the quota", each)
 	}
+	// A Redis call that fails (over the store's 50 ms timeout on a loaded
+	// machine) is answered in the route's on_store_error mode, open here:
+	// that hit is admitted uncharged and reports no budget, so what is left
+	// is known again only from the next charged hit.
+	const storeErrors = "civicgate_ratelimit_store_errors_total"
+	errs := c.metric(t, storeErrors)
 	for i := 1; i < 30; i++ {
 		r := c.gql(t, c.freeCost, doc)
+		if e := c.metric(t, storeErrors); e != errs {
+			errs, left = e, -1
+			t.Logf("hit %d: a Redis call failed; the budget is read again from the next hit", i)
+			continue
+		}
 		if r.status == 429 {
 			if r.body != bodyRateLimit || r.h.Get("Retry-After") == "" || r.cs() != "" || !strings.HasPrefix(r.h.Get("RateLimit"), `"free-cost";r=`) {
 				t.Fatalf("the cost 429 after %d answers: %s Retry-After %q RateLimit %q", i, r, r.h.Get("Retry-After"), r.h.Get("RateLimit"))
@@ -135,7 +146,7 @@ func (c *cacheEnv) cost(t *testing.T) {
 			t.Fatalf("hit %d: RateLimit %q does not report the cost budget", i, r.h.Get("RateLimit"))
 		}
 		now, _ := strconv.Atoi(m[1])
-		if left-now != each {
+		if left >= 0 && left-now != each {
 			t.Fatalf("hit %d was charged %d points, the miss %d", i, left-now, each)
 		}
 		left = now
