@@ -286,22 +286,45 @@ func TestTerminatedPausedReaderGetsEveryEvent(t *testing.T) {
 	e.awaitEngineSubscribers(t, 1)
 	const events = 400
 	due := strings.Repeat("x", 30<<10)
+	// The paused client reads again after 150 events (4.4 MiB, past what
+	// the kernel buffers) or 5 s, whichever comes first: the socket's writer
+	// drops a client whose write does not finish within its 10 s
+	// WriteTimeout, and on a loaded machine 150 events can take longer.
+	resume := make(chan struct{})
+	read := make(chan error, 1)
+	go func() {
+		<-resume
+		for i := 1; i <= events; i++ {
+			op, p, err := c.readFrame()
+			if err != nil || op != 0x1 {
+				read <- fmt.Errorf("event %d: op %d, %v", i, op, err)
+				return
+			}
+			want := `{"id":"s","type":"next","payload":{"data":{"loanEvents":{"loan":{"id":"l` + strconv.Itoa(i) + `-","due":"` + due + `"}}}}}`
+			if string(p) != want {
+				read <- fmt.Errorf("event %d: %.120s (%d bytes), want %.120s (%d bytes)", i, p, len(p), want, len(want))
+				return
+			}
+		}
+		read <- nil
+	}()
+	start, resumed := time.Now(), false
 	for i := 1; i <= events; i++ {
+		if !resumed && (i > 150 || time.Since(start) > 5*time.Second) {
+			close(resume)
+			resumed = true
+		}
 		id := "l" + strconv.Itoa(i) + "-"
 		e.publishDue(id, due)
 		if m := fast.read(); m.Type != "next" || !strings.Contains(string(m.Payload), `"id":"`+id+`"`) {
 			t.Fatalf("reading subscriber, event %d: %s %.80s", i, m.Type, m.Payload)
 		}
 	}
-	for i := 1; i <= events; i++ {
-		op, p, err := c.readFrame()
-		if err != nil || op != 0x1 {
-			t.Fatalf("event %d: op %d, %v", i, op, err)
-		}
-		want := `{"id":"s","type":"next","payload":{"data":{"loanEvents":{"loan":{"id":"l` + strconv.Itoa(i) + `-","due":"` + due + `"}}}}}`
-		if string(p) != want {
-			t.Fatalf("event %d: %.120s (%d bytes), want %.120s (%d bytes)", i, p, len(p), want, len(want))
-		}
+	if !resumed {
+		close(resume)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
 	}
 }
 
