@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"hash/maphash"
 	"sync"
 )
@@ -29,6 +30,9 @@ type leaseCache struct {
 type leaseShard struct {
 	mu      sync.Mutex
 	entries map[string]*leaseEntry
+	// trips: per key, this instance's round trips that may lease units
+	// and whose answers are not yet recorded (beginTrip … endTrip).
+	trips map[string][]chan struct{}
 }
 
 // maxOpenLeases is how many leases one instance keeps open per key: requests
@@ -82,6 +86,7 @@ func newLeaseCache(maxKeys int) *leaseCache {
 	c := &leaseCache{seed: maphash.MakeSeed(), max: max(1, maxKeys/shardCount)}
 	for i := range c.shards {
 		c.shards[i].entries = make(map[string]*leaseEntry)
+		c.shards[i].trips = make(map[string][]chan struct{})
 	}
 	return c
 }
@@ -147,6 +152,61 @@ func (c *leaseCache) spend(key string, now, need int64) (decision, bool) {
 		return decision{}, false
 	}
 	return e.spend(now, need)
+}
+
+// beginTrip registers a round trip for key that asks Redis for a lease. Until
+// endTrip, a refusal of this instance for key may be a refusal of units that
+// trip's answer, still on its way, leased to this instance: Redis ran the
+// leasing call first, the refused one second, and their answers arrived the
+// other way round. awaitTrips lets the refused request wait for that answer
+// instead of refusing with the units about to be spendable here.
+func (c *leaseCache) beginTrip(key string) chan struct{} {
+	done := make(chan struct{})
+	sh := c.shard(key)
+	sh.mu.Lock()
+	sh.trips[key] = append(sh.trips[key], done)
+	sh.mu.Unlock()
+	return done
+}
+
+// endTrip ends a trip of beginTrip, after its answer (if any) was recorded.
+func (c *leaseCache) endTrip(key string, done chan struct{}) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	list := sh.trips[key]
+	for i, ch := range list {
+		if ch == done {
+			list[i] = list[len(list)-1]
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(sh.trips, key)
+	} else {
+		sh.trips[key] = list
+	}
+	sh.mu.Unlock()
+	close(done)
+}
+
+// awaitTrips waits until every leasing round trip of key in flight now has
+// recorded its answer, or ctx ends, and reports whether there were any. The
+// wait is bounded by the store timeout each of those trips runs under.
+func (c *leaseCache) awaitTrips(ctx context.Context, key string) bool {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	var buf [maxOpenLeases]chan struct{}
+	pending := append(buf[:0], sh.trips[key]...)
+	sh.mu.Unlock()
+	for _, done := range pending {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return len(pending) > 0
+		}
+	}
+	return len(pending) > 0
 }
 
 // spend takes need units of the first open lease holding them.

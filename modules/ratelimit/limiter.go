@@ -46,7 +46,10 @@ type limiter struct {
 	// storeClock: tests only — send the limiter's clock to the script
 	// instead of letting Redis read its own (fake-clock tests on real Redis).
 	storeClock bool
-	usage      *usageSink // nil: usage not counted
+	// answered: tests only — called with each store answer before it is
+	// recorded, to hold one answer back while another arrives.
+	answered func(decision)
+	usage    *usageSink // nil: usage not counted
 }
 
 // take decides need units for key (whose store key under set is storeKey)
@@ -79,9 +82,11 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 		call.now = nowUS
 	}
 	var id uint64
+	var trip chan struct{}
 	if set.lease > need {
 		id = l.leaseIDs.Add(1)
 		call.want, call.ttl, call.leaseID = set.lease, set.leaseTTL, strconv.FormatUint(id, 36)
+		trip = l.local.beginTrip(storeKey)
 	}
 	l.metrics.Load().redisCalls.Inc()
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
@@ -91,7 +96,13 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 		endRedisSpan(span, err)
 	}
 	cancel()
+	if l.answered != nil {
+		l.answered(d)
+	}
 	if err != nil {
+		if trip != nil {
+			l.local.endTrip(storeKey, trip)
+		}
 		l.metrics.Load().storeErrors.Inc()
 		l.reporter.Load().Report(err, "rate limit store error; this decision used on_store_error mode", zap.String("mode", l.mode))
 		redisconn.ReloadTopology(l.redis, err)
@@ -105,10 +116,20 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 		l.log().Info("rate limit store recovered; shared counting resumed")
 	}
 	l.local.record(storeKey, nowUS, need, d, id, call.ttl)
+	if trip != nil {
+		l.local.endTrip(storeKey, trip)
+	}
 	if d.granted == 0 && need <= set.minQuota {
-		// Refused: units a concurrent renewal of this instance leased meanwhile are ours to spend.
+		// Refused: units a concurrent renewal of this instance leased meanwhile
+		// are ours to spend, including a renewal whose answer is still on its
+		// way (beginTrip).
 		if ld, ok := l.local.spend(storeKey, nowUS, need); ok {
 			return ld, nil
+		}
+		if l.local.awaitTrips(ctx, storeKey) {
+			if ld, ok := l.local.spend(storeKey, l.clock().UnixMicro(), need); ok {
+				return ld, nil
+			}
 		}
 	}
 	if d.granted > need { // the other leased units are this instance's to spend

@@ -397,3 +397,61 @@ func hammer(t *testing.T, l *limiter, set *policySet, key string, goroutines, ea
 	wg.Wait()
 	return &admitted
 }
+
+// TestRefusalWaitsForALeaseOnItsWay: two requests of one instance renew a
+// fresh 10/min key at once. Redis runs the first call, which leases all ten
+// units, then the second, which it refuses; the refusal's answer is handled
+// while the lease's answer is still on its way. The refused request must
+// wait for it and spend a leased unit, not answer 429 with nine units about
+// to be spendable here (a burst of 100 on a 100/min key got 99 admitted).
+func TestRefusalWaitsForALeaseOnItsWay(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	for round := range 5 {
+		l := testLimiter(t, testenv.RedisAddr(), fmt.Sprintf("%s%d:", prefix, round), 1)
+		set := oneRate(l, contract.Rate{Quota: 10, Window: time.Minute})
+		if set.lease != 10 {
+			t.Fatalf("lease %d, want the whole quota", set.lease)
+		}
+		refusalSeen := make(chan struct{})
+		leaseHeld := make(chan struct{})
+		l.answered = func(d decision) {
+			if d.granted > 0 {
+				close(leaseHeld)
+				<-refusalSeen // the lease's answer arrives after the refusal's
+				return
+			}
+			close(refusalSeen)
+		}
+		first := make(chan decision, 1)
+		go func() {
+			d, err := l.take(context.Background(), set, set.prefix+"k", "k", 1)
+			if err != nil {
+				t.Error(err)
+			}
+			first <- d
+		}()
+		<-leaseHeld
+		second, err := l.take(context.Background(), set, set.prefix+"k", "k", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := <-first; d.granted != 1 {
+			t.Fatalf("round %d: the leasing request: %+v", round, d)
+		}
+		if second.granted != 1 {
+			t.Fatalf("round %d: refused with leased units on their way: %+v", round, second)
+		}
+		l.answered = nil
+		admitted := 2
+		for range 10 {
+			d, err := l.take(context.Background(), set, set.prefix+"k", "k", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted += int(d.granted)
+		}
+		if admitted != 10 {
+			t.Fatalf("round %d: %d of a 10/min key admitted", round, admitted)
+		}
+	}
+}
