@@ -106,9 +106,11 @@ func verify(t *testing.T, ctx context.Context, h *testhydra.Server, token string
 }
 
 func TestClientCredentialsToken(t *testing.T) {
+	h := testhydra.Start(t, testhydra.Options{AccessTokenLifespan: 5 * time.Minute})
+	// After Start: on a fresh machine Start builds Hydra first, which took
+	// more than five minutes of a deadline taken before it.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	h := testhydra.Start(t, testhydra.Options{AccessTokenLifespan: 5 * time.Minute})
 
 	// Discovery names the issuer and endpoints the helper does.
 	var disc struct {
