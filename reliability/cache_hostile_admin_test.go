@@ -174,8 +174,12 @@ func (c *cacheEnv) listenerLoss(t *testing.T) {
 	stack.WaitFor(t, 10*time.Second, "answers without the cache", func() error {
 		r := c.gql(t, c.ent, doc)
 		switch {
-		case r.status == 200 && r.hit():
-			return fmt.Errorf("still a hit: %s", r)
+		// Until the listener notices the cut it is up, and the cache serves
+		// and stores as usual: an entry gone meanwhile (an earlier sync's
+		// invalidation heard late) is stored again. Whatever it stores then
+		// goes with the flush the listener makes when it notices.
+		case r.status == 200 && (r.hit() || r.cs() == csStored):
+			return fmt.Errorf("still up: %s", r)
 		case r.status != 200 || r.cs() != csDown:
 			t.Fatalf("after the cut: %s, want a hit or 200 %q", r, csDown)
 		}
