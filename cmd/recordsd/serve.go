@@ -144,6 +144,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	tuneGC(os.Getenv)
 	codec, err := cursor.New([]byte(os.Getenv("RECORDSD_CURSOR_SECRET")))
 	if err != nil {
 		return fmt.Errorf("RECORDSD_CURSOR_SECRET: %w", err)
