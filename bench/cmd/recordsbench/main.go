@@ -216,13 +216,32 @@ func measure(ctx context.Context, c *client, name, target string, body []byte, c
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
-	for i := 0; i < 10; i++ { // warm-up: connections, plan cache, buffers
-		if _, _, err := c.page(ctx, body); err != nil {
-			return result{}, fmt.Errorf("%s: %w", name, err)
-		}
+	// Warm-up with as many clients as the timed run, 10 requests each: every keep-alive connection, and every
+	// recordsd pool connection those need, is open and has run the statement past PostgreSQL's first five custom
+	// plans (plan_cache_mode=auto) before timing starts. One sequential client warmed a single connection, and the
+	// four-client rows timed three connections being opened and their first plans.
+	var wg sync.WaitGroup
+	warm := make(chan error, clients)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for range 10 {
+				var err error
+				if buf, err = c.timed(ctx, body, buf, len(first)); err != nil {
+					warm <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(warm)
+	if err := <-warm; err != nil {
+		return result{}, fmt.Errorf("%s: warm-up: %w", name, err)
 	}
 	lat := make([]time.Duration, n)
-	var wg sync.WaitGroup
 	errc := make(chan error, clients)
 	per := n / clients
 	for w := 0; w < clients; w++ {
