@@ -90,7 +90,7 @@ func newEnv(t testing.TB, opts envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.Handler())
+	srv := newServedAPI(api)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -220,3 +220,13 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 func bg() context.Context { return context.Background() }
 
 func slogTo(w *lockedWriter) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// newServedAPI serves api as recordsd serve does: through ConfigureServer's listener, so every response of a
+// test leaves in one write (docs/design.md D59). The reference servers of the differential tests are plain
+// httptest servers, so those tests also hold the one-write path to net/http's own bytes and headers.
+func newServedAPI(api *httpapi.Server) *httptest.Server {
+	srv := httptest.NewUnstartedServer(api.Handler())
+	srv.Listener = httpapi.ConfigureServer(srv.Config, srv.Listener)
+	srv.Start()
+	return srv
+}

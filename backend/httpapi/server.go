@@ -118,7 +118,7 @@ func (s *Server) Handler() http.Handler {
 	graphqlH := s.requireIdentity(http.HandlerFunc(s.graphql))
 	billsH := s.requireIdentity(http.HandlerFunc(s.bills))
 	runtimeH := s.requireIdentity(http.HandlerFunc(s.runtimeStats))
-	return s.traced(s.measured(s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return oneWrite(s.traced(s.measured(s.recoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
 			s.healthz(w, r)
@@ -131,7 +131,7 @@ func (s *Server) Handler() http.Handler {
 		default:
 			writeBody(w, http.StatusNotFound, contract.BodyNotFound)
 		}
-	}))))
+	})))))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

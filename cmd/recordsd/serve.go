@@ -208,6 +208,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	ln = httpapi.ConfigureServer(srv, ln) // each response in one write (docs/design.md D59)
 	// Metrics on a listener of their own (docs/design.md D42): the API's listener, the one the gateway proxies
 	// to, never serves them.
 	var metricsSrv *http.Server

@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// One write per response (docs/design.md D59). net/http sends a response through a 4 KiB buffer in front of the
+// connection: a page of 5–10 KB leaves in two write(2) calls (the header with the body's first bytes, then the
+// rest when the handler returns), and on loopback each write costs the writer the receiver's side of the TCP
+// stack and a wake-up of the reader. A connection accepted through Listener holds what net/http writes while a
+// response is being produced and sends it in one write when the handler is done; nothing else changes: the same
+// bytes, the same deadlines, the same errors.
+
+// heldMax bounds what one response holds: a larger body gains nothing from one write less and would be copied
+// whole, so past it the held bytes go out and the rest is written through.
+const heldMax = 64 << 10
+
+// Listener wraps ln so that each connection it accepts can send a response in one write. Serve it with an
+// http.Server whose ConnContext is ConnContext (ConfigureServer sets both); a handler on any other connection
+// writes as net/http does.
+func Listener(ln net.Listener) net.Listener { return heldListener{ln} }
+
+// ConfigureServer makes srv hand each connection of ln to the handler and returns the listener to serve:
+// srv.Serve(ConfigureServer(srv, ln)).
+func ConfigureServer(srv *http.Server, ln net.Listener) net.Listener {
+	prev := srv.ConnContext
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prev != nil {
+			ctx = prev(ctx, c)
+		}
+		return ConnContext(ctx, c)
+	}
+	return Listener(ln)
+}
+
+type heldConnKey struct{}
+
+// ConnContext records c in ctx when Listener accepted it (for http.Server.ConnContext).
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if hc, ok := c.(*heldConn); ok {
+		return context.WithValue(ctx, heldConnKey{}, hc)
+	}
+	return ctx
+}
+
+type heldListener struct{ net.Listener }
+
+func (l heldListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &heldConn{Conn: c}, nil
+}
+
+// heldConn is an accepted connection that holds writes between hold and release. Only the connection's serving
+// goroutine writes an HTTP/1 response (the handler runs in it), so hold, Write and release never race; the
+// background reader net/http runs during a handler only reads.
+type heldConn struct {
+	net.Conn
+	held bool
+	buf  *[]byte
+}
+
+var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+func (c *heldConn) hold() {
+	c.held = true
+}
+
+func (c *heldConn) Write(p []byte) (int, error) {
+	if !c.held {
+		return c.Conn.Write(p)
+	}
+	if c.buf == nil {
+		c.buf = heldBuffers.Get().(*[]byte)
+	}
+	if len(*c.buf)+len(p) > heldMax {
+		if err := c.release(); err != nil {
+			return 0, err
+		}
+		return c.Conn.Write(p)
+	}
+	*c.buf = append(*c.buf, p...)
+	return len(p), nil
+}
+
+// release stops holding and writes what was held, in one write.
+func (c *heldConn) release() error {
+	c.held = false
+	if c.buf == nil {
+		return nil
+	}
+	b := c.buf
+	c.buf = nil
+	var err error
+	if len(*b) > 0 {
+		_, err = c.Conn.Write(*b)
+	}
+	if cap(*b) <= heldMax*2 {
+		*b = (*b)[:0]
+		heldBuffers.Put(b)
+	}
+	return err
+}
+
+// Close sends what is held first: net/http closes a connection it will not reuse right after the response.
+func (c *heldConn) Close() error {
+	_ = c.release()
+	return c.Conn.Close()
+}
+
+// CloseWrite sends what is held, then half-closes as net/http asks of a TCP connection.
+func (c *heldConn) CloseWrite() error {
+	if err := c.release(); err != nil {
+		return err
+	}
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// oneWrite holds the connection's writes while next produces the response and sends them in one write once it
+// is done. Only a response that declared its length is flushed here: flushing one that did not would make
+// net/http send it chunked instead of counting its length as it ends. Every recordsd body declares it
+// (writeGraphQL, bodyWriter).
+func oneWrite(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := r.Context().Value(heldConnKey{}).(*heldConn)
+		if !ok || r.ProtoMajor != 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c.hold()
+		defer func() {
+			if _, declared := w.Header()["Content-Length"]; declared {
+				_ = http.NewResponseController(w).Flush()
+			}
+			if err := c.release(); err != nil {
+				// net/http took the bytes as written: closing makes its next read on the connection fail,
+				// so it is not reused after a response that did not leave whole.
+				_ = c.Conn.Close()
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
