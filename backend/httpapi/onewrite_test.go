@@ -207,3 +207,31 @@ func TestOneWriteOnOtherConnections(t *testing.T) {
 		t.Errorf("%d writes %v: net/http's own framing sends a 7700-byte body in two", len(w), w)
 	}
 }
+
+// TestOneWritePipelined: requests sent back to back in one packet (HTTP/1.1 pipelining) get their responses
+// whole and in order, each in one write.
+func TestOneWritePipelined(t *testing.T) {
+	cl, conn, br := serveOneWrite(t, http.HandlerFunc(sizedBodies))
+	sizes := []int{7700, 10, 20000}
+	var reqs strings.Builder
+	for _, n := range sizes {
+		reqs.WriteString("GET /n/" + strconv.Itoa(n) + " HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	if _, err := io.WriteString(conn, reqs.String()); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for _, n := range sizes {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || len(body) != n {
+			t.Fatalf("response for %d bytes: %d bytes, %v", n, len(body), err)
+		}
+	}
+	if w := cl.take(); len(w) != len(sizes) {
+		t.Errorf("%d writes %v for %d pipelined responses, want one each", len(w), w, len(sizes))
+	}
+}
