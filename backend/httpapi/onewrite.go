@@ -58,7 +58,7 @@ func (l heldListener) Accept() (net.Conn, error) {
 
 // heldConn is an accepted connection that holds writes between hold and release. Only the connection's serving
 // goroutine writes an HTTP/1 response (the handler runs in it), so hold, Write and release never race; the
-// background reader net/http runs during a handler only reads.
+// background reader net/http runs during a handler only reads, and Close (any goroutine) leaves the state alone.
 type heldConn struct {
 	net.Conn
 	held bool
@@ -107,17 +107,13 @@ func (c *heldConn) release() error {
 	return err
 }
 
-// Close sends what is held first: net/http closes a connection it will not reuse right after the response.
-func (c *heldConn) Close() error {
-	_ = c.release()
-	return c.Conn.Close()
-}
-
-// CloseWrite sends what is held, then half-closes as net/http asks of a TCP connection.
+// CloseWrite half-closes as net/http asks of a TCP connection (closeWriteAndWait).
+//
+// Neither CloseWrite nor Close touches what is held: both run either in the serving goroutine after oneWrite
+// has released the response (net/http ending a connection it will not reuse) or in another goroutine closing
+// the connection outright (http.Server.Close, Shutdown's idle sweep), where a held response is abandoned with
+// the connection and reading hold's state would race with the serving goroutine.
 func (c *heldConn) CloseWrite() error {
-	if err := c.release(); err != nil {
-		return err
-	}
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}

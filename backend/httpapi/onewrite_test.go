@@ -235,3 +235,42 @@ func TestOneWritePipelined(t *testing.T) {
 		t.Errorf("%d writes %v for %d pipelined responses, want one each", len(w), w, len(sizes))
 	}
 }
+
+// TestOneWriteServerCloseMidResponse: the server closing every connection from another goroutine while a
+// response is held (http.Server.Close; Shutdown's idle sweep is the same call) abandons it without touching the
+// serving goroutine's state (run under -race) and without sending a partial response.
+func TestOneWriteServerCloseMidResponse(t *testing.T) {
+	base, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inHandler, release := make(chan struct{}), make(chan struct{})
+	srv := &http.Server{Handler: oneWrite(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Length"] = []string{"7700"}
+		_, _ = w.Write(bytes.Repeat([]byte("a"), 5000)) // past net/http's buffer: held by the connection
+		close(inHandler)
+		<-release
+		_, _ = w.Write(bytes.Repeat([]byte("a"), 2700))
+	}))}
+	ln := ConfigureServer(srv, base)
+	go func() { _ = srv.Serve(ln) }()
+	conn, err := net.Dial("tcp", base.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-inHandler
+	_ = srv.Close()
+	close(release)
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("reading until the server closed: %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("%d bytes of an abandoned response reached the client", len(got))
+	}
+}
