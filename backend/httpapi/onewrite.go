@@ -10,7 +10,7 @@ import (
 // One write per response (docs/design.md D59). net/http sends a response through a 4 KiB buffer in front of the
 // connection: a page of 5–10 KB leaves in two write(2) calls (the header with the body's first bytes, then the
 // rest when the handler returns), and on loopback each write costs the writer the receiver's side of the TCP
-// stack and a wake-up of the reader. A connection accepted through Listener holds what net/http writes while a
+// stack and a wake-up of the reader. A connection served through ConfigureServer holds what net/http writes while a
 // response is being produced and sends it in one write when the handler is done; nothing else changes: the same
 // bytes, the same deadlines, the same errors.
 
@@ -18,33 +18,24 @@ import (
 // whole, so past it the held bytes go out and the rest is written through.
 const heldMax = 64 << 10
 
-// Listener wraps ln so that each connection it accepts can send a response in one write. Serve it with an
-// http.Server whose ConnContext is ConnContext (ConfigureServer sets both); a handler on any other connection
-// writes as net/http does.
-func Listener(ln net.Listener) net.Listener { return heldListener{ln} }
-
-// ConfigureServer makes srv hand each connection of ln to the handler and returns the listener to serve:
-// srv.Serve(ConfigureServer(srv, ln)).
+// ConfigureServer makes srv hand each connection of ln to the handler, so that a response can leave in one
+// write, and returns the listener to serve: srv.Serve(ConfigureServer(srv, ln)). A handler on any other
+// connection (httptest, another listener) writes as net/http does.
 func ConfigureServer(srv *http.Server, ln net.Listener) net.Listener {
 	prev := srv.ConnContext
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if prev != nil {
 			ctx = prev(ctx, c)
 		}
-		return ConnContext(ctx, c)
+		if hc, ok := c.(*heldConn); ok {
+			ctx = context.WithValue(ctx, heldConnKey{}, hc)
+		}
+		return ctx
 	}
-	return Listener(ln)
+	return heldListener{ln}
 }
 
 type heldConnKey struct{}
-
-// ConnContext records c in ctx when Listener accepted it (for http.Server.ConnContext).
-func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	if hc, ok := c.(*heldConn); ok {
-		return context.WithValue(ctx, heldConnKey{}, hc)
-	}
-	return ctx
-}
 
 type heldListener struct{ net.Listener }
 
