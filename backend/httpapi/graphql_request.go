@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -69,6 +70,9 @@ func decodeVariables(raw []byte, p *graphql.RawParams) bool {
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
+// requestMembers are the members the one-pass decoder reads.
+var requestMembers = [4]string{"query", "operationName", "variables", "extensions"}
+
 // decodeCommonRequest is the one-pass decoder; ok false: it declines, and nothing is decided.
 func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
 	sc := requestScanner{b: body}
@@ -76,9 +80,12 @@ func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
 		return nil, false
 	}
 	p = &graphql.RawParams{}
-	var vars, ext []byte // the last of each member, as encoding/json keeps the last duplicate
+	var vars, ext []byte
 	var query, opName []byte
 	haveQuery := false
+	// A member given twice is the reference's: encoding/json keeps the last value but still rejects the body
+	// when an earlier one is invalid, and only the kept value is checked here.
+	var seen [4]bool
 	if !sc.byte('}') {
 		for {
 			key, ok := sc.plainString()
@@ -86,6 +93,11 @@ func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
 				return nil, false
 			}
 			sc.space()
+			m := slices.Index(requestMembers[:], string(key))
+			if m < 0 || seen[m] {
+				return nil, false // another member, one in another case (encoding/json folds case), or a repeat
+			}
+			seen[m] = true
 			switch string(key) {
 			case "query":
 				if query, ok = sc.stringToken(); !ok {
@@ -104,8 +116,6 @@ func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
 				if ext, ok = sc.objectOrNull(); !ok {
 					return nil, false
 				}
-			default:
-				return nil, false // another member, or one in another case (encoding/json folds case)
 			}
 			if sc.byte(',') {
 				continue
