@@ -25,7 +25,8 @@ services:
 browser:
 	@scripts/services.sh chromium
 
-## up: build, start PostgreSQL and Redis, migrate, seed, serve (foreground; Ctrl-C stops it all).
+## up: build, start PostgreSQL and Redis, migrate, seed, serve (foreground; Ctrl-C stops it all). Quiet: the
+## logs go to .civicgate/logs/ (the banner names them); CIVICGATE_UP_VERBOSE=1 make up prints them instead.
 up: build services
 	@scripts/up.sh
 

@@ -54,20 +54,45 @@ client address and time. --org narrows to one organization (name or id).
 	})
 }
 
+// consoleUsageText is the help of `civicgate console`, in the layout of
+// `civicgate keys --help`: printed once, on stderr, by --help and after a bad
+// command line.
+const consoleUsageText = `usage: civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]
+  link   print a sign-in link to the organization console for EMAIL; it works once, for 15 minutes
+         (only its SHA-256 hash is stored)
+  --org ORG        the organization's name (may be omitted for an operator)
+  --email EMAIL    the member's email
+  --role ROLE      viewer (reads), admin (keys and webhooks; the default) or operator (every organization)
+  --url URL        the console's https:// address (default $CIVICGATE_CONSOLE_URL, else ` + DefaultConsoleURL + `)
+  The database is DATABASE_URL's.
+exit codes: 0 ok, 1 refused or failed, 2 usage
+`
+
 // RunConsole runs `civicgate console <sub>` and returns the exit code.
 func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	if len(args) == 0 || args[0] != "link" {
-		fmt.Fprintln(stderr, "usage: civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]")
-		return 2
+	if code, done := clirun.Help(args, stderr, consoleUsageText); done {
+		return code
+	}
+	if args[0] != "link" {
+		return clirun.Exit(stderr, "civicgate console", fmt.Errorf("%w: unknown command %s", clirun.ErrUsage, args[0]), consoleUsageText)
 	}
 	fs := flag.NewFlagSet("console link", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	org := fs.String("org", "", "organization name (optional for an operator)")
-	email := fs.String("email", "", "the member's email")
-	role := fs.String("role", consolestore.RoleAdmin, "viewer, admin or operator")
-	base := fs.String("url", "", "the console's address (default $CIVICGATE_CONSOLE_URL or "+DefaultConsoleURL+")")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
-		return 2
+	// The flag package's own usage block is not this command's help: parse
+	// errors, -h and --help are answered below with consoleUsageText once.
+	fs.SetOutput(io.Discard)
+	org := fs.String("org", "", "")
+	email := fs.String("email", "", "")
+	role := fs.String("role", consolestore.RoleAdmin, "")
+	base := fs.String("url", "", "")
+	err := fs.Parse(args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, consoleUsageText)
+		return 0
+	case err != nil:
+		return clirun.Exit(stderr, "civicgate console link", fmt.Errorf("%w: %w", clirun.ErrUsage, err), consoleUsageText)
+	case fs.NArg() != 0:
+		return clirun.Exit(stderr, "civicgate console link", fmt.Errorf("%w: link takes only flags, not %q", clirun.ErrUsage, fs.Arg(0)), consoleUsageText)
 	}
 	if *email == "" || !consolestore.ValidRole(*role) || (*org == "" && *role != consolestore.RoleOperator) {
 		fmt.Fprintln(stderr, "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator")

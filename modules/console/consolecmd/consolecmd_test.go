@@ -10,12 +10,13 @@ import (
 )
 
 // TestExitCodesAndMessages pins what `civicgate console link` and `civicgate
-// audit` answer before they reach a database: exit 2 and the usage for a bad
-// command line, exit 1 and the reason without DATABASE_URL, and a DSN that
-// does not parse never echoed (it may hold a password).
+// audit` answer before they reach a database: the help once for --help (exit
+// 0), exit 2 and the usage for a bad command line, exit 1 and the reason
+// without DATABASE_URL, and a DSN that does not parse never echoed (it may
+// hold a password).
 func TestExitCodesAndMessages(t *testing.T) {
 	const (
-		linkUsage  = "usage: civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]\n"
+		linkUsage  = consoleUsageText
 		auditUsage = "usage: civicgate audit [--org ORG] [--since 24h] [--limit 100] [--json]\n"
 		linkNeeds  = "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator\n"
 	)
@@ -32,7 +33,16 @@ func TestExitCodesAndMessages(t *testing.T) {
 		stderr string
 	}{
 		{"console", RunConsole, nil, none, 2, linkUsage},
-		{"console", RunConsole, []string{"unlink"}, none, 2, linkUsage},
+		{"console", RunConsole, []string{"--help"}, none, 0, linkUsage},
+		{"console", RunConsole, []string{"help"}, none, 0, linkUsage},
+		// Before, the flag package's "Usage of console link:" block answered, with exit 2.
+		{"console", RunConsole, []string{"link", "--help"}, none, 0, linkUsage},
+		{"console", RunConsole, []string{"link", "-h"}, none, 0, linkUsage},
+		{"console", RunConsole, []string{"unlink"}, none, 2, "civicgate console: bad usage: unknown command unlink\n" + linkUsage},
+		{"console", RunConsole, []string{"link", "--bogus"}, none, 2,
+			"civicgate console link: bad usage: flag provided but not defined: -bogus\n" + linkUsage},
+		{"console", RunConsole, []string{"link", "--email", "a@example.com", "acme"}, none, 2,
+			"civicgate console link: bad usage: link takes only flags, not \"acme\"\n" + linkUsage},
 		{"console", RunConsole, []string{"link", "--email", "a@example.com"}, none, 2, linkNeeds},
 		{"console", RunConsole, []string{"link", "--org", "acme", "--email", "a@example.com", "--role", "owner"}, none, 2, linkNeeds},
 		{"console", RunConsole, []string{"link", "--org", "acme", "--email", "a@example.com", "--url", "http://console.example"}, none, 2,

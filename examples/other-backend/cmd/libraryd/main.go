@@ -17,6 +17,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -39,23 +40,40 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// usageText is libraryd's help, printed once: on stdout for --help, on stderr
+// after a bad command line.
+const usageText = `usage: libraryd [--listen ADDR]
+
+Serves the example library GraphQL engine on /graphql (POST, GET, graphql-sse,
+graphql-transport-ws), for civicgate to front (examples/other-backend/README.md).
+
+  --listen ADDR           address to listen on (default $LIBRARY_LISTEN, else ` + defaultListen + `)
+
+Environment:
+  LIBRARY_LISTEN          address to listen on (--listen wins)
+  CIVIC_IDENTITY_SECRET   when set, every request must carry a valid X-Civic-Identity
+                          signed with it (the gateway's identity_secret)
+exit codes: 0 stopped by SIGINT or SIGTERM, 1 serving failed, 2 usage
+`
+
 // run parses args and serves until SIGINT/SIGTERM; it returns the exit status: 0 after --help or a clean
 // shutdown, 2 for bad arguments, 1 when serving fails.
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("libraryd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", envOr("LIBRARY_LISTEN", defaultListen), "address to listen on (env LIBRARY_LISTEN)")
-	fs.Usage = func() { usage(fs.Output(), fs) }
+	// The flag package would print its own usage block on every parse error,
+	// --help included; the errors are reported here, with usageText once.
+	fs.SetOutput(io.Discard)
+	listen := fs.String("listen", cmp.Or(os.Getenv("LIBRARY_LISTEN"), defaultListen), "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			usage(stdout, fs) // asked for: on stdout, and success
+			fmt.Fprint(stdout, usageText) // asked for: on stdout, and success
 			return 0
 		}
-		return 2 // the flag package has printed the error and the usage on stderr
+		fmt.Fprintf(stderr, "libraryd: %v\n%s", err, usageText)
+		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "libraryd: unexpected argument %q\n", fs.Arg(0))
-		usage(stderr, fs)
+		fmt.Fprintf(stderr, "libraryd: unexpected argument %q\n%s", fs.Arg(0), usageText)
 		return 2
 	}
 	if err := serve(*listen); err != nil {
@@ -63,31 +81,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, `usage: libraryd [--listen ADDR]
-
-Serves the example library GraphQL engine on /graphql (POST, GET, graphql-sse,
-graphql-transport-ws), for civicgate to front (examples/other-backend/README.md).
-
-Flags:
-`)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fmt.Fprintf(w, `
-Environment:
-  LIBRARY_LISTEN          address to listen on (default %s)
-  CIVIC_IDENTITY_SECRET   when set, every request must carry a valid X-Civic-Identity
-                          signed with it (the gateway's identity_secret)
-`, defaultListen)
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func serve(addr string) error {
