@@ -20,7 +20,6 @@ import (
 
 	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
 func init() {
@@ -234,18 +233,18 @@ func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []str
 	default:
 		return
 	}
-	e := consolestore.AuditEntry{Actor: consolestore.CLIActor(getenv), Role: consolestore.RoleOperator,
+	e := keystore.AuditEntry{Actor: keystore.CLIActor(getenv), Role: keystore.RoleOperator,
 		Action: "key." + sub, Target: target, Detail: detail}
 	if o.org != "" {
-		if org, err := consolestore.OrgByName(ctx, pool, o.org); err == nil {
-			e.OrgID = org.ID
+		if org, err := keystore.OrgIDByName(ctx, pool, o.org); err == nil {
+			e.OrgID = org
 		}
 	} else if sub == "revoke" {
-		if org, err := consolestore.KeyOrg(ctx, pool, args[0]); err == nil {
+		if org, err := keystore.KeyOrg(ctx, pool, args[0]); err == nil {
 			e.OrgID = org
 		}
 	}
-	_ = consolestore.Audit(ctx, pool, e)
+	_ = keystore.Audit(ctx, pool, e)
 }
 
 // openPool opens DATABASE_URL; without it, it points at --file.

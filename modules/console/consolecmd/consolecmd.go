@@ -21,6 +21,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	"github.com/civicgate/civicgate/internal/clirun"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
@@ -64,12 +65,12 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	fs.SetOutput(stderr)
 	org := fs.String("org", "", "organization name (optional for an operator)")
 	email := fs.String("email", "", "the member's email")
-	role := fs.String("role", consolestore.RoleAdmin, "viewer, admin or operator")
+	role := fs.String("role", keystore.RoleAdmin, "viewer, admin or operator")
 	base := fs.String("url", "", "the console's address (default $CIVICGATE_CONSOLE_URL or "+DefaultConsoleURL+")")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
 		return 2
 	}
-	if *email == "" || !consolestore.ValidRole(*role) || (*org == "" && *role != consolestore.RoleOperator) {
+	if *email == "" || !keystore.ValidRole(*role) || (*org == "" && *role != keystore.RoleOperator) {
 		fmt.Fprintln(stderr, "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator")
 		return 2
 	}
@@ -86,7 +87,7 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return 1
 	}
 	defer pool.Close()
-	actor := consolestore.CLIActor(getenv)
+	actor := keystore.CLIActor(getenv)
 	l, err := consolestore.CreateLink(ctx, pool, consolestore.LinkSpec{Org: *org, Email: *email, Role: *role, CreatedBy: actor})
 	if errors.Is(err, consolestore.ErrNotFound) {
 		fmt.Fprintf(stderr, "civicgate console link: no organization named %q\n", *org)
@@ -96,7 +97,7 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintln(stderr, "civicgate console link:", err)
 		return 1
 	}
-	_ = consolestore.Audit(ctx, pool, consolestore.AuditEntry{Actor: actor, Role: consolestore.RoleOperator, OrgID: l.OrgID,
+	_ = keystore.Audit(ctx, pool, keystore.AuditEntry{Actor: actor, Role: keystore.RoleOperator, OrgID: l.OrgID,
 		Action: "console.link", Target: strings.ToLower(*email), Detail: *role})
 	u.Path = "/signin/link"
 	u.RawQuery = url.Values{"token": {l.Token}}.Encode()
@@ -124,7 +125,7 @@ func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return 1
 	}
 	defer pool.Close()
-	q := consolestore.AuditQuery{Since: time.Now().Add(-*since), Limit: *limit}
+	q := keystore.AuditQuery{Since: time.Now().Add(-*since), Limit: *limit}
 	if *org != "" {
 		o, err := consolestore.OrgByName(ctx, pool, *org)
 		if errors.Is(err, consolestore.ErrNotFound) {
@@ -136,7 +137,7 @@ func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		q.OrgID = o.ID
 	}
-	entries, _, err := consolestore.ListAudit(ctx, pool, q)
+	entries, _, err := keystore.ListAudit(ctx, pool, q)
 	if err != nil {
 		fmt.Fprintln(stderr, "civicgate audit:", err)
 		return 1
