@@ -61,6 +61,7 @@ fi
 bin/recordsd migrate
 bin/recordsd seed --scale small
 bin/civicgate keys migrate
+bin/civicgate console migrate
 bin/civicgate webhooks migrate
 # The webhook secrets in this database must be sealed with this .env.local's
 # key: refuse (with what to do) rather than start a gateway that cannot

@@ -35,7 +35,7 @@ func newBigOrg(t testing.TB) *bigOrg {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := keystore.Migrate(ctx, pool); err != nil {
+	if err := consolestore.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	is, err := keystore.Issue(ctx, pool, "big", "paid_beta", keystore.EnvLive)

@@ -40,7 +40,7 @@ hour.
 }
 
 const usageText = `usage: civicgate keys <command> [flags]
-  migrate                                          create or upgrade the key tables
+  migrate                                          create or upgrade the key and usage tables
   issue  --org NAME --tier TIER --env live|test    issue a key (creates the organization)
   rotate --org NAME --env live|test [--tier TIER] [--overlap 24h]
                                                    issue a new key; the oldest active key stays accepted as
@@ -217,8 +217,8 @@ func run(ctx context.Context, sub string, args []string, o opts, out, stderr io.
 
 // auditChange writes a database change made from the command line to the
 // audit log the console shows (`civicgate audit`), as "cli:<OS user>". A
-// database not migrated to the console's tables yet keeps no entry; the
-// change is done either way.
+// database whose audit log is not migrated yet keeps no entry; the change is
+// done either way.
 func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []string, o opts, getenv func(string) string) {
 	var target, detail string
 	switch sub {

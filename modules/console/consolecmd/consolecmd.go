@@ -1,5 +1,6 @@
-// Package consolecmd adds `civicgate console link` (a one-time sign-in link
-// to the organization console) and `civicgate audit` (the audit log of every
+// Package consolecmd adds `civicgate console migrate` (the tables the console
+// uses), `civicgate console link` (a one-time sign-in link to the
+// organization console) and `civicgate audit` (the audit log of every
 // change made from the console or the key commands) to the civicgate binary.
 // The database comes from DATABASE_URL (docs/operations.md "The organization
 // console").
@@ -31,10 +32,14 @@ const DefaultConsoleURL = "https://localhost:8444"
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "console",
-		Usage: "link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]",
-		Short: "Prints a one-time sign-in link to the organization console (DATABASE_URL)",
+		Usage: "migrate | link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]",
+		Short: "Creates the console's tables, or prints a one-time sign-in link to the organization console (DATABASE_URL)",
 		Long: `
-Prints a sign-in link to the organization console for EMAIL in organization
+migrate creates or upgrades every table the console uses: the key store's,
+the usage tables and the console's own (idempotent; run it at every deploy
+that serves the console).
+
+link prints a sign-in link to the organization console for EMAIL in organization
 ORG with a role: viewer (reads), admin (keys and webhooks) or operator (every
 organization; --org may be omitted). The link works once, for 15 minutes;
 only its SHA-256 hash is stored. The console's address is --url, else
@@ -57,8 +62,11 @@ client address and time. --org narrows to one organization (name or id).
 
 // RunConsole runs `civicgate console <sub>` and returns the exit code.
 func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 1 && args[0] == "migrate" {
+		return runMigrate(ctx, stdout, stderr, getenv)
+	}
 	if len(args) == 0 || args[0] != "link" {
-		fmt.Fprintln(stderr, "usage: civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]")
+		fmt.Fprintln(stderr, "usage: civicgate console migrate | civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]")
 		return 2
 	}
 	fs := flag.NewFlagSet("console link", flag.ContinueOnError)
@@ -102,6 +110,25 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	u.Path = "/signin/link"
 	u.RawQuery = url.Values{"token": {l.Token}}.Encode()
 	fmt.Fprintf(stdout, "%s\n(single use, valid until %s; signs in %s as %s)\n", u, l.ExpiresAt.Format(time.RFC3339), *email, *role)
+	return 0
+}
+
+// runMigrate runs `civicgate console migrate`: the key store's tables, the
+// usage tables and the console's, each owner's in order (docs/design.md D60).
+func runMigrate(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) int {
+	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](ctx, context.Background()), 5*time.Minute)
+	defer cancel()
+	pool, err := clirun.OpenPool(ctx, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "civicgate console migrate:", err)
+		return 1
+	}
+	defer pool.Close()
+	if err := consolestore.Migrate(ctx, pool); err != nil {
+		fmt.Fprintln(stderr, "civicgate console migrate:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "console, key and usage tables are up to date")
 	return 0
 }
 

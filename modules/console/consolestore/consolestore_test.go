@@ -22,7 +22,7 @@ func newPool(t *testing.T) (*pgxpool.Pool, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := keystore.Migrate(ctx, pool); err != nil {
+	if err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	is, err := keystore.Issue(ctx, pool, "acme", "free", keystore.EnvLive)
