@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -122,7 +121,6 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, l Ledger) ([]int, error) {
 	}
 	var applied []int
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		applied = nil // BeginFunc does not retry, but keep the result this transaction's
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, l.Table); err != nil {
 			return fmt.Errorf("pgmigrate: lock %s: %w", l.Table, err)
 		}
@@ -252,7 +250,7 @@ func identifier(name string) (pgx.Identifier, error) {
 // Sub is fs.Sub for a migrations directory of an embed.FS, for a Ledger's
 // Files: it panics on a bad directory name, a programming error.
 func Sub(files fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(files, path.Clean(dir))
+	sub, err := fs.Sub(files, dir)
 	if err != nil {
 		panic(fmt.Sprintf("pgmigrate: %v", err))
 	}
