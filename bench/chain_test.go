@@ -26,6 +26,7 @@ import (
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	_ "github.com/civicgate/civicgate/modules/gqlguard"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 
 	"github.com/civicgate/civicgate/internal/testenv"
 )
@@ -66,7 +67,7 @@ func startChain(tb testing.TB, shipped bool) *chain {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		err = keystore.Migrate(context.Background(), pool) // the usage tables
+		err = usage.Migrate(context.Background(), pool)
 		pool.Close()
 		if err != nil {
 			tb.Fatal(err)

@@ -103,6 +103,7 @@ fi
 quietly bin/recordsd migrate
 quietly bin/recordsd seed --scale small
 quietly bin/civicgate keys migrate
+quietly bin/civicgate console migrate
 quietly bin/civicgate webhooks migrate
 # The webhook secrets in this database must be sealed with this .env.local's
 # key: refuse (with what to do) rather than start a gateway that cannot

@@ -142,12 +142,13 @@ func (s *Stack) IssueKey(org, tier, env string) (key, id string) {
 	return key, id
 }
 
-// Prepare migrates and seeds the database, and creates the key and webhook
-// tables (both migrations are idempotent).
+// Prepare migrates and seeds the database, and creates the key, usage,
+// console and webhook tables (every migration is idempotent).
 func (s *Stack) Prepare() {
 	s.t.Helper()
 	s.Run(s.Bins.Recordsd, "migrate")
 	s.Run(s.Bins.Recordsd, "seed", "--scale", "small")
 	s.Run(s.Bins.Civicgate, "keys", "migrate")
+	s.Run(s.Bins.Civicgate, "console", "migrate")
 	s.Run(s.Bins.Civicgate, "webhooks", "migrate")
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -132,10 +131,10 @@ func parseRule(kind string, rest []string) (OIDCRule, error) {
 }
 
 func (r OIDCRule) check() error {
-	if !consolestore.ValidRole(r.Role) {
+	if !keystore.ValidRole(r.Role) {
 		return fmt.Errorf("role %q is not viewer, admin or operator", r.Role)
 	}
-	if (r.Org == "*") != (r.Role == consolestore.RoleOperator) {
+	if (r.Org == "*") != (r.Role == keystore.RoleOperator) {
 		return fmt.Errorf("organization * goes with the operator role, and the operator role with *")
 	}
 	if r.Claim == "" || r.Value == "" || r.Org == "" {

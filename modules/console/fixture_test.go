@@ -35,7 +35,7 @@ func newBigOrg(t testing.TB) *bigOrg {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := keystore.Migrate(ctx, pool); err != nil {
+	if err := consolestore.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	is, err := keystore.Issue(ctx, pool, "big", "paid_beta", keystore.EnvLive)
@@ -85,7 +85,7 @@ func newBigOrg(t testing.TB) *bigOrg {
 		t.Fatal(err)
 	}
 	h.serve = h.routes()
-	tok, err := consolestore.NewSession(ctx, pool, consolestore.Identity{Email: "op@big.example", Role: consolestore.RoleOperator},
+	tok, err := consolestore.NewSession(ctx, pool, consolestore.Identity{Email: "op@big.example", Role: keystore.RoleOperator},
 		"link", "192.0.2.1", consolestore.Timeouts{Idle: time.Hour, Lifetime: 12 * time.Hour})
 	if err != nil {
 		t.Fatal(err)

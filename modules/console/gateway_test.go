@@ -113,7 +113,7 @@ func startGateway(t *testing.T) *gateway {
 	if _, err := pool.Exec(ctx, changeEventsDDL); err != nil {
 		t.Fatal(err)
 	}
-	if err := keystore.Migrate(ctx, pool); err != nil {
+	if err := consolestore.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.Migrate(ctx, pool); err != nil {

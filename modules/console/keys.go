@@ -151,8 +151,8 @@ func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, m member, o 
 // other key id answers 404.
 func (h *Handler) ownKey(w http.ResponseWriter, r *http.Request, o orgCtx) (string, bool) {
 	id := r.PathValue("key")
-	org, err := consolestore.KeyOrg(r.Context(), h.pool, id)
-	if errors.Is(err, consolestore.ErrNotFound) || (err == nil && org != o.org.ID) {
+	org, err := keystore.KeyOrg(r.Context(), h.pool, id)
+	if errors.Is(err, keystore.ErrNoSuchKey) || (err == nil && org != o.org.ID) {
 		h.notFound(w, r)
 		return "", false
 	}

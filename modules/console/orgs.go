@@ -217,7 +217,7 @@ func (h *Handler) setOrgTier(w http.ResponseWriter, r *http.Request, m member, o
 
 func (h *Handler) auditPage(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
 	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-	entries, more, err := consolestore.ListAudit(r.Context(), h.pool, consolestore.AuditQuery{OrgID: o.org.ID, Before: max(before, 0), Limit: pageSize})
+	entries, more, err := keystore.ListAudit(r.Context(), h.pool, keystore.AuditQuery{OrgID: o.org.ID, Before: max(before, 0), Limit: pageSize})
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/modules/console/consolestore"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
 // repositoryPath matches what only a reader of this repository can follow: a
@@ -47,8 +47,8 @@ func TestNoRepositoryPathsInPages(t *testing.T) {
 	g := startGateway(t)
 	acme := g.newOrg(t, "acme", "paid")
 	endpoint := g.createEndpoint(t, acme.key, "https://example.org/hook")
-	admin := g.session(t, acme, consolestore.RoleAdmin)
-	operator := g.session(t, acme, consolestore.RoleOperator)
+	admin := g.session(t, acme, keystore.RoleAdmin)
+	operator := g.session(t, acme, keystore.RoleOperator)
 	o := "/orgs/" + acme.id
 	var keyID string
 	if err := g.pool.QueryRow(t.Context(), `SELECT id FROM civicgate.api_keys WHERE org_id = $1`, acme.id).Scan(&keyID); err != nil {

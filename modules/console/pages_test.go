@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
 // TestRefusedRotateKeepsTheForm: a rotation the two-live-key rule refuses
@@ -21,7 +20,7 @@ func TestRefusedRotateKeepsTheForm(t *testing.T) {
 	if _, err := keystore.Issue(t.Context(), g.pool, acme.name, "paid", keystore.EnvLive); err != nil {
 		t.Fatal(err)
 	}
-	r := g.consoleDo(t, g.session(t, acme, consolestore.RoleAdmin), http.MethodPost, "/orgs/"+acme.id+"/keys/rotate",
+	r := g.consoleDo(t, g.session(t, acme, keystore.RoleAdmin), http.MethodPost, "/orgs/"+acme.id+"/keys/rotate",
 		form("env", "live", "overlap", "168h"))
 	if r.code != http.StatusConflict {
 		t.Fatalf("rotate with two active keys: %d\n%s", r.code, r.body)
@@ -39,7 +38,7 @@ func TestRefusedRotateKeepsTheForm(t *testing.T) {
 	if strings.Count(r.body, " selected>") != 1 {
 		t.Errorf("want exactly the overlap selected (env live is the first option):\n%s", r.body)
 	}
-	r = g.consoleDo(t, g.session(t, acme, consolestore.RoleAdmin), http.MethodPost, "/orgs/"+acme.id+"/keys/issue", form("env", "live"))
+	r = g.consoleDo(t, g.session(t, acme, keystore.RoleAdmin), http.MethodPost, "/orgs/"+acme.id+"/keys/issue", form("env", "live"))
 	if r.code != http.StatusConflict || strings.Count(r.body, twoKeyRule) != 1 ||
 		!strings.Contains(r.body, "Not issued: the organization already holds two live keys in the live environment.") {
 		t.Errorf("issue of a third key: %d, the rule %d times\n%s", r.code, strings.Count(r.body, twoKeyRule), r.body)
@@ -71,7 +70,7 @@ func TestUsageKeySelectorListsRevokedKeys(t *testing.T) {
 		old.ID, acme.id, hour); err != nil {
 		t.Fatal(err)
 	}
-	r := g.consoleDo(t, g.session(t, acme, consolestore.RoleViewer), http.MethodGet, "/orgs/"+acme.id+"/usage?range=7d", nil)
+	r := g.consoleDo(t, g.session(t, acme, keystore.RoleViewer), http.MethodGet, "/orgs/"+acme.id+"/usage?range=7d", nil)
 	if r.code != http.StatusOK {
 		t.Fatalf("usage page: %d\n%s", r.code, r.body)
 	}
@@ -82,7 +81,7 @@ func TestUsageKeySelectorListsRevokedKeys(t *testing.T) {
 			"not the revoked key without usage", options)
 	}
 	// The revoked key's chart is reachable from the selector.
-	r = g.consoleDo(t, g.session(t, acme, consolestore.RoleViewer), http.MethodGet, "/orgs/"+acme.id+"/usage?range=7d&key="+old.ID, nil)
+	r = g.consoleDo(t, g.session(t, acme, keystore.RoleViewer), http.MethodGet, "/orgs/"+acme.id+"/usage?range=7d&key="+old.ID, nil)
 	if r.code != http.StatusOK || !strings.Contains(r.body, `<option value="`+old.ID+`" selected>`) ||
 		!strings.Contains(r.body, `id="total-admitted">9`+"\u202f"+`000<`) {
 		t.Fatalf("usage of the revoked key: %d\n%s", r.code, r.body)
@@ -108,7 +107,7 @@ func TestUsageListsTokenSubjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	viewer := g.session(t, acme, consolestore.RoleViewer)
+	viewer := g.session(t, acme, keystore.RoleViewer)
 	r := g.consoleDo(t, viewer, http.MethodGet, "/orgs/"+acme.id+"/usage", nil)
 	if r.code != http.StatusOK {
 		t.Fatalf("usage page: %d\n%s", r.code, r.body)
@@ -144,7 +143,7 @@ func TestOrganizationsFlagUnknownTiers(t *testing.T) {
 	g := startGateway(t)
 	gold := g.newOrg(t, "gold-org", "gold")
 	g.newOrg(t, "paid-org", "paid")
-	r := g.consoleDo(t, g.session(t, org{name: "ops"}, consolestore.RoleOperator), http.MethodGet, "/orgs", nil)
+	r := g.consoleDo(t, g.session(t, org{name: "ops"}, keystore.RoleOperator), http.MethodGet, "/orgs", nil)
 	if r.code != http.StatusOK {
 		t.Fatalf("organizations: %d\n%s", r.code, r.body)
 	}
@@ -169,7 +168,7 @@ func TestUnusableEndpointShown(t *testing.T) {
 		id, reason); err != nil {
 		t.Fatal(err)
 	}
-	s := g.session(t, acme, consolestore.RoleViewer)
+	s := g.session(t, acme, keystore.RoleViewer)
 	for _, path := range []string{"/orgs/" + acme.id + "/webhooks", "/orgs/" + acme.id + "/webhooks/" + id} {
 		r := g.consoleDo(t, s, http.MethodGet, path, nil)
 		if r.code != http.StatusOK || !strings.Contains(r.body, `class="status-unusable"`) || !strings.Contains(r.body, "unusable ("+reason+")") {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
 // webhookAction is one webhook action the console offers and the API
@@ -120,18 +119,18 @@ func TestConsoleAndAPIRefuseAlike(t *testing.T) {
 		refuseRead int    // the status of every refused read
 		refusal    string // what the console's refusal says (a part of it)
 	}{
-		{name: "paid admin", role: consolestore.RoleAdmin, o: paid, target: "https://example.org/new"},
-		{name: "tier without changes", role: consolestore.RoleAdmin, o: free, target: "https://example.org/new",
+		{name: "paid admin", role: keystore.RoleAdmin, o: paid, target: "https://example.org/new"},
+		{name: "tier without changes", role: keystore.RoleAdmin, o: free, target: "https://example.org/new",
 			refuse: http.StatusForbidden, refuseRead: http.StatusForbidden, refusal: "does not include the changes family"},
-		{name: "suspended organization", role: consolestore.RoleAdmin, o: suspended, target: "https://example.org/new",
+		{name: "suspended organization", role: keystore.RoleAdmin, o: suspended, target: "https://example.org/new",
 			refuse: http.StatusForbidden, refuseRead: http.StatusForbidden, refusal: "This organization is suspended"},
-		{name: "viewer", role: consolestore.RoleViewer, o: paid, target: "https://example.org/new",
+		{name: "viewer", role: keystore.RoleViewer, o: paid, target: "https://example.org/new",
 			refuse: http.StatusForbidden, refusal: "Your role (viewer) can see this organization but not change it"},
-		{name: "endpoint limit reached", role: consolestore.RoleAdmin, o: full, target: "https://example.org/new", only: "create",
+		{name: "endpoint limit reached", role: keystore.RoleAdmin, o: full, target: "https://example.org/new", only: "create",
 			refuse: http.StatusBadRequest, refusal: "an organization may register at most 5 webhook endpoints; delete one first"},
-		{name: "bad URL", role: consolestore.RoleAdmin, o: paid, target: "http://169.254.169.254/latest", only: "create",
+		{name: "bad URL", role: keystore.RoleAdmin, o: paid, target: "http://169.254.169.254/latest", only: "create",
 			refuse: http.StatusBadRequest, refusal: "url: special-purpose address 169.254.169.254"},
-		{name: "bad URL, tier without changes", role: consolestore.RoleAdmin, o: free, target: "https://127.0.0.1/", only: "create",
+		{name: "bad URL, tier without changes", role: keystore.RoleAdmin, o: free, target: "https://127.0.0.1/", only: "create",
 			refuse: http.StatusForbidden, refusal: "does not include the changes family"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +153,7 @@ func TestConsoleAndAPIRefuseAlike(t *testing.T) {
 				if want != accepted && !strings.Contains(c.body, tc.refusal) {
 					t.Errorf("console %s: the page does not say %q:\n%.3000s", a.name, tc.refusal, c.body)
 				}
-				if tc.role == consolestore.RoleViewer {
+				if tc.role == keystore.RoleViewer {
 					continue // the API has no read-only key: the paid admin case is its pair
 				}
 				check(t, "API "+a.name, a.api(t, g, tc.o.key, apiID, tc.target), want)

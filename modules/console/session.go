@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
@@ -30,10 +31,10 @@ type member struct {
 
 // canChange reports whether the member may change things in an organization.
 func (m member) canChange() bool {
-	return m.Role == consolestore.RoleAdmin || m.Role == consolestore.RoleOperator
+	return m.Role == keystore.RoleAdmin || m.Role == keystore.RoleOperator
 }
 
-func (m member) operator() bool { return m.Role == consolestore.RoleOperator }
+func (m member) operator() bool { return m.Role == keystore.RoleOperator }
 
 // session returns the request's member; ok=false when there is none (the
 // caller sends the sign-in page) — or when looking failed, which session has
@@ -109,7 +110,7 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request, m member) {
 
 // audit records a change; a failure is logged (the change is done).
 func (h *Handler) audit(r *http.Request, m member, orgID, action, target, detail string) {
-	err := consolestore.Audit(r.Context(), h.pool, consolestore.AuditEntry{Actor: m.Email, Role: m.Role, OrgID: orgID,
+	err := keystore.Audit(r.Context(), h.pool, keystore.AuditEntry{Actor: m.Email, Role: m.Role, OrgID: orgID,
 		Action: action, Target: target, Detail: detail, ClientAddr: clientAddr(r)})
 	if err != nil {
 		h.logger.Error("console: audit entry not written", errField(err))

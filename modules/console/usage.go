@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
 	"github.com/civicgate/civicgate/modules/console/usagechart"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
@@ -53,8 +54,8 @@ func (h *Handler) usageSelection(w http.ResponseWriter, r *http.Request, o orgCt
 			return rg, "", from, to, false
 		}
 	} else if keyID != "" {
-		org, err := consolestore.KeyOrg(r.Context(), h.pool, keyID)
-		if err != nil && !errors.Is(err, consolestore.ErrNotFound) {
+		org, err := keystore.KeyOrg(r.Context(), h.pool, keyID)
+		if err != nil && !errors.Is(err, keystore.ErrNoSuchKey) {
 			h.fail(w, r, err)
 			return rg, "", from, to, false
 		}

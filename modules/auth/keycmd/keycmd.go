@@ -20,7 +20,6 @@ import (
 
 	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
 func init() {
@@ -41,7 +40,7 @@ hour.
 }
 
 const usageText = `usage: civicgate keys <command> [flags]
-  migrate                                          create or upgrade the key tables
+  migrate                                          create or upgrade the key and usage tables
   issue  --org NAME --tier TIER --env live|test    issue a key (creates the organization)
   rotate --org NAME --env live|test [--tier TIER] [--overlap 24h]
                                                    issue a new key; the oldest active key stays accepted as
@@ -218,8 +217,8 @@ func run(ctx context.Context, sub string, args []string, o opts, out, stderr io.
 
 // auditChange writes a database change made from the command line to the
 // audit log the console shows (`civicgate audit`), as "cli:<OS user>". A
-// database not migrated to the console's tables yet keeps no entry; the
-// change is done either way.
+// database whose audit log is not migrated yet keeps no entry; the change is
+// done either way.
 func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []string, o opts, getenv func(string) string) {
 	var target, detail string
 	switch sub {
@@ -234,18 +233,18 @@ func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []str
 	default:
 		return
 	}
-	e := consolestore.AuditEntry{Actor: consolestore.CLIActor(getenv), Role: consolestore.RoleOperator,
+	e := keystore.AuditEntry{Actor: keystore.CLIActor(getenv), Role: keystore.RoleOperator,
 		Action: "key." + sub, Target: target, Detail: detail}
 	if o.org != "" {
-		if org, err := consolestore.OrgByName(ctx, pool, o.org); err == nil {
-			e.OrgID = org.ID
+		if org, err := keystore.OrgIDByName(ctx, pool, o.org); err == nil {
+			e.OrgID = org
 		}
 	} else if sub == "revoke" {
-		if org, err := consolestore.KeyOrg(ctx, pool, args[0]); err == nil {
+		if org, err := keystore.KeyOrg(ctx, pool, args[0]); err == nil {
 			e.OrgID = org
 		}
 	}
-	_ = consolestore.Audit(ctx, pool, e)
+	_ = keystore.Audit(ctx, pool, e)
 }
 
 // openPool opens DATABASE_URL; without it, it points at --file.

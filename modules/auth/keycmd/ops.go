@@ -9,16 +9,22 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 // do runs a checked command on t (the keys file or the database).
 func (t target) do(ctx context.Context, sub string, args []string, o opts, out io.Writer) error {
 	switch sub {
 	case "migrate":
+		// The key store's tables, then the usage tables `keys usage` and the
+		// gateways' usage sinks use (docs/design.md D60).
 		if err := keystore.Migrate(ctx, t.pool); err != nil {
 			return err
 		}
-		fmt.Fprintln(out, "key schema is up to date")
+		if err := usage.Migrate(ctx, t.pool); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "key and usage tables are up to date")
 	case "issue":
 		var iss keystore.Issued
 		var err error

@@ -7,7 +7,6 @@ import (
 
 	"github.com/civicgate/civicgate/internal/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
 // TestKeysCLISetTierAndAudit: set-tier moves only the live keys of the
@@ -42,13 +41,13 @@ func TestKeysCLISetTierAndAudit(t *testing.T) {
 	if code, _, errs := c.run("set-tier", "--org", "nobody", "--tier", "free"); code != 1 || !strings.Contains(errs, "no such organization") {
 		t.Fatalf("set-tier of an unknown organization: exit %d %q", code, errs)
 	}
-	entries, _, err := consolestore.ListAudit(context.Background(), pool, consolestore.AuditQuery{Limit: 100})
+	entries, _, err := keystore.ListAudit(context.Background(), pool, keystore.AuditQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var actions []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Actor, "cli:") || e.Role != consolestore.RoleOperator {
+		if !strings.HasPrefix(e.Actor, "cli:") || e.Role != keystore.RoleOperator {
 			t.Errorf("entry %+v is not the command line's", e)
 		}
 		actions = append(actions, e.Action+" "+e.Org+" "+e.Target)

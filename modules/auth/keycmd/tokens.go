@@ -16,7 +16,6 @@ import (
 
 	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
 // `civicgate tokens deny|undeny|list`: the deny list of access tokens
@@ -108,7 +107,7 @@ func RunTokens(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		defer pool.Close()
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		actor := consolestore.CLIActor(getenv)
+		actor := keystore.CLIActor(getenv)
 		switch sub {
 		case "deny":
 			out, err := keystore.DenyToken(ctx, pool, d, actor)

@@ -8,10 +8,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/modules/auth/keystore/oldledger"
 )
 
-// TestMigrationThreeUpgradesKeys: a database at migration 2 with keys in it
-// is upgraded by Migrate (as `keys migrate` after an upgrade does): the keys
+// TestMigrationThreeUpgradesKeys: a database at version 2 of the old ledger
+// (oldledger) with keys in it is upgraded by Migrate (as `keys migrate`
+// after an upgrade does; the old version 3 is file 0002 now): the keys
 // keep their status, rotating keys and deleted organizations become
 // possible, and the constraints still refuse what they should.
 func TestMigrationThreeUpgradesKeys(t *testing.T) {
@@ -21,17 +23,8 @@ func TestMigrationThreeUpgradesKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA civicgate; CREATE TABLE civicgate.civic_auth_migrations (
-		version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if err := oldledger.Build(ctx, pool, 2); err != nil {
 		t.Fatal(err)
-	}
-	for v, m := range migrations[:2] {
-		if _, err := pool.Exec(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, `INSERT INTO civicgate.civic_auth_migrations (version) VALUES ($1)`, v+1); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO civicgate.organizations (id, name) VALUES ('org_old', 'old')`); err != nil {
 		t.Fatal(err)
@@ -47,7 +40,7 @@ func TestMigrationThreeUpgradesKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v int
-	if err := pool.QueryRow(ctx, `SELECT max(version) FROM civicgate.civic_auth_migrations`).Scan(&v); err != nil || v != len(migrations) {
+	if err := pool.QueryRow(ctx, `SELECT max(version) FROM civicgate.keystore_migrations`).Scan(&v); err != nil || v != 4 {
 		t.Fatalf("version %d %v", v, err)
 	}
 	if r, err := Lookup(ctx, pool, HashKey("old")); err != nil || r.Status != StatusActive || !r.RotatesOut.IsZero() {

@@ -1,5 +1,6 @@
-// Package consolecmd adds `civicgate console link` (a one-time sign-in link
-// to the organization console) and `civicgate audit` (the audit log of every
+// Package consolecmd adds `civicgate console migrate` (the tables the console
+// uses), `civicgate console link` (a one-time sign-in link to the
+// organization console) and `civicgate audit` (the audit log of every
 // change made from the console or the key commands) to the civicgate binary.
 // The database comes from DATABASE_URL (docs/operations.md "The organization
 // console").
@@ -21,6 +22,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	"github.com/civicgate/civicgate/internal/clirun"
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
 )
 
@@ -30,10 +32,14 @@ const DefaultConsoleURL = "https://localhost:8444"
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "console",
-		Usage: "link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]",
-		Short: "Prints a one-time sign-in link to the organization console (DATABASE_URL)",
+		Usage: "migrate | link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]",
+		Short: "Creates the console's tables, or prints a one-time sign-in link to the organization console (DATABASE_URL)",
 		Long: `
-Prints a sign-in link to the organization console for EMAIL in organization
+migrate creates or upgrades every table the console uses: the key store's,
+the usage tables and the console's own (idempotent; run it at every deploy
+that serves the console).
+
+link prints a sign-in link to the organization console for EMAIL in organization
 ORG with a role: viewer (reads), admin (keys and webhooks) or operator (every
 organization; --org may be omitted). The link works once, for 15 minutes;
 only its SHA-256 hash is stored. The console's address is --url, else
@@ -57,7 +63,8 @@ client address and time. --org narrows to one organization (name or id).
 // consoleUsageText is the help of `civicgate console`, in the layout of
 // `civicgate keys --help`: printed once, on stderr, by --help and after a bad
 // command line.
-const consoleUsageText = `usage: civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]
+const consoleUsageText = `usage: civicgate console migrate | civicgate console link --org ORG --email EMAIL [--role admin|viewer|operator] [--url URL]
+  migrate  create or update the key store's, the usage tables' and the console's tables (docs/operations.md "Migrations")
   link   print a sign-in link to the organization console for EMAIL; it works once, for 15 minutes
          (only its SHA-256 hash is stored)
   --org ORG        the organization's name (may be omitted for an operator)
@@ -73,6 +80,13 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	if code, done := clirun.Help(args, stderr, consoleUsageText); done {
 		return code
 	}
+	if args[0] == "migrate" {
+		if len(args) != 1 {
+			fmt.Fprint(stderr, consoleUsageText)
+			return 2
+		}
+		return runMigrate(ctx, stdout, stderr, getenv)
+	}
 	if args[0] != "link" {
 		return clirun.Exit(stderr, "civicgate console", fmt.Errorf("%w: unknown command %s", clirun.ErrUsage, args[0]), consoleUsageText)
 	}
@@ -82,7 +96,7 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	fs.SetOutput(io.Discard)
 	org := fs.String("org", "", "")
 	email := fs.String("email", "", "")
-	role := fs.String("role", consolestore.RoleAdmin, "")
+	role := fs.String("role", keystore.RoleAdmin, "")
 	base := fs.String("url", "", "")
 	err := fs.Parse(args[1:])
 	switch {
@@ -94,7 +108,7 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	case fs.NArg() != 0:
 		return clirun.Exit(stderr, "civicgate console link", fmt.Errorf("%w: link takes only flags, not %q", clirun.ErrUsage, fs.Arg(0)), consoleUsageText)
 	}
-	if *email == "" || !consolestore.ValidRole(*role) || (*org == "" && *role != consolestore.RoleOperator) {
+	if *email == "" || !keystore.ValidRole(*role) || (*org == "" && *role != keystore.RoleOperator) {
 		fmt.Fprintln(stderr, "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator")
 		return 2
 	}
@@ -111,7 +125,7 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return 1
 	}
 	defer pool.Close()
-	actor := consolestore.CLIActor(getenv)
+	actor := keystore.CLIActor(getenv)
 	l, err := consolestore.CreateLink(ctx, pool, consolestore.LinkSpec{Org: *org, Email: *email, Role: *role, CreatedBy: actor})
 	if errors.Is(err, consolestore.ErrNotFound) {
 		fmt.Fprintf(stderr, "civicgate console link: no organization named %q\n", *org)
@@ -121,11 +135,30 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintln(stderr, "civicgate console link:", err)
 		return 1
 	}
-	_ = consolestore.Audit(ctx, pool, consolestore.AuditEntry{Actor: actor, Role: consolestore.RoleOperator, OrgID: l.OrgID,
+	_ = keystore.Audit(ctx, pool, keystore.AuditEntry{Actor: actor, Role: keystore.RoleOperator, OrgID: l.OrgID,
 		Action: "console.link", Target: strings.ToLower(*email), Detail: *role})
 	u.Path = "/signin/link"
 	u.RawQuery = url.Values{"token": {l.Token}}.Encode()
 	fmt.Fprintf(stdout, "%s\n(single use, valid until %s; signs in %s as %s)\n", u, l.ExpiresAt.Format(time.RFC3339), *email, *role)
+	return 0
+}
+
+// runMigrate runs `civicgate console migrate`: the key store's tables, the
+// usage tables and the console's, each owner's in order (docs/design.md D60).
+func runMigrate(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) int {
+	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](ctx, context.Background()), 5*time.Minute)
+	defer cancel()
+	pool, err := clirun.OpenPool(ctx, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "civicgate console migrate:", err)
+		return 1
+	}
+	defer pool.Close()
+	if err := consolestore.Migrate(ctx, pool); err != nil {
+		fmt.Fprintln(stderr, "civicgate console migrate:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "console, key and usage tables are up to date")
 	return 0
 }
 
@@ -149,7 +182,7 @@ func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return 1
 	}
 	defer pool.Close()
-	q := consolestore.AuditQuery{Since: time.Now().Add(-*since), Limit: *limit}
+	q := keystore.AuditQuery{Since: time.Now().Add(-*since), Limit: *limit}
 	if *org != "" {
 		o, err := consolestore.OrgByName(ctx, pool, *org)
 		if errors.Is(err, consolestore.ErrNotFound) {
@@ -161,7 +194,7 @@ func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		q.OrgID = o.ID
 	}
-	entries, _, err := consolestore.ListAudit(ctx, pool, q)
+	entries, _, err := keystore.ListAudit(ctx, pool, q)
 	if err != nil {
 		fmt.Fprintln(stderr, "civicgate audit:", err)
 		return 1

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/civicgate/civicgate/internal/clirun"
+	"github.com/civicgate/civicgate/internal/testenv"
 )
 
 // TestExitCodesAndMessages pins what `civicgate console link` and `civicgate
@@ -51,6 +54,9 @@ func TestExitCodesAndMessages(t *testing.T) {
 			"civicgate console link: DATABASE_URL is not set\n"},
 		{"console", RunConsole, []string{"link", "--email", "op@example.com", "--role", "operator"}, secretDSN, 1,
 			"civicgate console link: cannot parse DATABASE_URL\n"},
+		{"console", RunConsole, []string{"migrate", "extra"}, none, 2, linkUsage},
+		{"console", RunConsole, []string{"migrate"}, none, 1, "civicgate console migrate: DATABASE_URL is not set\n"},
+		{"console", RunConsole, []string{"migrate"}, secretDSN, 1, "civicgate console migrate: cannot parse DATABASE_URL\n"},
 		{"audit", RunAudit, []string{"--limit", "0"}, none, 2, auditUsage},
 		{"audit", RunAudit, []string{"extra"}, none, 2, auditUsage},
 		{"audit", RunAudit, nil, none, 1, "civicgate audit: DATABASE_URL is not set\n"},
@@ -64,5 +70,30 @@ func TestExitCodesAndMessages(t *testing.T) {
 		if strings.Contains(stderr.String(), "hunter2") {
 			t.Errorf("%s %q: the password reached the output", tc.name, tc.args)
 		}
+	}
+}
+
+// TestConsoleMigrate: `civicgate console migrate` creates every table the
+// console uses — the key store's, the usage tables, its own — and can run
+// again.
+func TestConsoleMigrate(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	getenv := func(k string) string { return map[string]string{"DATABASE_URL": dsn}[k] }
+	for range 2 {
+		var stdout, stderr bytes.Buffer
+		if code := RunConsole(context.Background(), []string{"migrate"}, &stdout, &stderr, getenv); code != 0 ||
+			stdout.String() != "console, key and usage tables are up to date\n" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+		}
+	}
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'civicgate'
+		AND tablename IN ('organizations', 'api_keys', 'audit_log', 'usage_minute', 'console_links', 'console_sessions', 'console_oidc_flows')`).Scan(&n); err != nil || n != 7 {
+		t.Fatalf("%d of the 7 tables %v", n, err)
 	}
 }

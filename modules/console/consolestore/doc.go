@@ -1,11 +1,12 @@
 // Package consolestore keeps what the organization console (modules/console)
 // stores in PostgreSQL beside the key store: one-time sign-in links,
-// sessions, OIDC sign-ins in flight, and the audit log — plus the read-only
-// queries its pages need (a page of keys with when each was last used, usage
-// aggregated by hour or day, organizations). Tokens (links, sessions, OIDC
-// states) are stored only as SHA-256 hashes; the tables are created by the
-// key store's migration 4 (`civicgate keys migrate`). Changes to keys and
-// webhook endpoints do not live here: the console calls the key store and
+// sessions and OIDC sign-ins in flight — plus the read-only queries its pages
+// need (a page of keys with when each was last used, usage aggregated by
+// hour or day, organizations). Tokens (links, sessions, OIDC states) are
+// stored only as SHA-256 hashes. The audit log and the members' roles belong
+// to the key store (keystore.Audit, keystore.RoleAdmin …), which owns the
+// organizations and keys they are about (docs/design.md D60). Changes to keys
+// and webhook endpoints do not live here: the console calls the key store and
 // the webhooks service, the code paths the CLI and the API use
 // (docs/design.md D34).
 package consolestore
@@ -17,16 +18,6 @@ import (
 	"errors"
 	"fmt"
 )
-
-// Roles a console member has (docs/operations.md "The organization console").
-const (
-	RoleViewer   = "viewer"   // reads the organization's pages
-	RoleAdmin    = "admin"    // also issues, rotates and revokes keys and manages webhooks
-	RoleOperator = "operator" // every organization; also suspends, resumes and changes tiers
-)
-
-// ValidRole reports whether r is one of the three roles.
-func ValidRole(r string) bool { return r == RoleViewer || r == RoleAdmin || r == RoleOperator }
 
 // Identity is who a sign-in proved: an email, an organization id ("" for an
 // operator) and a role.

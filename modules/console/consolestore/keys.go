@@ -2,7 +2,6 @@ package consolestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -119,20 +118,6 @@ func UsageKeys(ctx context.Context, pool *pgxpool.Pool, orgID string, from, to t
 		return nil, fmt.Errorf("consolestore: usage keys: %w", err)
 	}
 	return keys, nil
-}
-
-// KeyOrg returns the organization id of key id (ErrNotFound if none), so a
-// change to a key is refused unless it belongs to the caller's organization.
-func KeyOrg(ctx context.Context, pool *pgxpool.Pool, id string) (string, error) {
-	var org string
-	err := pool.QueryRow(ctx, `SELECT org_id FROM civicgate.api_keys WHERE id = $1`, id).Scan(&org)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("consolestore: key: %w", err)
-	}
-	return org, nil
 }
 
 // TokenSubjectPrefix starts the key_id of usage made with an access token

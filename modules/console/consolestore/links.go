@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
 // LinkTTL is how long a sign-in link from `civicgate console link` is valid.
@@ -33,13 +35,13 @@ type Link struct {
 // CreateLink stores a single-use sign-in link and returns its token.
 func CreateLink(ctx context.Context, pool *pgxpool.Pool, spec LinkSpec) (Link, error) {
 	spec.Email = strings.TrimSpace(spec.Email)
-	if !ValidRole(spec.Role) {
+	if !keystore.ValidRole(spec.Role) {
 		return Link{}, fmt.Errorf("consolestore: role %q is not viewer, admin or operator", spec.Role)
 	}
 	if spec.Email == "" || len(spec.Email) > 254 || !strings.Contains(spec.Email, "@") {
 		return Link{}, fmt.Errorf("consolestore: %q is not an email address", spec.Email)
 	}
-	if spec.Org == "" && spec.Role != RoleOperator {
+	if spec.Org == "" && spec.Role != keystore.RoleOperator {
 		return Link{}, errors.New("consolestore: a viewer or admin link needs an organization")
 	}
 	if spec.TTL <= 0 {

@@ -11,12 +11,16 @@ import (
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
-// migratedDB returns the DSN of a fresh database holding the key and usage
-// schema.
+// migratedDB returns the DSN of a fresh database holding the key store's
+// tables (the usage reads look organizations up) and the usage tables.
 func migratedDB(t *testing.T) string {
 	t.Helper()
 	dsn := testenv.Postgres(t)
-	if err := keystore.Migrate(context.Background(), newPool(t, dsn)); err != nil {
+	pool := newPool(t, dsn)
+	if err := keystore.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
 	return dsn

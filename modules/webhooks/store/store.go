@@ -35,13 +35,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/civicgate/civicgate/internal/pgmigrate"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -73,52 +71,25 @@ func (s *Store) Listen(ctx context.Context, ready func(), notified func(channel 
 	}
 }
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
 // ErrNotFound is returned for an endpoint that does not exist or belongs to
 // another organization (the API answers 404 for both).
 var ErrNotFound = errors.New("store: not found")
 
-// Migrate creates or upgrades the civic_webhooks tables in schema civicgate.
-// It is idempotent and safe to run concurrently (advisory lock); applied
-// versions are recorded in civicgate.civic_webhooks_migrations.
+// Migrate creates or upgrades the civic_webhooks tables in schema civicgate
+// (embedded migrations/NNNN_name.sql) through pgmigrate: idempotent, safe to
+// run concurrently, recorded in civicgate.civic_webhooks_migrations
+// (docs/design.md D60).
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("store: migrations: %w", err)
+	if _, err := pgmigrate.Migrate(ctx, pool, Ledger()); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
 	}
-	sort.Strings(names)
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('civicgate.civic_webhooks_migrations'))`); err != nil {
-			return fmt.Errorf("store: migrate lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS civicgate;
-			CREATE TABLE IF NOT EXISTS civicgate.civic_webhooks_migrations (
-				version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return fmt.Errorf("store: migrate: %w", err)
-		}
-		var have int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM civicgate.civic_webhooks_migrations`).Scan(&have); err != nil {
-			return fmt.Errorf("store: migrate: %w", err)
-		}
-		for i, name := range names {
-			v := i + 1
-			if v <= have {
-				continue
-			}
-			sql, err := migrationFiles.ReadFile(name)
-			if err != nil {
-				return fmt.Errorf("store: migration %s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, string(sql)); err != nil {
-				return fmt.Errorf("store: migration %s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO civicgate.civic_webhooks_migrations (version, name) VALUES ($1, $2)`,
-				v, strings.TrimPrefix(name, "migrations/")); err != nil {
-				return fmt.Errorf("store: migration %s: %w", name, err)
-			}
-		}
-		return nil
-	})
+	return nil
+}
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Ledger is the webhooks tables' migrations and where they are recorded.
+func Ledger() pgmigrate.Ledger {
+	return pgmigrate.Ledger{Table: "civicgate.civic_webhooks_migrations", Files: pgmigrate.Sub(migrationFiles, "migrations")}
 }

@@ -1,0 +1,10 @@
+CREATE TABLE civicgate.token_denials (
+		kind       text NOT NULL CHECK (kind IN ('sub','jti')),
+		issuer     text NOT NULL DEFAULT '' CHECK (octet_length(issuer) <= 1024 AND issuer !~ '[\x01-\x1f\x7f]'),
+		value      text NOT NULL CHECK (octet_length(value) BETWEEN 1 AND 512 AND value !~ '[\x01-\x1f\x7f]'),
+		reason     text NOT NULL DEFAULT '' CHECK (octet_length(reason) <= 1024 AND reason !~ '[\x01-\x1f\x7f]'),
+		created_at timestamptz NOT NULL DEFAULT now(),
+		expires_at timestamptz CHECK (expires_at > created_at),
+		actor      text NOT NULL CHECK (octet_length(actor) <= 256),
+		PRIMARY KEY (kind, issuer, value)
+	);
