@@ -80,9 +80,9 @@ vet:
 staticcheck:
 	$(GO) tool staticcheck ./...
 
-## bench: every benchmark, through its one entry point bench/run.sh (results: BENCHMARKS.md). BENCH picks the
-## suites, space- or comma-separated: side-by-side (gateway vs bare Caddy vs recordsd direct, rewrites
-## BENCHMARKS.md), gateway (the gateway's Go benchmarks: handler chain, auth, rate limit, guard), modules (every
+## bench: every benchmark, through its one entry point bench/run.sh (today's figures: BENCHMARKS.md; every run's report:
+## docs/benchmarks-log.md, both written by bench/report.sh). BENCH picks the suites, space- or comma-separated:
+## side-by-side (gateway vs bare Caddy vs recordsd direct), gateway (the gateway's Go benchmarks: handler chain, auth, rate limit, guard), modules (every
 ## module's Go benchmarks), backend (recordsd over 1M bills; BENCH_FRESH=1 re-seeds), all. Empty: side-by-side,
 ## then gateway. `bench/run.sh --help` lists the suites and their BENCH_* settings.
 BENCH ?=

@@ -3,8 +3,8 @@
 # makes sure PostgreSQL runs): recordsd (built from this tree) and PostGraphile 4 (bench/peers, installed here
 # with `npm ci` from the committed lock) serve the SAME database, and bench/cmd/peersload sends both the same
 # page — 25 bills, newest first, eight fields — in interleaved rounds over keep-alive connections. It prints a
-# Markdown section for BENCHMARKS.md "Backend peers (recordsd vs PostGraphile)" on stdout (it never edits
-# BENCHMARKS.md): req/s, p50, p99, and the CPU per page of each server process and of the PostgreSQL backends
+# Markdown section on stdout, which bench/run.sh records (bench/report.sh: its row of BENCHMARKS.md, the section in
+# docs/benchmarks-log.md): req/s, p50, p99, and the CPU per page of each server process and of the PostgreSQL backends
 # serving it (/proc/<pid>/stat; so PostgreSQL must run on this machine).
 #
 #   bench/run.sh backend-peers [--fresh]   --fresh (or BENCH_FRESH=1) drops and re-seeds the database

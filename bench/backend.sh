@@ -2,7 +2,8 @@
 # The backend suite of bench/run.sh (`make bench BENCH=backend`, alias `make bench-backend`; run it through
 # bench/run.sh, which makes sure PostgreSQL runs): seed 1M bills and ≥200k of every other family into a SEPARATE
 # database, serve it with bin/recordsd on a free port, measure GraphQL latency with bench/cmd/recordsbench, and
-# write the backend section of BENCHMARKS.md. Builds bin/recordsd and bin/recordsbench itself.
+# record the run with bench/report.sh (its rows of BENCHMARKS.md, its report in docs/benchmarks-log.md). Builds
+# bin/recordsd and bin/recordsbench itself.
 #
 #   bench/run.sh backend [--fresh]     --fresh (or BENCH_FRESH=1) drops and re-seeds the bench database
 # Env: CIVICGATE_PG_HOST/PORT (default 127.0.0.1:5432, user postgres), BENCH_DB (default civicgate_bench),
@@ -102,17 +103,5 @@ section=$(mktemp)
 	fi
 } >"$section"
 
-# Replace (or append) the backend section of BENCHMARKS.md, keeping every other section.
-if [ ! -f BENCHMARKS.md ]; then
-	printf '# Benchmarks\n\n' >BENCHMARKS.md
-fi
-out=$(mktemp)
-awk -v sect="$section" '
-	/^## Backend \(recordsd\)/ { skipping = 1; while ((getline line < sect) > 0) print line; print ""; done = 1; next }
-	skipping && /^## / { skipping = 0 }
-	!skipping { print }
-	END { if (!done) { print ""; while ((getline line < sect) > 0) print line } }
-' BENCHMARKS.md >"$out"
-mv "$out" BENCHMARKS.md
+bash bench/report.sh backend "$section"
 rm -f "$section" "$table"
-log "wrote the backend section of BENCHMARKS.md"

@@ -10,7 +10,7 @@
 #   direct   recordsd itself
 # Seeds a throwaway database (small scale), issues one key of the Caddyfile's `bench` tier (quota and cost
 # budget 10⁹/h, never reached), prints a Markdown report with the ratios cached ÷ bare (goal ≥ 3×) and
-# cached ÷ direct (goal ≥ 1×) and the gateway's cache counters; BENCHMARKS.md is written by hand.
+# cached ÷ direct (goal ≥ 1×) and the gateway's cache counters; bench/run.sh records it in docs/benchmarks-log.md (bench/report.sh); its row of BENCHMARKS.md is edited by hand.
 # Builds bin/civicgate, bin/recordsd and bin/loadgen itself.
 #
 # Env: BENCH_ROUNDS (10), BENCH_DURATION (2s), BENCH_WARMUP (0.5s), BENCH_CONNS (16),

@@ -102,19 +102,23 @@ http://:%d {
 		civic_auth
 		civic_rate_limit%s
 		graphql_guard {
-			schema %q
-			family bills bills bill
-			family members members
-			family regulatory_filings regulatoryFilings
-			family federal_budgets federalBudgets
-			family lobbying_disclosures lobbyingDisclosures
+			import %q
 		}
 		respond `+"`"+`{"data":{}}`+"`"+` 200
 	}
 }
 `, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), tierCost, testenv.RedisAddr(), prefix, usageBlock,
-		testenv.FreePort(tb), handlerCost, filepath.Join(root, "backend", "schema", "records.graphqls"))
+		testenv.FreePort(tb), handlerCost, shippedFamilies(tb, root))
 	return loadChain(tb, caddyfile, iss.Key)
+}
+
+// shippedFamilies is the path of caddyfile/families.caddy — the shipped
+// schema and family lines, imported inside graphql_guard as routes.caddy
+// imports them (docs/design.md D62) — with its schema placeholder set to the
+// records schema of this tree.
+func shippedFamilies(tb testing.TB, root string) string {
+	tb.Setenv("CIVICGATE_SCHEMA", filepath.Join(root, "backend", "schema", "records.graphqls"))
+	return filepath.Join(root, "caddyfile", "families.caddy")
 }
 
 // loadChain adapts and loads caddyfile (stopped when the test ends) and

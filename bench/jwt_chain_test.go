@@ -72,18 +72,13 @@ http://:%d {
 		civic_auth
 		civic_rate_limit
 		graphql_guard {
-			schema %q
-			family bills bills bill
-			family members members
-			family regulatory_filings regulatoryFilings
-			family federal_budgets federalBudgets
-			family lobbying_disclosures lobbyingDisclosures
+			import %q
 		}
 		respond `+"`"+`{"data":{}}`+"`"+` 200
 	}
 }
 `, filepath.Join(tb.TempDir(), "storage"), keysFile, testenv.RandomSuffix(40), issuer, jwtAudience, testenv.RedisAddr(), prefix,
-		testenv.FreePort(tb), filepath.Join(root, "backend", "schema", "records.graphqls"))
+		testenv.FreePort(tb), shippedFamilies(tb, root))
 	return loadChain(tb, caddyfile, token)
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one entry point of every benchmark: `make bench` runs it (make passes BENCH as the suites). Every result,
-# with its command and machine, is in BENCHMARKS.md; docs/operations.md "Benchmarks" describes the suites.
+# The one entry point of every benchmark: `make bench` runs it (make passes BENCH as the suites). After each suite,
+# bench/report.sh appends its full report to docs/benchmarks-log.md and rewrites its rows of the front page,
+# BENCHMARKS.md (BENCH_WRITE=0: neither); docs/operations.md "Benchmarks" describes the suites.
 #
 #   bench/run.sh [SUITE ...] [--fresh] [-n]   suites: space- or comma-separated, run in the order given;
 #                                             -n (--dry-run) prints what would run and stops
@@ -8,24 +9,24 @@
 #   side-by-side  gateway vs bare Caddy vs recordsd direct, driven by bench/cmd/loadgen (bench/side-by-side.sh): the
 #                 records and light mixes with an API key, records-jwt with access tokens of bench/cmd/jwtissuer
 #                 beside the key, records-jwt-first-seen with a token never seen before on every request (≈ 9 min);
-#                 rewrites the "Side by side" section of BENCHMARKS.md (BENCH_WRITE=0: print only)
+#                 rewrites its rows of BENCHMARKS.md
 #   cache         response cache (docs/design.md D35): a polling mix of 50 repeated documents at 16 connections against
 #                 the gateway with graphql_cache, the same gateway with CIVICGATE_CACHE=off, bare Caddy and recordsd
 #                 direct, driven by bench/cmd/loadgen --mix polling (bench/cache.sh; ≈ 2 min); then the cache's hit
 #                 micro-benchmark (BenchmarkHit, ./modules/gqlcache) and BenchmarkCacheStaleness (./e2e);
-#                 prints, BENCHMARKS.md by hand
+#                 its rows of BENCHMARKS.md by hand from the log
 #   gateway       the gateway's Go benchmarks: the handler chain (bench/chain_test.go), auth, rate limit, guard
-#                 (-count 3; BENCHMARKS.md "Gateway modules")
+#                 (-count 3; rewrites its rows of BENCHMARKS.md)
 #   modules       every module's Go benchmarks, ./modules/... (-count 5)
-#   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites the
-#                 "Backend (recordsd)" section; --fresh (or BENCH_FRESH=1) drops and re-seeds its database
+#   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites its rows
+#                 of BENCHMARKS.md; --fresh (or BENCH_FRESH=1) drops and re-seeds its database
 #   backend-peers recordsd vs PostGraphile 4 (npm ci into bench/peers) over the same database: one page of 25 bills,
 #                 interleaved rounds, req/s, p50/p99 and server and PostgreSQL CPU per page, driven by
 #                 bench/cmd/peersload (bench/backend-peers.sh; ≈ 2 min; keeps and reuses its database civicgate_peers,
-#                 BENCH_PEERS_DB=civicgate_bench for the 1M-bill one; --fresh re-seeds); prints, BENCHMARKS.md by hand
+#                 BENCH_PEERS_DB=civicgate_bench for the 1M-bill one; --fresh re-seeds); rewrites its row of BENCHMARKS.md
 #   unique-vars   policy chain CPU per request with per-request-unique variables vs the same binary's plain
 #                 reverse_proxy, in front of the example library engine, driven by bench/cmd/varsload
-#                 (bench/unique-vars.sh; ≈ 40 s incl. a 10 s gateway CPU profile); prints, BENCHMARKS.md by hand
+#                 (bench/unique-vars.sh; ≈ 40 s incl. a 10 s gateway CPU profile); its row of BENCHMARKS.md by hand
 #   subscriptions graphql-transport-ws subscriptions direct vs plain reverse_proxy vs gateway (tunnel) and,
 #                 the gateway terminating and multiplexing (shapes single 1×1, multi 50×100,
 #                 fanout 5000 subscribers of one subscription, sockets 10000×1 capped by the open-files limit):
@@ -104,9 +105,28 @@ if [ "$dry" = 1 ]; then
 	exit 0
 fi
 
+# bench_command SUITE is the command a row of BENCHMARKS.md names: make bench with the BENCH_* settings of this run.
+bench_command() {
+	local v line=""
+	while IFS= read -r v; do
+		case $v in BENCH_WRITE | BENCH_FRONT | BENCH_LOG | BENCH_DATE | BENCH_MACHINE | BENCH_COMMAND | BENCH) continue ;; esac
+		line+="$v=$(printf '%q' "${!v}") "
+	done < <(compgen -v BENCH_ | sort)
+	echo "${line}make bench BENCH=$1"
+}
+
 scripts/services.sh all
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 for s in "${suites[@]}"; do
 	suite_cmd "$s"
 	log "suite ${s}: ${cmd[*]}"
-	"${cmd[@]}"
+	BENCH_COMMAND=$(bench_command "$s")
+	export BENCH_COMMAND
+	"${cmd[@]}" | tee "$out/$s.md"
+	# side-by-side and backend record their own report (with their method); the others print theirs.
+	case $s in
+	side-by-side | backend) ;;
+	*) bash bench/report.sh "$s" "$out/$s.md" ;;
+	esac
 done

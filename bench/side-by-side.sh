@@ -6,7 +6,8 @@
 # and the full gateway (bench/Caddyfile.gateway: the shipped routes with auth,
 # rate limit on Redis, guard), all plain HTTP/1.1 keep-alive on loopback, and runs
 # bench/cmd/loadgen against direct / bare / gateway, interleaved, at 1 and 16
-# connections. Writes the "Side by side" section of BENCHMARKS.md. Builds
+# connections. Records the run with bench/report.sh: its rows of BENCHMARKS.md, its report in
+# docs/benchmarks-log.md. Builds
 # bin/civicgate, bin/recordsd, bin/loadgen and bin/jwtissuer itself.
 #
 # Mixes: `records` and `light` send the bench's API key to the gateway. `<mix>-jwt` (records-jwt,
@@ -23,7 +24,7 @@
 #      reports errors), BENCH_JWT_ALG (RS256; or ES256),
 #      BENCH_PORT_BASE (18180: +1 recordsd, +2 bare,
 #      +3 gateway, +4/+5 their admin endpoints, +6 the bench's own redis-server, +7 jwtissuer),
-#      CIVICGATE_PG_HOST/PORT (127.0.0.1:5432), BENCH_WRITE (1: update BENCHMARKS.md),
+#      CIVICGATE_PG_HOST/PORT (127.0.0.1:5432), BENCH_WRITE (1: record the run; 0: print only),
 #      BENCH_GATEWAY_CACHE (off: the gateway's graphql_cache is a pass-through, so every request reaches
 #      recordsd as through bare Caddy; the cached comparison is bench/cache.sh).
 # Profiling: while it runs, the gateway's pprof is on its admin endpoint, e.g.
@@ -219,18 +220,4 @@ section="$work/section.md"
 	done
 } >"$section"
 
-if [ ! -f BENCHMARKS.md ]; then printf '# Benchmarks\n\n' >BENCHMARKS.md; fi
-tmp="$work/BENCHMARKS.md"
-if grep -q '^## Side by side' BENCHMARKS.md; then
-	# Replace the section: from its heading up to the next "## " heading.
-	awk -v sect="$section" '
-		/^## Side by side/ { skipping = 1; while ((getline line < sect) > 0) print line; next }
-		skipping && /^## / { skipping = 0 }
-		!skipping { print }
-	' BENCHMARKS.md >"$tmp"
-else
-	# First run: the section goes first, right after the title line.
-	{ head -n1 BENCHMARKS.md; echo; cat "$section"; tail -n +2 BENCHMARKS.md; } >"$tmp"
-fi
-cp "$tmp" BENCHMARKS.md
-log "wrote the side-by-side section of BENCHMARKS.md"
+bash bench/report.sh side-by-side "$section"

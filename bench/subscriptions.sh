@@ -22,7 +22,7 @@
 # limit allows (printed); BENCH_SUBS_SHAPES is taken as given.
 # Runs once per stream_buffer_size in BENCH_SUBS_BUFFERS (fresh proxies each
 # time; gateway-mux has no reverse_proxy on the socket path, the buffer does
-# not apply to it). Prints a Markdown report; does not edit BENCHMARKS.md.
+# not apply to it). Prints a Markdown report; bench/run.sh records it in docs/benchmarks-log.md (bench/report.sh).
 # Takes ≈ 10 min per buffer on 2 busy cores (most of it opening ~10 000 sockets
 # through each proxy); BENCH_SUBS_BUFFERS=32KiB halves it.
 #

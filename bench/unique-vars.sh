@@ -9,7 +9,7 @@
 # plain:unique, gateway:same (memo hits, for comparison) and gateway:unique.
 # Then a CPU profile of the gateway during gateway:unique (BENCH_VARS_PROFILE
 # seconds; 0 skips it), `go tool pprof -top` printed.
-# Prints a Markdown report; does not edit BENCHMARKS.md.
+# Prints a Markdown report; bench/run.sh records it in docs/benchmarks-log.md (bench/report.sh).
 #
 # Env: BENCH_VARS_CONNS (16), BENCH_VARS_ROUNDS (3), BENCH_VARS_DURATION (2s),
 #      BENCH_VARS_WARMUP (0.5s), BENCH_VARS_PROFILE (10), BENCH_VARS_PORT_BASE (18390:

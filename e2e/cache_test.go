@@ -38,7 +38,7 @@ func writeLegislators(t *testing.T, name string) string {
 // member (the UPDATE, its change_events row and the NOTIFY in one
 // transaction under the feed's lock, as a sync writes them) to the first
 // answer of the gateway that shows it, with one client polling as fast as it
-// can. It reports the p50 and p99 of that time (BENCHMARKS.md "Response
+// can. It reports the p50 and p99 of that time (docs/benchmarks-log.md "Response
 // cache"; the goal is p99 ≤ 100 ms) and, as a baseline in the same run, the
 // time of one uncached answer (a miss right after the change).
 func BenchmarkCacheStaleness(b *testing.B) {

@@ -9,33 +9,21 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
-// Endpoint families (docs/api.md "Tiers and families"; the gateway's
-// graphql_guard `family` lines in caddyfile/routes.caddy name the same root
-// fields — TestRootFamiliesMatchRoutes keeps the two in step).
-const (
-	FamilyBills               = "bills"
-	FamilyMembers             = "members"
-	FamilyRegulatoryFilings   = "regulatory_filings"
-	FamilyFederalBudgets      = "federal_budgets"
-	FamilyLobbyingDisclosures = "lobbying_disclosures"
-)
+//go:generate go run ../../internal/familyfile/genfamilies -in ../../caddyfile/families.caddy -out families_gen.go
+
+// FamilyBills is the family of GET /bills, the one endpoint outside
+// /v1/graphql that recordsd checks by itself (routes.caddy's `require_family
+// bills` on that route): a fact of the route, not of the root-field map below.
+const FamilyBills = "bills"
 
 // rootFamily is the family that owns a Query root field; ok is false for a
-// field no family owns (introspection and __typename are not asked).
+// field no family owns (introspection and __typename are not asked). The map
+// is generated from caddyfile/families.caddy, the family lines the gateway's
+// graphql_guard and civic_mcp import (docs/design.md D62; docs/api.md "Tiers
+// and families").
 func rootFamily(field string) (family string, ok bool) {
-	switch field {
-	case "bills", "bill":
-		return FamilyBills, true
-	case "members":
-		return FamilyMembers, true
-	case "regulatoryFilings":
-		return FamilyRegulatoryFilings, true
-	case "federalBudgets":
-		return FamilyFederalBudgets, true
-	case "lobbyingDisclosures":
-		return FamilyLobbyingDisclosures, true
-	}
-	return "", false
+	family, ok = rootFamilies[field]
+	return family, ok
 }
 
 // queryImplementors is what gqlgen's generated code collects the Query root

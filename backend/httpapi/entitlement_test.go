@@ -1,19 +1,11 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vektah/gqlparser/v2"
-	"github.com/vektah/gqlparser/v2/ast"
-
-	"github.com/civicgate/civicgate/backend/httpapi"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -93,55 +85,5 @@ func TestBillsEndpointEntitled(t *testing.T) {
 	status, body, _ = e.do(http.MethodGet, "/bills?limit=1", nil, map[string]string{contract.IdentityHeader: assertion(t)})
 	if status != http.StatusForbidden || string(body) != notEntitled {
 		t.Fatalf("GET /bills with no families = %d %s", status, body)
-	}
-}
-
-// TestRootFamiliesMatchRoutes: every Query root field of the records schema
-// belongs to a family, and recordsd's families are the gateway's `family`
-// lines in caddyfile/routes.caddy — a field added to one and not the other
-// fails here instead of being refused (or served) by one layer only.
-func TestRootFamiliesMatchRoutes(t *testing.T) {
-	root := filepath.Join("..", "..")
-	sdl, err := os.ReadFile(filepath.Join(root, "backend", "schema", "records.graphqls"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, gerr := gqlparser.LoadSchema(&ast.Source{Name: "records.graphqls", Input: string(sdl)})
-	if gerr != nil {
-		t.Fatal(gerr)
-	}
-	routes, err := os.Open(filepath.Join(root, "caddyfile", "routes.caddy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer routes.Close()
-	gateway := map[string]string{}
-	sc := bufio.NewScanner(routes)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 3 && f[0] == "family" {
-			for _, field := range f[2:] {
-				gateway[field] = f[1]
-			}
-		}
-	}
-	var fields []string
-	for _, f := range schema.Query.Fields {
-		if !strings.HasPrefix(f.Name, "__") {
-			fields = append(fields, f.Name)
-		}
-	}
-	sort.Strings(fields)
-	if len(fields) == 0 || len(gateway) == 0 {
-		t.Fatalf("nothing compared: %d fields, %d family lines", len(fields), len(gateway))
-	}
-	for _, field := range fields {
-		got := httpapi.RootFamily(field)
-		if got == "" || got != gateway[field] {
-			t.Errorf("root field %s: recordsd family %q, routes.caddy family %q", field, got, gateway[field])
-		}
-	}
-	if len(gateway) != len(fields) {
-		t.Errorf("routes.caddy names %d root fields, the schema has %d", len(gateway), len(fields))
 	}
 }

@@ -10,7 +10,7 @@ import (
 // BenchmarkPages renders every console page for an organization with 10 000
 // keys and 90 days of usage (newBigOrg), as the operator, through the
 // handler with real PostgreSQL: ns/op is the server time of one page,
-// bytes/page its weight (BENCHMARKS.md "Organization console"; target ≤ 50 ms
+// bytes/page its weight (docs/benchmarks-log.md "Organization console"; target ≤ 50 ms
 // and ≤ 100 KB).
 func BenchmarkPages(b *testing.B) {
 	big := newBigOrg(b)

@@ -23,7 +23,8 @@ import (
 // adapts with civic_mcp on /v1/mcp in the handle of /v1/graphql, after
 // civic_auth and before civic_rate_limit and graphql_guard (so a tool call
 // meets the handlers a POST meets), with graphql_guard's schema and family
-// lines, and its manifest — found beside routes.caddy — loads against them.
+// lines (both blocks import families.caddy: docs/design.md D62), and its
+// manifest — found beside routes.caddy — loads against them.
 func TestShippedRoute(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -170,7 +170,7 @@ func (c *client) page(ctx context.Context, body []byte) (int, string, error) {
 // it without decoding it: status 200, and as long as the first answer, which page decoded and found whole
 // (size 0: any length). The page is the same on every repeat, so its length only changes on an error answer.
 // Decoding every answer cost the load generator more CPU per request than recordsd spent serving it, on the
-// cores they share (BENCHMARKS.md, "The load generator's share of the cores").
+// cores they share (docs/benchmarks-log.md, "The load generator's share of the cores").
 func (c *client) timed(ctx context.Context, body, buf []byte, size int) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {

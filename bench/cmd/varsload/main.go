@@ -1,6 +1,6 @@
 // Command varsload measures the policy chain's CPU per request when every
 // request carries the same document with a different variable value, so the
-// guard's per-operation variables memo always misses (BENCHMARKS.md "Policy
+// guard's per-operation variables memo always misses (docs/benchmarks-log.md "Policy
 // chain with per-request-unique variables"). It runs the example library
 // engine (examples/other-backend/library) in-process as the upstream and
 // drives closed-loop HTTP/1.1 keep-alive connections against cells
