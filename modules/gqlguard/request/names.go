@@ -2,6 +2,7 @@ package request
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -20,14 +21,7 @@ import (
 // graphQLParams are the names GraphQL over HTTP gives a meaning to.
 var graphQLParams = [...]string{"query", "variables", "operationName", "extensions", "documentId"}
 
-func isGraphQLParam(name string) bool {
-	for _, p := range graphQLParams {
-		if name == p {
-			return true
-		}
-	}
-	return false
-}
+func isGraphQLParam(name string) bool { return slices.Contains(graphQLParams[:], name) }
 
 // lenientParam returns the GraphQL parameter a lenient reader takes name
 // for — name cut at '[' or NUL, white space trimmed, then compared with
