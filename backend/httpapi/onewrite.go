@@ -115,10 +115,15 @@ func (c *heldConn) CloseWrite() error {
 // is done. Only a response that declared its length is flushed here: flushing one that did not would make
 // net/http send it chunked instead of counting its length as it ends. Every recordsd body declares it
 // (writeGraphQL, bodyWriter).
+//
+// A request carrying Expect is not held: net/http writes its interim "100 Continue" when the handler first reads
+// the body, and the client sends the body only once that arrives (or its own timeout passes), so a held 100
+// would stall the request. net/http answers any other expectation with 417 before a handler runs, so every
+// Expect that reaches here is 100-continue.
 func oneWrite(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := r.Context().Value(heldConnKey{}).(*heldConn)
-		if !ok || r.ProtoMajor != 1 {
+		if _, expect := r.Header["Expect"]; !ok || r.ProtoMajor != 1 || expect {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -18,7 +18,7 @@ var moduleLevels = [][]string{
 	{"contract"},
 	// 1: stores and libraries: the tables' owners and what handlers compute
 	// with, no Caddy module among them.
-	{"auth/keystore", "auth/keystore/oldledger", "auth/accesstoken", "ratelimit/usage", "webhooks/store", "webhooks/secretbox",
+	{"auth/keystore", "auth/keystore/oldledger", "auth/accesstoken", "auth/denyable", "ratelimit/usage", "webhooks/store", "webhooks/secretbox",
 		"webhooks/signature", "webhooks/egress", "gqlguard/..."},
 	// 2: the Caddy modules (apps, handlers, encoders) and the commands.
 	{"auth", "auth/keycmd", "ratelimit", "gqlguard", "gqlcache", "mcp", "mcp/...", "tracing", "logredact",

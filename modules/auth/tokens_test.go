@@ -201,6 +201,8 @@ func TestTokenRefusals(t *testing.T) {
 		{"not yet valid", testidp.Sign(idpRSAKey, claims(map[string]any{"nbf": now.Add(time.Hour).Unix()})), 401, invalid, "Access token not yet valid"},
 		{"ID token", testidp.Sign(idpRSAKey, claims(map[string]any{"at_hash": "Zm9v"})), 401, invalid, "Token is not an access token"},
 		{"no subject", testidp.Sign(idpRSAKey, claims(map[string]any{"sub": nil})), 401, invalid, "Access token lacks a required claim"},
+		{"subject the deny list cannot hold", testidp.Sign(idpRSAKey, claims(map[string]any{"sub": strings.Repeat("s", 600)})), 401, invalid, "Malformed access token"},
+		{"subject holding a tab", testidp.Sign(idpRSAKey, claims(map[string]any{"sub": "auth0|user\t1"})), 401, invalid, "Malformed access token"},
 		{"no organization", testidp.Sign(idpRSAKey, claims(map[string]any{"org_id": nil})), 401, invalid, "Access token lacks a required claim"},
 		{"no tier", testidp.Sign(idpRSAKey, claims(map[string]any{"plan": nil})), 403, scope, "Access token grants no tier"},
 		{"unknown tier", testidp.Sign(idpRSAKey, claims(map[string]any{"plan": "gold"})), 403, scope, "Access token names an unknown tier"},

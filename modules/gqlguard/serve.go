@@ -118,6 +118,10 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 		if outcome = g.checkMethodAndType(w, r); outcome != "" {
 			return adm, outcome
 		}
+		if err := request.CheckURLNames(r.URL.RawQuery); err != nil { // a POST's URL: docs/design.md D64
+			writeJSON(w, http.StatusBadRequest, messageBody(err.Error()))
+			return adm, outcomeBadRequest
+		}
 		if body, outcome = g.readBodyChecked(w, r); outcome != "" {
 			return adm, outcome
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"slices"
 	"time"
+
+	"github.com/civicgate/civicgate/modules/auth/denyable"
 )
 
 // Identity is the caller a verified token names. Its slices are shared with
@@ -95,6 +97,8 @@ func (v *Verifier) admit(c *claims, now time.Time) (Identity, *Error) {
 		return Identity{}, refusal(WrongAudience)
 	case c.subject == "":
 		return Identity{}, refusal(MissingClaim)
+	case !deniable(c.subject, c.jti):
+		return Identity{}, refusal(Malformed)
 	}
 	org := cfg.Issuer + "|" + c.subject
 	if cfg.OrgClaim != "" {
@@ -136,4 +140,11 @@ func (v *Verifier) tierOf(c *claims) (string, *Error) {
 		return "", refusal(MissingTier)
 	}
 	return cfg.DefaultTier, nil
+}
+
+// deniable reports whether the deny list can hold a token's subject and its
+// jti (when it has one): a token it could not deny is not admitted
+// (docs/design.md D64, docs/identity.md "How a token is checked").
+func deniable(subject, jti string) bool {
+	return denyable.ValueProblem(subject) == "" && (jti == "" || denyable.ValueProblem(jti) == "")
 }

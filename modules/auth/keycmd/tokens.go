@@ -50,7 +50,8 @@ const tokensUsageText = `usage: civicgate tokens <command> [flags]
                                   remove a denial (the same --issuer as it was denied with; exit 1 if none)
   list   [--all] [--json]         the denials in force (--all: the ended ones too)
   The deny list is in PostgreSQL (DATABASE_URL; run civicgate keys migrate first); a keys file (--file) holds
-  none. Subjects and token ids are compared exactly, at most 512 bytes, no control characters.
+  none. Subjects and token ids are compared exactly, at most 512 bytes, no control characters; the gateway
+  refuses every token whose subject or token id breaks these bounds, so each token it admits can be denied.
 exit codes: 0 ok, 1 refused or failed, 2 usage
 `
 

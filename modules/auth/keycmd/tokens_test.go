@@ -151,6 +151,8 @@ func TestTokensCLIUsageErrors(t *testing.T) {
 		{[]string{"undeny", "--issuer", "https://idp.example/"}, "exactly one of --sub and --jti"},
 		{[]string{"deny", "--sub", long}, "--sub is 513 bytes long; at most 512 fit the deny list"},
 		{[]string{"undeny", "--jti", long}, "--jti is 513 bytes long; at most 512 fit the deny list"},
+		{[]string{"deny", "--sub", strings.Repeat("s", 600)}, "--sub is 600 bytes long; at most 512 fit the deny list; the gateway admits no token carrying such a sub"},
+		{[]string{"deny", "--sub", "auth0|user\t1"}, "--sub holds a control character; the gateway admits no token carrying such a sub"},
 		{[]string{"deny", "--sub", ""}, "--sub is empty"},
 		{[]string{"deny", "--jti", "a\x1b[2Jb"}, "--jti holds a control character"},
 		{[]string{"deny", "--sub", "a", "--issuer", strings.Repeat("i", keystore.MaxDenyIssuerLen+1)}, "--issuer is 1025 bytes long"},

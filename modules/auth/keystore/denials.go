@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/civicgate/civicgate/modules/auth/denyable"
 )
 
 // The deny list of access tokens (`civicgate tokens`, docs/operations.md
@@ -30,12 +31,15 @@ const (
 	DenyJTI = "jti" // the token whose jti claim is Value
 )
 
-// The bounds of a denial, the same as the table's CHECK constraints.
+// The bounds of a denial, the same as the table's CHECK constraints. A value
+// is held to denyable's rule, which the access-token verifier applies too:
+// a token whose subject or token id breaks it is refused at admission, so
+// every admitted token can be denied (docs/design.md D64).
 const (
-	MaxDenyValueLen  = 512  // bytes of a subject or token id
-	MaxDenyIssuerLen = 1024 // bytes of an issuer
-	MaxDenyReasonLen = 1024 // bytes of a reason
-	MaxDenyActorLen  = 256  // bytes of an actor
+	MaxDenyValueLen  = denyable.MaxValueLen // bytes of a subject or token id
+	MaxDenyIssuerLen = 1024                 // bytes of an issuer
+	MaxDenyReasonLen = 1024                 // bytes of a reason
+	MaxDenyActorLen  = 256                  // bytes of an actor
 )
 
 var (
@@ -84,8 +88,11 @@ func (d Denial) Check() error {
 	if d.Kind != DenySub && d.Kind != DenyJTI {
 		return &BadDenialError{Field: "kind", Problem: fmt.Sprintf("%q is not sub or jti", d.Kind)}
 	}
-	if err := checkText(d.Kind, d.Value, 1, MaxDenyValueLen); err != nil {
-		return err
+	if problem := denyable.ValueProblem(d.Value); problem != "" {
+		if d.Value != "" { // an operator trying to deny what the list cannot hold learns that nothing is lost
+			problem += "; the gateway admits no token carrying such a " + d.Kind + ", so none needs denying"
+		}
+		return &BadDenialError{Field: d.Kind, Problem: problem}
 	}
 	if err := checkText("issuer", d.Issuer, 0, MaxDenyIssuerLen); err != nil {
 		return err
@@ -94,21 +101,10 @@ func (d Denial) Check() error {
 }
 
 // checkText applies the table's bounds to one text column: min..max bytes of
-// UTF-8, no control characters.
+// UTF-8, no control characters (denyable.TextProblem).
 func checkText(field, s string, minLen, maxLen int) error {
-	bad := func(problem string) error { return &BadDenialError{Field: field, Problem: problem} }
-	switch {
-	case len(s) < minLen:
-		return bad("is empty")
-	case len(s) > maxLen:
-		return bad(fmt.Sprintf("is %d bytes long; at most %d are allowed", len(s), maxLen))
-	case !utf8.ValidString(s):
-		return bad("is not valid UTF-8")
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return bad("holds a control character")
-		}
+	if problem := denyable.TextProblem(s, minLen, maxLen); problem != "" {
+		return &BadDenialError{Field: field, Problem: problem}
 	}
 	return nil
 }

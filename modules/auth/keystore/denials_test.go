@@ -144,6 +144,30 @@ func TestDenyRefusals(t *testing.T) {
 	}
 }
 
+// TestDenyUndeniableValues: a 600-byte subject or token id, or one holding a
+// tab, is refused by the store and the refusal says why nothing is lost: the
+// gateway admits no token carrying one (denyable's rule is the verifier's
+// too, docs/design.md D64). Nothing is written.
+func TestDenyUndeniableValues(t *testing.T) {
+	pool, _ := migratedPool(t)
+	ctx := context.Background()
+	for _, v := range []string{strings.Repeat("s", 600), "auth0|user\t1"} {
+		for _, kind := range []string{DenySub, DenyJTI} {
+			want := "the gateway admits no token carrying such a " + kind
+			_, err := DenyToken(ctx, pool, Denial{Kind: kind, Value: v, Reason: "test"}, "cli:ops")
+			if !errors.Is(err, ErrBadDenial) || !strings.Contains(err.Error(), want) {
+				t.Errorf("deny %s %.20q: %v; want ErrBadDenial saying %q", kind, v, err, want)
+			}
+			if _, err := UndenyToken(ctx, pool, kind, "", v, "cli:ops"); !errors.Is(err, ErrBadDenial) || !strings.Contains(err.Error(), want) {
+				t.Errorf("undeny %s %.20q: %v; want ErrBadDenial saying %q", kind, v, err, want)
+			}
+		}
+	}
+	if n := len(denialAudit(t, pool)); n != 0 {
+		t.Errorf("%d audit rows after refused denials", n)
+	}
+}
+
 // TestDenyTableConstraints: the table refuses what Denial.Check refuses, so
 // a denial written by hand is held to the same bounds.
 func TestDenyTableConstraints(t *testing.T) {

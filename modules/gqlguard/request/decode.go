@@ -126,6 +126,9 @@ func decodeRequest(body []byte) (gqlRequest, error) {
 			}
 			req.DocumentID = id
 		default:
+			if err := misspelledMember(key); err != nil {
+				return req, err
+			}
 			return req, badRequest("Request body has unknown key %q", key)
 		}
 	}

@@ -79,6 +79,9 @@ func FromURLQuery(rawQuery string) (Located, error) {
 	if err != nil {
 		return Located{}, badRequest("Request URL query is malformed")
 	}
+	if err := CheckURLNames(rawQuery); err != nil {
+		return Located{}, err
+	}
 	for k, v := range q {
 		switch k {
 		case "query", "operationName", "variables", "extensions", "documentId":

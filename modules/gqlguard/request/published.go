@@ -33,9 +33,6 @@ func (l *Located) Published(r *http.Request) contract.GraphQLRequest {
 	return p
 }
 
-// graphQLParams are the names GraphQL over HTTP gives a meaning to.
-var graphQLParams = [...]string{"query", "variables", "operationName", "extensions", "documentId"}
-
 // urlAliasesGraphQL says whether a name in the raw URL query could be read
 // as a GraphQL parameter without being spelled exactly as one: written with
 // percent-escapes or '+' that decode to one (net/url reads it so, and so do
@@ -71,25 +68,5 @@ func urlAliasesGraphQL(rawQuery string, anyName bool) bool {
 	return false
 }
 
-func isGraphQLParam(name string) bool {
-	for _, p := range graphQLParams {
-		if name == p {
-			return true
-		}
-	}
-	return false
-}
-
 // looseGraphQLParam: name is a GraphQL parameter to a lenient reader.
-func looseGraphQLParam(name string) bool {
-	if i := strings.IndexAny(name, "[\x00"); i >= 0 {
-		name = name[:i]
-	}
-	name = strings.TrimSpace(name)
-	for _, p := range graphQLParams {
-		if strings.EqualFold(name, p) {
-			return true
-		}
-	}
-	return false
-}
+func looseGraphQLParam(name string) bool { return lenientParam(name) != "" }
