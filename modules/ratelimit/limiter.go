@@ -141,7 +141,11 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 	return d, nil
 }
 
+// fallback decides without Redis, by on_store_error.
 func (l *limiter) fallback(storeKey string, nowUS int64, set *policySet, need int64) (decision, error) {
+	// Counted apart from store errors: while the breaker is open no call
+	// fails, yet every decision is made here.
+	l.metrics.Load().fallbacks.Inc()
 	if l.mode == modeLocal {
 		d := l.memory.take(storeKey, nowUS, set.rates, need, need)
 		d.fallback = true
