@@ -164,7 +164,7 @@ func refusal(t *testing.T, x exchange, policy string) int64 {
 // a round is told by the fallback counter, not by failed calls: a round's
 // failures open the breaker, and the next round's first requests, decided
 // in memory while it is open, fail no call (a 101st request was once
-// admitted that way).
+// admitted that way, docs/design.md D63).
 func TestQuotaBurstThenRefused(t *testing.T) {
 	t.Parallel()
 	s := stack.New(t, &bins)
