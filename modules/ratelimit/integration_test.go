@@ -259,7 +259,9 @@ func TestMisconfiguredKeyOrRate(t *testing.T) {
 }
 
 // TestRedisCutLocalMode: with Redis gone the gateway keeps limiting in
-// memory (no 5xx) and returns to the shared Redis count when it is back.
+// memory (no 5xx), starting from what Redis last reported for the key
+// (docs/design.md D63), and returns to the shared Redis count when it is
+// back.
 func TestRedisCutLocalMode(t *testing.T) {
 	client, prefix := testenv.Redis(t)
 	proxy := testenv.NewProxy(t, testenv.RedisAddr())
@@ -284,7 +286,7 @@ func TestRedisCutLocalMode(t *testing.T) {
 		return nil
 	})
 	proxy.Cut()
-	for i := 0; i < 5; i++ { // a fresh in-memory quota for this instance
+	for i := 0; i < 3; i++ { // the 3 Redis last reported remaining, not a fresh quota
 		if r := g.get(t, "/a", key, "t"); r.status != 200 {
 			t.Fatalf("cut, request %d: %+v", i, r)
 		}
@@ -308,7 +310,7 @@ func TestRedisCutLocalMode(t *testing.T) {
 		}
 		return nil
 	})
-	// Redis still holds the 2 counted before the cut; memory, with all 5 spent, would refuse. An attempt whose
+	// Redis still holds the 2 counted before the cut; memory, with the other 3 spent, would refuse. An attempt whose
 	// Redis call failed was decided in memory (refused) and may still have been counted by Redis, so each one
 	// lowers the smallest remaining accepted.
 	failed := 0

@@ -4,6 +4,8 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // Leases (docs/design.md D26). A Redis round trip may take more units than
@@ -20,7 +22,10 @@ import (
 // (≤ lease × quota) per instance until it leaves the window.
 
 // leaseCache holds, per store key, what this instance may decide without
-// Redis: refusals until the retry time Redis gave, and an open lease.
+// Redis: refusals until the retry time Redis gave, open leases, and what
+// Redis last reported (remaining and reset per policy), from which the
+// on_store_error local decision starts (docs/design.md D63). It is bounded
+// like the memory store (max_keys).
 type leaseCache struct {
 	seed   maphash.Seed
 	max    int
@@ -63,6 +68,23 @@ type leaseEntry struct {
 	remaining   [maxRates]int64 // Redis' remaining per policy in its latest answer
 	resetAt     [maxRates]int64
 	seq         int64 // that answer's sequence number (redis.go windowScript)
+}
+
+// answerPassed reports whether the latest answer's quotas are whole again at
+// now: it no longer limits anything, and a Redis sequence that went back
+// since (the key expired there) is not older than it.
+func (e *leaseEntry) answerPassed(now int64) bool {
+	for i := 0; i < e.n; i++ {
+		if e.resetAt[i] > now {
+			return false
+		}
+	}
+	return true
+}
+
+// idle reports whether the entry holds nothing a decision at now would use.
+func (e *leaseEntry) idle(now int64) bool {
+	return e.blockedUntil <= now && e.unspent(now) == 0 && e.nLater == 0 && e.answerPassed(now)
 }
 
 // settlement is what an instance reports about one of its leases when it
@@ -132,10 +154,26 @@ func (c *leaseCache) take(key string, now, need int64) (d decision, s settlement
 		s.n++
 	}
 	e.nLater = 0
-	if e.blockedUntil <= now {
-		delete(sh.entries, key)
-	}
+	// The entry stays: its latest answer is where a local decision starts if
+	// this round trip fails (lastReport).
 	return decision{}, s, false
+}
+
+// lastReport fills r with what Redis last reported for key under rates (n 0
+// when it never answered for it, or the entry was evicted).
+func (c *leaseCache) lastReport(key string, rates []contract.Rate, r *lastReport) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[key]
+	if e == nil || e.n != len(rates) {
+		return
+	}
+	r.n = e.n
+	for i, rt := range rates {
+		r.used[i] = rt.Quota - max(0, e.remaining[i])
+		r.until[i] = e.resetAt[i]
+	}
 }
 
 // spend takes need units of an open lease of key, if one holds them, and
@@ -260,9 +298,9 @@ func (e *leaseEntry) fill(d *decision, now, extra int64) {
 }
 
 // record stores what a Redis decision d, asked for need units at sent (µs),
-// means for later local decisions: a refusal until its retry time, or an
-// open lease of d.granted-need units (id, spend before sent+ttl), beside
-// the key's other open leases. A lease
+// means for later local decisions: Redis' remaining and reset, a refusal
+// until its retry time, or an open lease of d.granted-need units (id, spend
+// before sent+ttl), beside the key's other open leases. A lease
 // with no units left is kept too, so that the next round trip settles it
 // (restamps it at its grant instead of its end).
 func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64, ttl int64) {
@@ -272,14 +310,6 @@ func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64,
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.entries[key]
-	if !refused && !leased {
-		if e != nil && d.granted > 0 {
-			// units were granted: a refusal cached for another need may now
-			// free up later than it said
-			e.blockedUntil, e.blockedNeed = 0, 0
-		}
-		return
-	}
 	if e == nil {
 		if len(sh.entries) >= c.max {
 			sh.evict(sent, c.max)
@@ -294,9 +324,9 @@ func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64,
 	// other leases sees more left than one before it: r read 92 of 199) nor
 	// the last to arrive (a stale answer read 279 of 199) is right. A seq
 	// that went back (the key expired in Redis, or a failover to a replica
-	// that had not seen the last grants) is ignored until the entry goes,
-	// at most a window later.
-	if d.seq >= e.seq {
+	// that had not seen the last grants) is ignored until the answer kept
+	// has passed its reset, at most a window later.
+	if d.seq >= e.seq || e.answerPassed(sent) {
 		e.seq, e.n = d.seq, d.n
 		for i := 0; i < d.n; i++ {
 			e.remaining[i], e.resetAt[i] = d.remaining[i], sent+d.resetAfter[i]
@@ -306,7 +336,14 @@ func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64,
 		e.blockedUntil, e.blockedNeed = sent+d.retryAfter, need
 		return
 	}
-	e.blockedUntil, e.blockedNeed = 0, 0
+	if d.granted > 0 {
+		// units were granted: a refusal cached for another need may now
+		// free up later than it said
+		e.blockedUntil, e.blockedNeed = 0, 0
+	}
+	if !leased {
+		return
+	}
 	slot := 0 // a free slot, else the lease closest to its deadline
 	for i, l := range e.leases {
 		if l.id == 0 {
@@ -331,7 +368,7 @@ func (c *leaseCache) record(key string, sent, need int64, d decision, id uint64,
 
 func (sh *leaseShard) evict(now int64, limit int) {
 	for k, e := range sh.entries {
-		if e.blockedUntil <= now && e.unspent(now) == 0 {
+		if e.idle(now) {
 			delete(sh.entries, k)
 		}
 	}

@@ -64,7 +64,7 @@ func (l *limiter) take(ctx context.Context, set *policySet, storeKey, key string
 func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, storeKey, key string, need int64) (decision, error) {
 	nowUS := now.UnixMicro()
 	if l.redis == nil {
-		return l.memory.take(storeKey, nowUS, set.rates, need, need), nil
+		return l.memory.take(storeKey, nowUS, set.rates, need, need, nil), nil
 	}
 	var settle settlements
 	if need <= set.minQuota { // more than a whole quota is for the store to refuse
@@ -141,13 +141,22 @@ func (l *limiter) decide(ctx context.Context, now time.Time, set *policySet, sto
 	return d, nil
 }
 
+// fallback decides without Redis, by on_store_error. local decides in memory,
+// starting from what Redis last reported for the key (docs/design.md D63):
+// a key Redis left with r units gets at most r from this gateway until the
+// reported reset, so one slow call never hands out a fresh quota.
 func (l *limiter) fallback(storeKey string, nowUS int64, set *policySet, need int64) (decision, error) {
-	if l.mode == modeLocal {
-		d := l.memory.take(storeKey, nowUS, set.rates, need, need)
-		d.fallback = true
-		return d, nil
+	// Counted apart from store errors: while the breaker is open no call
+	// fails, yet every decision is made here.
+	l.metrics.Load().fallbacks.Inc()
+	if l.mode != modeLocal {
+		return decision{}, errStoreDown
 	}
-	return decision{}, errStoreDown
+	var last lastReport
+	l.local.lastReport(storeKey, set.rates, &last)
+	d := l.memory.take(storeKey, nowUS, set.rates, need, need, &last)
+	d.fallback = true
+	return d, nil
 }
 
 func (l *limiter) log() *zap.Logger {

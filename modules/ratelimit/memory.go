@@ -48,15 +48,16 @@ func (m *memoryStore) shard(key string) *memShard {
 }
 
 // take decides need units (up to want) for key under rates at now (µs, the
-// local clock). A known key does not allocate.
-func (m *memoryStore) take(key string, now int64, rates []contract.Rate, need, want int64) decision {
+// local clock), counting last (nil: none) on top of the key's log
+// (decideLogs). A known key does not allocate.
+func (m *memoryStore) take(key string, now int64, rates []contract.Rate, need, want int64, last *lastReport) decision {
 	s := m.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.keys[key]
 	if k == nil {
 		var fresh memKey
-		d := decideLogs(&fresh.logs, rates, now, need, want)
+		d := decideLogs(&fresh.logs, rates, now, need, want, last)
 		if d.granted > 0 {
 			if len(s.keys) >= m.perShrd {
 				s.evict(now, m.perShrd)
@@ -66,7 +67,7 @@ func (m *memoryStore) take(key string, now int64, rates []contract.Rate, need, w
 		}
 		return d
 	}
-	d := decideLogs(&k.logs, rates, now, need, want)
+	d := decideLogs(&k.logs, rates, now, need, want, last)
 	if d.granted > 0 {
 		k.idleAt = max(k.idleAt, idleAt(now, rates))
 	}

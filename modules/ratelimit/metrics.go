@@ -13,6 +13,7 @@ type metrics struct {
 	allowed     prometheus.Counter
 	refused     prometheus.Counter
 	storeErrors prometheus.Counter
+	fallbacks   prometheus.Counter // decisions on_store_error made (a failed call, or the breaker open)
 	redisCalls  prometheus.Counter
 	costRefused prometheus.Counter // documents refused by a cost budget
 	costSpent   prometheus.Counter // cost points charged to budgets
@@ -29,6 +30,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	storeErrors := prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: ns, Subsystem: sub, Name: "store_errors_total",
 		Help: "Failed calls to the Redis rate-limit store.",
+	})
+	fallbacks := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "store_fallbacks_total",
+		Help: "Rate-limit decisions made by on_store_error without Redis: its call failed, or the breaker was open.",
 	})
 	redisCalls := prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: ns, Subsystem: sub, Name: "redis_calls_total",
@@ -56,6 +61,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if storeErrors, err = collectors.Register(reg, storeErrors); err != nil {
 			return nil, err
 		}
+		if fallbacks, err = collectors.Register(reg, fallbacks); err != nil {
+			return nil, err
+		}
 		if redisCalls, err = collectors.Register(reg, redisCalls); err != nil {
 			return nil, err
 		}
@@ -65,6 +73,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		allowed:     decisions.WithLabelValues("allowed"),
 		refused:     decisions.WithLabelValues("refused"),
 		storeErrors: storeErrors,
+		fallbacks:   fallbacks,
 		redisCalls:  redisCalls,
 		costRefused: costRefused,
 		costSpent:   costSpent,

@@ -3,11 +3,13 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -87,4 +89,69 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, labels map[st
 	}
 	t.Fatalf("no %s %v", name, labels)
 	return 0
+}
+
+// TestFallbacksCountedWithTheBreakerOpen: failed calls open the breaker;
+// while it is open a fresh key is decided in memory with no call failing, so
+// store errors do not move, and once it closes Redis admits the quota again:
+// twice the quota in one window with no store error in between (the e2e
+// burst test once judged such a round undisturbed and saw a 101st request
+// of a 100/min key admitted). The fallback counter counts those decisions.
+func TestFallbacksCountedWithTheBreakerOpen(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	proxy := testenv.NewProxy(t, testenv.RedisAddr())
+	l := testLimiter(t, proxy.Addr(), prefix, 0.02)
+	clock := &fakeClock{now: time.Now().UnixMicro()}
+	l.clock = clock.time
+	rate := contract.Rate{Quota: 5, Window: time.Minute}
+	proxy.Cut()
+	for i := range 3 { // breaker_failures
+		if _, err := take1(context.Background(), l, "cut"+strconv.Itoa(i), rate); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.breaker.openUntil.Load() == 0 {
+		t.Fatal("three failed calls did not open the breaker")
+	}
+	proxy.Restore()
+	errors0, fallbacks0 := storeErrors(l), counted(t, l.metrics.Load().fallbacks)
+	admitted := int64(0)
+	for range 5 { // the breaker open: memory
+		d, _ := take1(context.Background(), l, "fresh", rate)
+		admitted += d.granted
+	}
+	clock.now += l.breaker.cooldown.Microseconds() // the probe goes to Redis, which never saw those 5
+	testenv.Eventually(t, 20*time.Second, "the breaker's probe to close it", func() error {
+		_, _ = take1(context.Background(), l, "probe", rate)
+		if l.breaker.openUntil.Load() != 0 {
+			return fmt.Errorf("still open")
+		}
+		return nil
+	})
+	for range 6 {
+		d, err := take1(context.Background(), l, "fresh", rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted += d.granted
+	}
+	if got := storeErrors(l) - errors0; got != 0 {
+		t.Fatalf("%v store errors after the breaker opened: the test needs none", got)
+	}
+	if admitted != 10 {
+		t.Fatalf("admitted %d: want the quota in memory, then again in Redis", admitted)
+	}
+	if got := counted(t, l.metrics.Load().fallbacks) - fallbacks0; got != 5 {
+		t.Fatalf("store_fallbacks_total rose by %v, want the 5 decisions made with the breaker open", got)
+	}
+}
+
+// counted is a counter's value.
+func counted(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := c.Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -10,7 +10,7 @@ func TestMemoryStoreBounded(t *testing.T) {
 	tenPerSecond := []contract.Rate{{Quota: 10, Window: time.Second}}
 	m := newMemoryStore(shardCount * 4)
 	for i := 0; i < 10_000; i++ {
-		m.take(string(rune('a'+i%26))+time.Duration(i).String(), int64(i), tenPerSecond, 1, 1)
+		m.take(string(rune('a'+i%26))+time.Duration(i).String(), int64(i), tenPerSecond, 1, 1, nil)
 	}
 	if n := m.len(); n > shardCount*4 {
 		t.Fatalf("%d keys held, bound %d", n, shardCount*4)
@@ -20,12 +20,12 @@ func TestMemoryStoreBounded(t *testing.T) {
 	slow := []contract.Rate{{Quota: 10, Window: 10_000 * time.Second}}
 	blink := []contract.Rate{{Quota: 1, Window: time.Microsecond}}
 	for i := 0; i < 3; i++ {
-		m.take("busy", 0, slow, 1, 1)
+		m.take("busy", 0, slow, 1, 1, nil)
 	}
 	for i := 0; i < 1000; i++ {
-		m.take(time.Duration(i).String(), 2_000_000_000+int64(i)*10, blink, 1, 1) // idle 2 µs later
+		m.take(time.Duration(i).String(), 2_000_000_000+int64(i)*10, blink, 1, 1, nil) // idle 2 µs later
 	}
-	if d := m.take("busy", 0, slow, 1, 1); d.remaining[0] != 6 {
+	if d := m.take("busy", 0, slow, 1, 1, nil); d.remaining[0] != 6 {
 		t.Fatalf("busy key lost its state: %+v", d)
 	}
 }

@@ -72,8 +72,10 @@ func (p *policyLog) add(stamp, n, gran int64) {
 }
 
 // wait is how long after now need more units fit under quota, given the
-// live sum: 0 if they fit now, -1 if need exceeds the whole quota (never).
-func (p *policyLog) wait(now, window, sum, need, quota int64) int64 {
+// live sum (which counts seed): 0 if they fit now, -1 if need exceeds the
+// whole quota (never). seed (count 0: none) is one more entry, taken in its
+// stamp's order among the log's.
+func (p *policyLog) wait(now, window, sum, need, quota int64, seed logEntry) int64 {
 	if need > quota {
 		return -1
 	}
@@ -81,13 +83,43 @@ func (p *policyLog) wait(now, window, sum, need, quota int64) int64 {
 	if excess <= 0 {
 		return 0
 	}
+	pending := seed.count > 0
 	for _, e := range p.entries {
-		excess -= e.count
-		if excess <= 0 {
+		if pending && seed.stamp <= e.stamp {
+			pending = false
+			if excess -= seed.count; excess <= 0 {
+				return seed.stamp + window - now
+			}
+		}
+		if excess -= e.count; excess <= 0 {
 			return e.stamp + window - now
 		}
 	}
-	return window // not reached: the entries hold sum
+	if pending {
+		if excess -= seed.count; excess <= 0 {
+			return seed.stamp + window - now
+		}
+	}
+	return window // not reached: the entries and seed hold sum
+}
+
+// lastReport is what Redis last reported for a key, per policy, for the
+// on_store_error local decision (docs/design.md D63): the units it counted
+// (quota − remaining) and when its quota is whole again (µs, local clock).
+// n 0: Redis never answered for the key (or this gateway forgot it).
+type lastReport struct {
+	n     int
+	used  [maxRates]int64
+	until [maxRates]int64
+}
+
+// seed is policy i's report as one log entry that leaves the window at the
+// reported reset (count 0 when there is none, or it has passed at now).
+func (r *lastReport) seed(i int, now, window int64) logEntry {
+	if r == nil || i >= r.n || r.until[i] <= now || r.used[i] <= 0 {
+		return logEntry{}
+	}
+	return logEntry{stamp: r.until[i] - window, count: r.used[i]}
 }
 
 // decision is the outcome of one rate-limit decision over a tier's policies.
@@ -115,13 +147,21 @@ type decision struct {
 // decideLogs decides need units (granting up to want when all fit) for the
 // logs of one key under rates, at now, and records what it grants at stamp
 // now. It is the memory store's decision; redis.go's script is its twin.
-func decideLogs(logs *[maxRates]policyLog, rates []contract.Rate, now, need, want int64) decision {
+// last (nil: none) counts, on top of the logs, what Redis last reported for
+// the key: the on_store_error local decision starts from it.
+func decideLogs(logs *[maxRates]policyLog, rates []contract.Rate, now, need, want int64, last *lastReport) decision {
 	d := decision{n: len(rates)}
 	var sums, lasts [maxRates]int64
+	var seeds [maxRates]logEntry
 	avail := int64(-1)
 	for i, r := range rates {
 		w := r.Window.Microseconds()
 		sums[i], lasts[i] = logs[i].live(now, w)
+		if s := last.seed(i, now, w); s.count > 0 {
+			seeds[i] = s
+			sums[i] += s.count
+			lasts[i] = max(lasts[i], s.stamp)
+		}
 		a := max(0, r.Quota-sums[i])
 		if avail < 0 || a < avail {
 			avail = a
@@ -132,7 +172,7 @@ func decideLogs(logs *[maxRates]policyLog, rates []contract.Rate, now, need, wan
 			w := r.Window.Microseconds()
 			d.remaining[i] = max(0, r.Quota-sums[i])
 			d.resetAfter[i] = max(0, lasts[i]+w-now)
-			wt := logs[i].wait(now, w, sums[i], need, r.Quota)
+			wt := logs[i].wait(now, w, sums[i], need, r.Quota, seeds[i])
 			if wt < 0 {
 				d.retryAfter = -1
 			} else if d.retryAfter >= 0 {
