@@ -50,12 +50,6 @@ const (
 // supportedVersions are the protocol revisions served (docs/mcp.md).
 var supportedVersions = []string{"2025-11-25", "2025-06-18"}
 
-// rpcHead is what civic_mcp reads of a POSTed JSON-RPC message.
-type rpcHead struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-}
-
 // serverMethods are the requests an MCP server answers (the go-sdk's
 // server methods, revision 2025-11-25); any other request is -32601 here.
 var serverMethods = map[string]bool{
@@ -183,10 +177,12 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 		h.refuse(w, refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
 		return
 	}
-	var head rpcHead
-	// The SDK's decoder stops at 1 000 levels with a plain-text 400: refused
-	// here first, in JSON, like any other body that is not a message.
-	if nestedDeeper(body, maxNesting) || json.Unmarshal(body, &head) != nil {
+	head, err := readHead(body)
+	switch {
+	case errors.Is(err, errAmbiguousMember):
+		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid Request: "+err.Error())
+		return
+	case err != nil:
 		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
 		return
 	}
