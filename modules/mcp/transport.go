@@ -45,6 +45,7 @@ const (
 	codeSessionNotFound = -32001
 	codeNotEntitled     = -32030
 	codeTooManySessions = -32031
+	codeRateLimited     = -32032 // a message over message_rate (messagerate.go)
 )
 
 // supportedVersions are the protocol revisions served (docs/mcp.md).
@@ -66,6 +67,7 @@ type rpcError struct {
 	Error   struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
 	} `json:"error"`
 }
 
@@ -74,11 +76,17 @@ var null = json.RawMessage("null")
 // writeRPCError answers status with a JSON-RPC error response to the
 // message with id (nil: null).
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	writeRPCErrorData(w, status, id, code, msg, nil)
+}
+
+// writeRPCErrorData is writeRPCError with the error's data member (nil:
+// none).
+func writeRPCErrorData(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data any) {
 	e := rpcError{JSONRPC: "2.0", ID: id}
 	if len(e.ID) == 0 {
 		e.ID = null
 	}
-	e.Error.Code, e.Error.Message = code, msg
+	e.Error.Code, e.Error.Message, e.Error.Data = code, msg, data
 	body, err := json.Marshal(&e)
 	if err != nil { // an id that is not JSON cannot reach here (parsed before)
 		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}`)
@@ -184,6 +192,9 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 		return
 	case err != nil:
 		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
+		return
+	}
+	if !isToolCall(head) && !h.admitMessage(w, r, head.ID, caller) {
 		return
 	}
 	if len(head.ID) > 0 && head.Method != "" && !serverMethods[head.Method] {
