@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -132,4 +133,27 @@ func TestRouterMethodEqualsSDK(t *testing.T) {
 		}
 	}
 	sdkAnswersCalls.Store(false)
+}
+
+// BenchmarkReadHead: the router's head read of a plain tools/call, the
+// member scan of D65 included (BenchmarkReadHeadUnchecked: without it).
+func BenchmarkReadHead(b *testing.B) {
+	body := []byte(callBody("17", "list_authors", `{"first":2,"after":"YXJyYXljb25uZWN0aW9uOjE="}`))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := readHead(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadHeadUnchecked(b *testing.B) {
+	body := []byte(callBody("17", "list_authors", `{"first":2,"after":"YXJyYXljb25uZWN0aW9uOjE="}`))
+	b.ReportAllocs()
+	for b.Loop() {
+		var head rpcHead
+		if nestedDeeper(body, maxNesting) || json.Unmarshal(body, &head) != nil {
+			b.Fatal("not a message")
+		}
+	}
 }
