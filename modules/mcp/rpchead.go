@@ -35,9 +35,10 @@ var (
 )
 
 // readHead reads body's id and method as the SDK's decoder reads them:
-// errNotMessage for a body that is not a JSON object within the SDK's
-// nesting bound, errAmbiguousMember for one whose id or method member is
-// not plain (routedMembersPlain).
+// errNotMessage for a body that is not JSON within the SDK's nesting bound
+// or not shaped as a message (an id or a method of the wrong type),
+// errAmbiguousMember for one whose id or method member is not plain
+// (routedMembersPlain).
 func readHead(body []byte) (rpcHead, error) {
 	var head rpcHead
 	// The SDK's decoder stops at 1 000 levels with a plain-text 400: refused
