@@ -38,6 +38,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		"idle too short":    {mcpCfg("session_idle_timeout 10ms"), "civic_mcp: session_idle_timeout: want a duration"},
 		"max_message small": {mcpCfg("max_message 10"), `civic_mcp: max_message: want a size from 1.0 KiB to 64 MiB (e.g. 128KiB), got "10"`},
 		"max_message twice": {mcpCfg("max_message 1MiB\nmax_message 2MiB"), "civic_mcp: max_message given twice"},
+		"message_rate none": {mcpCfg("message_rate"), "wrong argument count"},
+		"message_rate bad":  {mcpCfg("message_rate 600/fortnight"), "civic_mcp: message_rate:"},
+		"message_rate dup":  {mcpCfg("message_rate 10/s 600/s"), "civic_mcp: message_rate:"},
 	})
 }
 

@@ -70,6 +70,7 @@ http://localhost:%[2]d {
 			%[7]s
 			max_sessions_per_key %[8]d
 			max_sessions %[8]d
+			message_rate 1000000000/h
 		}
 		civic_rate_limit
 		graphql_guard {

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
+	"github.com/civicgate/civicgate/modules/contract"
 )
 
 func init() {
@@ -34,6 +35,7 @@ func init() {
 //	    max_sessions         <n>                 # default 1000
 //	    session_idle_timeout <duration>          # default 10m
 //	    max_message          <size>              # default 1MiB: a POST body, a tool's answer
+//	    message_rate         <rate>...           # default 600/m: per key, the messages but tools/call
 //	}
 //
 // Every option but family may be given once.
@@ -72,6 +74,17 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"max_sessions":         caddyopt.Positive(&h.MaxSessions),
 		"session_idle_timeout": caddyopt.DurationIn(&h.SessionIdleTimeout, time.Second, 24*time.Hour),
 		"max_message":          caddyopt.Size(&h.MaxMessage, 1<<10, 64<<20),
+		"message_rate": caddyopt.Func(func(a *caddyopt.Args) error {
+			rates, err := a.AtLeast(1)
+			if err != nil {
+				return err
+			}
+			h.MessageRate = strings.Join(rates, " ")
+			if _, err := contract.ParseRates(h.MessageRate); err != nil {
+				return a.Errf("%v", err)
+			}
+			return nil
+		}),
 	})
 }
 

@@ -126,7 +126,7 @@ func TestFastCallEqualsSDK(t *testing.T) {
 		{"id 0", callBody("0", "get_book", `{"id":"b1"}`), true},
 		{"id -0", callBody("-0", "get_book", `{"id":"b1"}`), true},
 		{"id of 15 digits", callBody("-999999999999999", "get_book", `{"id":"b1"}`), true},
-		{"id twice", `{"jsonrpc":"2.0","id":17,"id":"x","method":"tools/call","params":{"name":"get_book","arguments":{"id":"b1"}}}`, true},
+		{"id twice: refused on both (docs/design.md D65)", `{"jsonrpc":"2.0","id":17,"id":"x","method":"tools/call","params":{"name":"get_book","arguments":{"id":"b1"}}}`, false},
 		{"arguments twice", `{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"get_book","arguments":{"id":1},"arguments":{"id":"b1"}}}`, true},
 		{"members reordered, spaced", "{ \"params\" : { \"arguments\" : {\"id\":\"b2\"} , \"name\" : \"get_book\" } ,\n\"method\":\"tools/call\", \"id\" : 19 , \"jsonrpc\" : \"2.0\" }", true},
 

@@ -48,12 +48,17 @@ type Handler struct {
 	// MaxMessage bounds a POST's body and a tool's GraphQL answer (default
 	// 1 MiB).
 	MaxMessage int64 `json:"max_message,omitempty"`
+	// MessageRate is the per-key rate of the messages other than a
+	// tools/call request, one to four rates in contract.ParseRates' syntax
+	// (default 600/m; messagerate.go).
+	MessageRate string `json:"message_rate,omitempty"`
 
 	logger   *zap.Logger
 	tools    *tooldef.ToolSet
 	metrics  *metrics
 	sessions *sessionTable
 	sdk      *mcpsdk.StreamableHTTPHandler
+	messages caddyhttp.MiddlewareHandler // civic_rate_limit at MessageRate
 	impl     *mcpsdk.Implementation
 }
 
@@ -92,6 +97,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.MaxMessage <= 0 {
 		h.MaxMessage = defaultMaxMessage
+	}
+	if err := h.provisionMessageRate(ctx); err != nil {
+		return err
 	}
 	if h.metrics, err = newMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("civic_mcp: metrics: %w", err)

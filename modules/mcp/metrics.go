@@ -29,6 +29,7 @@ const (
 	refusedTooLarge       = "too_large"
 	refusedBatch          = "batch"
 	refusedBadRequest     = "bad_request"
+	refusedMessageRate    = "message_rate"
 )
 
 // Reasons a session ends (civicgate_mcp_sessions_ended_total).
@@ -66,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "tool_calls_total",
 			Help: "MCP tool calls, by outcome (ok, graphql_error, bad_arguments, not_entitled, rate_limited, refused, upstream_error, too_large, canceled)."}, []string{"outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refusals_total",
-			Help: "MCP requests civic_mcp refused itself, by reason (origin, unknown_session, key_sessions, sessions, too_large, batch, bad_request)."}, []string{"reason"}),
+			Help: "MCP requests civic_mcp refused itself, by reason (origin, unknown_session, key_sessions, sessions, too_large, batch, bad_request, message_rate)."}, []string{"reason"}),
 	}
 	if reg == nil {
 		return m, nil

@@ -45,16 +45,11 @@ const (
 	codeSessionNotFound = -32001
 	codeNotEntitled     = -32030
 	codeTooManySessions = -32031
+	codeRateLimited     = -32032 // a message over message_rate (messagerate.go)
 )
 
 // supportedVersions are the protocol revisions served (docs/mcp.md).
 var supportedVersions = []string{"2025-11-25", "2025-06-18"}
-
-// rpcHead is what civic_mcp reads of a POSTed JSON-RPC message.
-type rpcHead struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-}
 
 // serverMethods are the requests an MCP server answers (the go-sdk's
 // server methods, revision 2025-11-25); any other request is -32601 here.
@@ -72,6 +67,7 @@ type rpcError struct {
 	Error   struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
 	} `json:"error"`
 }
 
@@ -80,11 +76,17 @@ var null = json.RawMessage("null")
 // writeRPCError answers status with a JSON-RPC error response to the
 // message with id (nil: null).
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	writeRPCErrorData(w, status, id, code, msg, nil)
+}
+
+// writeRPCErrorData is writeRPCError with the error's data member (nil:
+// none).
+func writeRPCErrorData(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data any) {
 	e := rpcError{JSONRPC: "2.0", ID: id}
 	if len(e.ID) == 0 {
 		e.ID = null
 	}
-	e.Error.Code, e.Error.Message = code, msg
+	e.Error.Code, e.Error.Message, e.Error.Data = code, msg, data
 	body, err := json.Marshal(&e)
 	if err != nil { // an id that is not JSON cannot reach here (parsed before)
 		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}`)
@@ -183,11 +185,16 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 		h.refuse(w, refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
 		return
 	}
-	var head rpcHead
-	// The SDK's decoder stops at 1 000 levels with a plain-text 400: refused
-	// here first, in JSON, like any other body that is not a message.
-	if nestedDeeper(body, maxNesting) || json.Unmarshal(body, &head) != nil {
+	head, err := readHead(body)
+	switch {
+	case errors.Is(err, errAmbiguousMember):
+		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid Request: "+err.Error())
+		return
+	case err != nil:
 		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
+		return
+	}
+	if !isToolCall(head) && !h.admitMessage(w, r, head.ID, caller) {
 		return
 	}
 	if len(head.ID) > 0 && head.Method != "" && !serverMethods[head.Method] {
