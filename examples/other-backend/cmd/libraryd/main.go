@@ -17,6 +17,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -44,7 +45,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("libraryd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", envOr("LIBRARY_LISTEN", defaultListen), "address to listen on (env LIBRARY_LISTEN)")
+	listen := fs.String("listen", cmp.Or(os.Getenv("LIBRARY_LISTEN"), defaultListen), "address to listen on (env LIBRARY_LISTEN)")
 	fs.Usage = func() { usage(fs.Output(), fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -81,13 +82,6 @@ Environment:
   CIVIC_IDENTITY_SECRET   when set, every request must carry a valid X-Civic-Identity
                           signed with it (the gateway's identity_secret)
 `, defaultListen)
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func serve(addr string) error {
