@@ -1,6 +1,8 @@
 package rawjson
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -46,4 +48,54 @@ func BenchmarkUniqueMember(b *testing.B) {
 			b.Fatal("misread")
 		}
 	}
+}
+
+// FuzzUniqueMember: on a valid JSON object, UniqueMember answers what encoding/json reads of it: the member's
+// raw value when the name occurs once, found false when it does not occur, ok false only when it occurs twice.
+func FuzzUniqueMember(f *testing.F) {
+	for _, s := range []string{
+		`{"query":"{a}","variables":{"id":"x","n":[1,{"b":"}"}]}}`, ` { "variables" : null , "query":"q"}`,
+		`{"query":"\"variables\"","operationName":"A"}`, `{"vari\u0061bles":{"a":1}}`, `{"variables":{"a":1},"variables":{"a":2}}`,
+		`{"variables":"a\"}b"}`, `{"variables":12.5e3}`, `{}`, `[1]`, `{"variables":{"a":1}`, `{"variables"}`, ``,
+		`{"data":null,"errors":[{"message":"x"}]}`, `{"variables":-0.5E+2 ,"x":[]}`, `{"variables":"\\\\"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		value, found, ok := UniqueMember(doc, "variables")
+		if !json.Valid(doc) {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		if tok, _ := dec.Token(); tok != json.Delim('{') {
+			if ok {
+				t.Fatalf("%q is no object, yet ok", doc)
+			}
+			return
+		}
+		var times int
+		var want json.RawMessage
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				t.Fatal(err)
+			}
+			if tok == "variables" {
+				times++
+				want = raw
+			}
+		}
+		switch {
+		case times > 1 && ok:
+			t.Fatalf("%q: a member given %d times, yet ok", doc, times)
+		case times <= 1 && !ok:
+			t.Fatalf("%q: not ok", doc)
+		case times <= 1 && (found != (times == 1) || !bytes.Equal(value, want)):
+			t.Fatalf("%q: got %q (found %v), encoding/json reads %q", doc, value, found, want)
+		}
+	})
 }
