@@ -20,22 +20,16 @@ func SkipWS(b []byte, i int) int {
 
 // ScanString returns the bounds of the contents of the JSON string starting
 // at b[i] == '"': b[start:end] are the contents, b[end] the closing quote
-// (end == len(b): the string is not closed); esc reports a backslash inside.
+// (end == len(b): the string is not closed); esc reports a backslash
+// inside. It jumps from quote to quote (IndexByte): a quote preceded by an
+// odd run of backslashes is escaped.
 func ScanString(b []byte, i int) (start, end int, esc bool) {
 	start = i + 1
-	end = closingQuote(b, start)
-	return start, end, bytes.IndexByte(b[start:end], '\\') >= 0
-}
-
-// closingQuote returns the index of the quote that closes the string whose
-// contents start at b[start], or len(b) when none does. It jumps from quote
-// to quote (IndexByte): a quote preceded by an odd run of backslashes is
-// escaped.
-func closingQuote(b []byte, start int) int {
-	for j := start; ; {
+	j := start
+	for {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
-			return len(b)
+			return start, len(b), bytes.IndexByte(b[start:], '\\') >= 0
 		}
 		q := j + k
 		n := 0
@@ -43,7 +37,7 @@ func closingQuote(b []byte, start int) int {
 			n++
 		}
 		if n%2 == 0 {
-			return q
+			return start, q, bytes.IndexByte(b[start:q], '\\') >= 0
 		}
 		j = q + 1
 	}

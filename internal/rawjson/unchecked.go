@@ -19,7 +19,7 @@ func ValueEnd(b []byte, i int) int {
 	}
 	switch b[i] {
 	case '"':
-		if q := closingQuote(b, i+1); q < len(b) {
+		if _, q, _ := ScanString(b, i); q < len(b) {
 			return q + 1
 		}
 		return -1
@@ -28,7 +28,7 @@ func ValueEnd(b []byte, i int) int {
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				if j = closingQuote(b, j+1); j == len(b) {
+				if _, j, _ = ScanString(b, j); j == len(b) {
 					return -1
 				}
 			case '{', '[':
