@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // The POST body's decoder (docs/api.md "POST /v1/graphql"). decodeRequestReference is the definition: every
@@ -75,8 +77,8 @@ var requestMembers = [4]string{"query", "operationName", "variables", "extension
 
 // decodeCommonRequest is the one-pass decoder; ok false: it declines, and nothing is decided.
 func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
-	sc := requestScanner{b: body}
-	if !sc.byte('{') {
+	i := rawjson.SkipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
 		return nil, false
 	}
 	p = &graphql.RawParams{}
@@ -86,13 +88,22 @@ func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
 	// A member given twice is the reference's: encoding/json keeps the last value but still rejects the body
 	// when an earlier one is invalid, and only the kept value is checked here.
 	var seen [4]bool
-	if !sc.byte('}') {
+	if i = rawjson.SkipWS(body, i+1); i < len(body) && body[i] == '}' {
+		i++
+	} else {
 		for {
-			key, ok := sc.plainString()
-			if !ok || !sc.byte(':') {
+			if i >= len(body) || body[i] != '"' {
 				return nil, false
 			}
-			sc.space()
+			ks, ke, esc := rawjson.ScanString(body, i)
+			if ke == len(body) || esc {
+				return nil, false // not closed, or a key with escapes
+			}
+			key := body[ks:ke]
+			if i = rawjson.SkipWS(body, ke+1); i >= len(body) || body[i] != ':' {
+				return nil, false
+			}
+			i = rawjson.SkipWS(body, i+1)
 			m := slices.Index(requestMembers[:], string(key))
 			if m < 0 || seen[m] {
 				return nil, false // another member, one in another case (encoding/json folds case), or a repeat
@@ -100,34 +111,35 @@ func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
 			seen[m] = true
 			switch string(key) {
 			case "query":
-				if query, ok = sc.stringToken(); !ok {
+				if query, i = stringTokenAt(body, i); query == nil {
 					return nil, false // null, another type or invalid: the reference's answer
 				}
 				haveQuery = true
 			case "operationName":
-				if opName, ok = sc.stringOrNull(); !ok {
+				if opName, i = stringTokenAt(body, i); opName == nil && !skipNull(body, &i) {
 					return nil, false
 				}
 			case "variables":
-				if vars, ok = sc.objectOrNull(); !ok {
+				if vars, i = objectAt(body, i); vars == nil && !skipNull(body, &i) {
 					return nil, false
 				}
 			case "extensions":
-				if ext, ok = sc.objectOrNull(); !ok {
+				if ext, i = objectAt(body, i); ext == nil && !skipNull(body, &i) {
 					return nil, false
 				}
 			}
-			if sc.byte(',') {
+			if i = rawjson.SkipWS(body, i); i < len(body) && body[i] == ',' {
+				i = rawjson.SkipWS(body, i+1)
 				continue
 			}
-			if sc.byte('}') {
+			if i < len(body) && body[i] == '}' {
+				i++
 				break
 			}
 			return nil, false
 		}
 	}
-	sc.space()
-	if sc.i != len(body) || !haveQuery {
+	if rawjson.SkipWS(body, i) != len(body) || !haveQuery {
 		return nil, false
 	}
 	if ext != nil && !json.Valid(ext) {
@@ -148,110 +160,37 @@ func decodeCommonRequest(body []byte) (p *graphql.RawParams, ok bool) {
 	return p, true
 }
 
-// requestScanner walks a request body; it never validates more than the caller asks.
-type requestScanner struct {
-	b []byte
-	i int
-}
-
-func (s *requestScanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+// stringTokenAt returns the string token at b[i], quotes included (its escapes are checked when it is
+// decoded), and the index after it; nil and i when there is none.
+func stringTokenAt(b []byte, i int) ([]byte, int) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i
 	}
+	if _, end, _ := rawjson.ScanString(b, i); end < len(b) {
+		return b[i : end+1], end + 1
+	}
+	return nil, i
 }
 
-// byte consumes c after white space.
-func (s *requestScanner) byte(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
+// objectAt returns the extent of the object at b[i] (its content is checked later by a real decoder) and
+// the index after it; nil and i when there is none.
+func objectAt(b []byte, i int) ([]byte, int) {
+	if i >= len(b) || b[i] != '{' {
+		return nil, i
+	}
+	if end := rawjson.ValueEnd(b, i); end >= 0 {
+		return b[i:end], end
+	}
+	return nil, i
+}
+
+// skipNull consumes a null at b[*i].
+func skipNull(b []byte, i *int) bool {
+	if bytes.HasPrefix(b[*i:], []byte("null")) {
+		*i += 4
 		return true
 	}
 	return false
-}
-
-// plainString reads a string without escapes after white space (an object's key) and returns its content.
-func (s *requestScanner) plainString() ([]byte, bool) {
-	s.space()
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
-	}
-	start := s.i + 1
-	end := bytes.IndexByte(s.b[start:], '"')
-	if end < 0 {
-		return nil, false
-	}
-	key := s.b[start : start+end]
-	if bytes.IndexByte(key, '\\') >= 0 {
-		return nil, false
-	}
-	s.i = start + end + 1
-	return key, true
-}
-
-// stringToken reads a string token, quotes included, at the current position.
-func (s *requestScanner) stringToken() ([]byte, bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
-	}
-	for j := s.i + 1; j < len(s.b); j++ {
-		switch s.b[j] {
-		case '\\':
-			j++ // the escaped byte; decodeStringToken checks the escape
-		case '"':
-			tok := s.b[s.i : j+1]
-			s.i = j + 1
-			return tok, true
-		}
-	}
-	return nil, false
-}
-
-// stringOrNull reads a string token, or null (nil, true).
-func (s *requestScanner) stringOrNull() ([]byte, bool) {
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
-		return nil, true
-	}
-	return s.stringToken()
-}
-
-// objectOrNull reads the extent of an object (its content is checked later by a real decoder), or null
-// (nil, true).
-func (s *requestScanner) objectOrNull() ([]byte, bool) {
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
-		return nil, true
-	}
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return nil, false
-	}
-	depth := 0
-	for j := s.i; j < len(s.b); j++ {
-		switch s.b[j] {
-		case '"':
-			for j++; j < len(s.b) && s.b[j] != '"'; j++ {
-				if s.b[j] == '\\' {
-					j++
-				}
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				obj := s.b[s.i : j+1]
-				s.i = j + 1
-				return obj, true
-			}
-		}
-	}
-	return nil, false
 }
 
 // decodeStringToken decodes a JSON string token: in place when it is plain printable UTF-8 without

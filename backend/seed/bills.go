@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/civicgate/civicgate/backend/records"
 )
 
 // Columns written for bills (generated columns sort_date and search are omitted; migrations README).
@@ -49,7 +51,7 @@ func billsOfCongress(seed uint64, c, n int, ro *roster, now time.Time, emit func
 				name, bioguide, key = sp.m.sponsorName(sp.t), sp.m.id, sp.m.id+":"+fmt.Sprint(c)
 			}
 			row := []any{id, c, bt.code, num, billTitle(r, bt.code, c), introduced, name, bioguide, key,
-				committees(r, chamber), fmt.Sprintf("https://www.congress.gov/bill/%s-congress/%s/%d", ordinal(c), bt.slug, num),
+				committees(r, chamber), fmt.Sprintf("https://www.congress.gov/bill/%s-congress/%s/%d", records.Ordinal(c), bt.slug, num),
 				now.Add(-time.Duration(r.IntN(86400)) * time.Second)}
 			if err := emit(row); err != nil {
 				return err
@@ -116,7 +118,7 @@ func billTitle(r rng, typ string, c int) string {
 		case 1:
 			return fmt.Sprintf("Expressing the sense of the %s regarding %s.", chamberName, topic(r))
 		default:
-			return fmt.Sprintf("Recognizing the %s of %s, %s.", ordinal(25*(1+r.IntN(8))), pick(r, cities), pick(r, states).code)
+			return fmt.Sprintf("Recognizing the %s of %s, %s.", records.Ordinal(25*(1+r.IntN(8))), pick(r, cities), pick(r, states).code)
 		}
 	case "hjres", "sjres":
 		if r.chance(0.7) {

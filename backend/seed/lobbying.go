@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -195,13 +196,13 @@ func lobbyingOfYear(seed uint64, year, n int, regs []registrant, now time.Time, 
 					Description: fmt.Sprintf("%s %s.", verb, topic(r)), AgenciesActedOn: []string{}, Lobbyists: []lobbyistJSON{}}
 				for j := 0; j < 1+r.IntN(3); j++ {
 					g := governmentEntities[r.zipf(len(governmentEntities))]
-					if !contains(act.AgenciesActedOn, g) {
+					if !slices.Contains(act.AgenciesActedOn, g) {
 						act.AgenciesActedOn = append(act.AgenciesActedOn, g)
 					}
 				}
 				for j := 0; j < 1+r.IntN(3); j++ {
 					l := reg.lobbyists[r.IntN(len(reg.lobbyists))]
-					if containsLobbyist(act.Lobbyists, l.id) {
+					if slices.ContainsFunc(act.Lobbyists, func(x lobbyistJSON) bool { return x.LobbyistID == l.id }) {
 						continue
 					}
 					lj := lobbyistJSON{LobbyistID: l.id, Name: l.name, IsNew: r.chance(0.1)}
@@ -250,22 +251,4 @@ func lobbyingOfYear(seed uint64, year, n int, regs []registrant, now time.Time, 
 		}
 	}
 	return nil
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsLobbyist(xs []lobbyistJSON, id string) bool {
-	for _, x := range xs {
-		if x.LobbyistID == id {
-			return true
-		}
-	}
-	return false
 }

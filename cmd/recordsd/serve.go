@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,13 +21,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
 
 // openPool opens the primary's pool (DATABASE_URL): migrations, seed, sync and, without replicas, every read.
 func openPool(ctx context.Context) (*pgxpool.Pool, error) { return openPrimary(ctx, nil) }
@@ -133,7 +127,7 @@ func runMigrate(ctx context.Context, args []string) error {
 
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	listen := fs.String("listen", envOr("RECORDSD_LISTEN", "127.0.0.1:8081"), "listen address (env RECORDSD_LISTEN)")
+	listen := fs.String("listen", cmp.Or(os.Getenv("RECORDSD_LISTEN"), "127.0.0.1:8081"), "listen address (env RECORDSD_LISTEN)")
 	dev := fs.Bool("dev-insecure-no-identity", false, "serve without requiring X-Civic-Identity (development only)")
 	timeout := fs.Duration("query-timeout", 10*time.Second, "per-request database time budget")
 	migrate := fs.Bool("migrate", false, "apply migrations before serving")

@@ -9,7 +9,8 @@ const gqlguard = modules + "gqlguard"
 
 // gqlguardSteps are graphql_guard's pipeline packages (modules/gqlguard
 // README "Layout"): request → document → analysis → variables, and the
-// raw-JSON reader and test reference under internal/.
+// test reference under internal/ (the raw-JSON reader they use is the
+// repository's internal/rawjson).
 var gqlguardSteps = []string{
 	gqlguard + "/request",
 	gqlguard + "/document",

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,15 +172,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if !keystore.ValidEnv(a.Environment) {
 		return fmt.Errorf("civic_auth: environment %q must be live or test", a.Environment)
 	}
-	a.idTTL = durationOr(a.IdentityTTL, DefaultIdentityTTL)
+	// A setting unset or below zero (the JSON config allows one) is the default: cmp.Or of the setting
+	// clamped at zero.
+	a.idTTL = cmp.Or(max(time.Duration(a.IdentityTTL), 0), DefaultIdentityTTL)
 	if a.idTTL > contract.IdentityMaxTTL {
 		return fmt.Errorf("civic_auth: identity_ttl %s over %s", a.idTTL, contract.IdentityMaxTTL)
 	}
-	a.timeout = durationOr(a.LookupTimeout, DefaultLookupTimeout)
-	a.cache = newKeyCache(intOr(a.CacheSize, DefaultCacheSize), intOr(a.NegativeCacheSize, DefaultNegativeCacheSize),
-		durationOr(a.CacheTTL, DefaultCacheTTL), durationOr(a.NegativeCacheTTL, DefaultNegativeCacheTTL))
+	a.timeout = cmp.Or(max(time.Duration(a.LookupTimeout), 0), DefaultLookupTimeout)
+	a.cache = newKeyCache(cmp.Or(max(a.CacheSize, 0), DefaultCacheSize), cmp.Or(max(a.NegativeCacheSize, 0), DefaultNegativeCacheSize),
+		cmp.Or(max(time.Duration(a.CacheTTL), 0), DefaultCacheTTL), cmp.Or(max(time.Duration(a.NegativeCacheTTL), 0), DefaultNegativeCacheTTL))
 	a.flight = new(singleflight.Group)
-	if a.failed, err = newFailLimiter(a.FailedLookups, intOr(a.FailedLookupClients, DefaultFailedLookupClients)); err != nil {
+	if a.failed, err = newFailLimiter(a.FailedLookups, cmp.Or(max(a.FailedLookupClients, 0), DefaultFailedLookupClients)); err != nil {
 		return fmt.Errorf("civic_auth: %w", err)
 	}
 
@@ -200,7 +203,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.watches = newWatchRegistry(a.metrics.watches)
-	a.watchInterval = durationOr(a.WatchInterval, DefaultWatchInterval)
+	a.watchInterval = cmp.Or(max(time.Duration(a.WatchInterval), 0), DefaultWatchInterval)
 	a.recheckFlight = new(singleflight.Group)
 
 	switch a.Keys.Source {
@@ -240,20 +243,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.challenge = a.tokens.plain
 	}
 	return nil
-}
-
-func intOr(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
-}
-
-func durationOr(d caddy.Duration, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return time.Duration(d)
 }
 
 // Start starts the workers: the recheck of watched credentials and, with the

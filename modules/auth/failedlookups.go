@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/civicgate/civicgate/internal/boundedlru"
-	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -96,26 +95,4 @@ func clientAddr(r *http.Request) netip.Addr {
 		return p.Addr()
 	}
 	return a
-}
-
-// resolveFor resolves h for request r under the failed-lookup limit: a key
-// cached as known is resolved as usual; any other key is refused (wait > 0)
-// while r's client is over the limit, and otherwise counts against it when
-// the store says it is unknown.
-func (a *App) resolveFor(r *http.Request, h keystore.Hash, now time.Time) (e *resolvedKey, wait time.Duration, err error) {
-	cached := a.cache.get(h)
-	if a.failed == nil || cached != nil && cached.found {
-		e, _, err = a.resolveCached(r.Context(), h, cached, now)
-		return e, 0, err
-	}
-	client := clientAddr(r)
-	wait, ok := a.failed.reserve(client, now)
-	if !ok {
-		return nil, max(wait, time.Nanosecond), nil
-	}
-	e, looked, err := a.resolveCached(r.Context(), h, cached, now)
-	if err != nil || !looked || e.found {
-		a.failed.refund(client)
-	}
-	return e, 0, err
 }

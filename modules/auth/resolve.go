@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,28 @@ var errStore = errors.New("civic_auth: key store unavailable")
 // (not when it only shared a concurrent call's lookup).
 func (a *App) resolve(ctx context.Context, h keystore.Hash, now time.Time) (e *resolvedKey, looked bool, err error) {
 	return a.resolveCached(ctx, h, a.cache.get(h), now)
+}
+
+// resolveFor resolves h for request r under the failed-lookup limit: a key
+// cached as known is resolved as usual; any other key is refused (wait > 0)
+// while r's client is over the limit, and otherwise counts against it when
+// the store says it is unknown.
+func (a *App) resolveFor(r *http.Request, h keystore.Hash, now time.Time) (e *resolvedKey, wait time.Duration, err error) {
+	cached := a.cache.get(h)
+	if a.failed == nil || cached != nil && cached.found {
+		e, _, err = a.resolveCached(r.Context(), h, cached, now)
+		return e, 0, err
+	}
+	client := clientAddr(r)
+	wait, ok := a.failed.reserve(client, now)
+	if !ok {
+		return nil, max(wait, time.Nanosecond), nil
+	}
+	e, looked, err := a.resolveCached(r.Context(), h, cached, now)
+	if err != nil || !looked || e.found {
+		a.failed.refund(client)
+	}
+	return e, 0, err
 }
 
 // resolveCached is resolve with h's cache entry (or nil) already read.

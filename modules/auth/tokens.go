@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"net/http"
@@ -64,7 +65,7 @@ type tokenAuth struct {
 
 func newTokenAuth(v *accesstoken.Verifier, a *App, metadataURL string) *tokenAuth {
 	t := &tokenAuth{verifier: v, app: a, metadataURL: metadataURL, watches: map[*tokenWatch]struct{}{}}
-	t.cache = boundedlru.New(boundedlru.Options[[sha256.Size]byte, *resolvedToken]{MaxLen: intOr(a.JWT.CacheSize, accesstoken.DefaultCacheSize)})
+	t.cache = boundedlru.New(boundedlru.Options[[sha256.Size]byte, *resolvedToken]{MaxLen: cmp.Or(max(a.JWT.CacheSize, 0), accesstoken.DefaultCacheSize)})
 	t.plain = []string{t.challenge("")}
 	t.kinds = make(map[accesstoken.Kind][]string)
 	for _, k := range accesstoken.Kinds() {

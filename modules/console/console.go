@@ -10,6 +10,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,8 +98,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return errors.New("civic_console: cannot open the database pool")
 	}
-	h.timeout.idle = durationOr(h.IdleTimeout, DefaultIdleTimeout)
-	h.timeout.lifetime = durationOr(h.SessionLifetime, DefaultSessionLifetime)
+	// unset or below zero (the JSON config allows one): the default
+	h.timeout.idle = cmp.Or(max(time.Duration(h.IdleTimeout), 0), DefaultIdleTimeout)
+	h.timeout.lifetime = cmp.Or(max(time.Duration(h.SessionLifetime), 0), DefaultSessionLifetime)
 	if h.tiers, err = parseTiers(h.Tiers); err != nil {
 		return fmt.Errorf("civic_console: %w", err)
 	}
@@ -165,13 +167,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 // PostgreSQL text column: valid UTF-8 without NUL.
 func storable(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
-}
-
-func durationOr(d caddy.Duration, def time.Duration) time.Duration {
-	if d > 0 {
-		return time.Duration(d)
-	}
-	return def
 }
 
 // clientAddr is the request's client address as Caddy determined it

@@ -1,6 +1,8 @@
 package gqlcache
 
 import (
+	"strings"
+
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
@@ -46,7 +48,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			for _, t := range tags {
-				if containsAny(t, ",{}") {
+				if strings.ContainsAny(t, ",{}") {
 					return a.Errf("want tags without commas or placeholders, got %q", t)
 				}
 			}
@@ -158,17 +160,6 @@ func (a *App) readShared(args *caddyopt.Args) error {
 	}
 	a.Shared = sh
 	return nil
-}
-
-func containsAny(s, chars string) bool {
-	for i := 0; i < len(s); i++ {
-		for j := 0; j < len(chars); j++ {
-			if s[i] == chars[j] {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Interface guards

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // capture passes a miss's response to the client, holding back a response
@@ -109,7 +111,7 @@ func (c *capture) finish(key cacheKey, tags tagList, startSeq uint64, now time.T
 	c.holding = false
 	body := c.buf.Bytes()
 	if c.graphql {
-		if _, found, ok := jsonMember(body, "errors"); found || !ok {
+		if _, found, ok := rawjson.UniqueMember(body, "errors"); found || !ok {
 			c.detail = "errors"
 			if !ok {
 				c.detail = "not-json"

@@ -2,11 +2,13 @@ package gqlguard
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -58,7 +60,7 @@ func (g *Guard) provisionPersisted(ctx caddy.Context) error {
 	if c == nil {
 		return nil
 	}
-	front := persisted.NewMemory(intOrDefault(c.MaxEntries, defaultAPQEntries), int64OrDefault(c.MaxBytes, defaultAPQBytes))
+	front := persisted.NewMemory(cmp.Or(c.MaxEntries, defaultAPQEntries), cmp.Or(c.MaxBytes, defaultAPQBytes))
 	if c.Config.IsZero() {
 		g.apq = front
 		return nil
@@ -84,20 +86,6 @@ func (g *Guard) provisionPersisted(ctx caddy.Context) error {
 	}
 	g.apq = persisted.NewRedis(client, prefix, ttl, front)
 	return nil
-}
-
-func intOrDefault(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
-func int64OrDefault(v, def int64) int64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // apqRegistration is an APQ hash a request sent with its query: the
@@ -193,6 +181,19 @@ func (g *Guard) registerPersisted(scope *requestScope, reg apqRegistration, doc 
 	if err := g.apq.Put(scope.ctx, reg.hash, doc.Query); errors.Is(err, persisted.ErrTooLarge) {
 		g.logger.Warn("persisted query store registration failed", zap.Error(err))
 	}
+}
+
+// checkTrusted refuses a document that is not in the trusted-documents
+// manifest when the caller's tier may send only trusted documents.
+func (g *Guard) checkTrusted(w http.ResponseWriter, scope *requestScope, doc *document.Doc, req *request.Located) string {
+	if len(g.TrustedOnly) == 0 || doc.Trusted || req.ResolvedBy() == resolvedByManifest {
+		return ""
+	}
+	if g.TrustedOnly[0] != "*" && !slices.Contains(g.TrustedOnly, scope.tier) {
+		return ""
+	}
+	writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{Message: msgTrustedDocumentsOnly, Code: codeTrustedDocumentNeeded}}))
+	return outcomeUntrusted
 }
 
 // forwardBody is the body the upstream receives for a request whose document

@@ -12,7 +12,6 @@ import (
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
-	"github.com/civicgate/civicgate/modules/gqlguard/request"
 )
 
 // How an operation arrives and who sends it: the transport decides which
@@ -106,28 +105,6 @@ func (g *Guard) checkTransport(w http.ResponseWriter, scope *requestScope, op *d
 		}
 	}
 	return ""
-}
-
-// checkTrusted refuses a document that is not in the trusted-documents
-// manifest when the caller's tier may send only trusted documents.
-func (g *Guard) checkTrusted(w http.ResponseWriter, scope *requestScope, doc *document.Doc, req *request.Located) string {
-	if len(g.TrustedOnly) == 0 || doc.Trusted || req.ResolvedBy() == resolvedByManifest {
-		return ""
-	}
-	if g.TrustedOnly[0] != "*" && !containsString(g.TrustedOnly, scope.tier) {
-		return ""
-	}
-	writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{Message: msgTrustedDocumentsOnly, Code: codeTrustedDocumentNeeded}}))
-	return outcomeUntrusted
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // acceptsGraphQLResponse reports whether the client asked for

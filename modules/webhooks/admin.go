@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func adminTargets(ctx context.Context, listens []string, localAddrs []netip.Addr
 	add := func(port uint16, prefixes ...netip.Prefix) {
 		for _, p := range prefixes {
 			t := egress.Target{Prefix: p, Port: port}
-			if !contains(out, t) {
+			if !slices.Contains(out, t) {
 				out = append(out, t)
 			}
 		}
@@ -120,15 +121,6 @@ func adminTargets(ctx context.Context, listens []string, localAddrs []netip.Addr
 		}
 	}
 	return out, nil
-}
-
-func contains(ts []egress.Target, t egress.Target) bool {
-	for _, x := range ts {
-		if x == t {
-			return true
-		}
-	}
-	return false
 }
 
 // interfaceAddrs lists this host's interface addresses (none if they cannot

@@ -8,6 +8,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,8 +139,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.RotationOverlap < 0 || a.Retention < 0 {
 		return errors.New("civic_webhooks: negative setting")
 	}
-	workers := intOr(a.Workers, DefaultWorkers)
-	perOrg := intOr(a.MaxInFlightPerOrg, max(1, workers/2))
+	workers := cmp.Or(a.Workers, DefaultWorkers)
+	perOrg := cmp.Or(a.MaxInFlightPerOrg, max(1, workers/2))
 	if workers >= 2 && perOrg >= workers {
 		return fmt.Errorf("civic_webhooks: max_in_flight_per_org %d must be below workers %d (one organization could take every worker)",
 			perOrg, workers)
@@ -151,8 +152,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.delivers() && len(tiers) == 0 {
 		return errNoTiers
 	}
-	timeout := durationOr(a.Timeout, DefaultTimeout)
-	a.overlap = durationOr(a.RotationOverlap, DefaultRotationOverlap)
+	timeout := cmp.Or(time.Duration(a.Timeout), DefaultTimeout)
+	a.overlap = cmp.Or(time.Duration(a.RotationOverlap), DefaultRotationOverlap)
 	if a.policy, err = a.egressPolicy(ctx); err != nil {
 		return err
 	}
@@ -176,12 +177,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Store:             a.store,
 		Client:            a.policy.Client(timeout),
 		Timeout:           timeout,
-		MaxInFlight:       intOr(a.MaxInFlight, DefaultMaxInFlight),
+		MaxInFlight:       cmp.Or(a.MaxInFlight, DefaultMaxInFlight),
 		MaxInFlightPerOrg: perOrg,
 		Workers:           workers,
-		Batch:             intOr(a.Batch, DefaultBatch),
-		Poll:              durationOr(a.Poll, DefaultPoll),
-		Retention:         durationOr(a.Retention, DefaultRetention),
+		Batch:             cmp.Or(a.Batch, DefaultBatch),
+		Poll:              cmp.Or(time.Duration(a.Poll), DefaultPoll),
+		Retention:         cmp.Or(time.Duration(a.Retention), DefaultRetention),
 		Logger:            a.logger,
 		Metrics:           a.metrics,
 		Tiers:             tiers,
@@ -246,20 +247,6 @@ func (a *App) egressPolicy(ctx caddy.Context) (egress.Policy, error) {
 			zap.Strings("targets", a.InsecureAllowLoopbackTargets))
 	}
 	return p, nil
-}
-
-func durationOr(d caddy.Duration, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return time.Duration(d)
-}
-
-func intOr(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
 }
 
 func (a *App) now() time.Time { return time.Now() }

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 )
@@ -62,7 +63,7 @@ func (a *App) bounds() (maxEndpoints, maxReplay int) {
 	defer sharedLimits.Unlock()
 	maxEndpoints, maxReplay = DefaultMaxEndpoints, DefaultMaxReplay
 	if l := sharedLimits.byApp[a]; l != nil {
-		maxEndpoints, maxReplay = intOr(l.maxEndpoints, maxEndpoints), intOr(l.maxReplay, maxReplay)
+		maxEndpoints, maxReplay = cmp.Or(l.maxEndpoints, maxEndpoints), cmp.Or(l.maxReplay, maxReplay)
 	}
 	return maxEndpoints, maxReplay
 }

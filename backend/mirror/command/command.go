@@ -4,6 +4,7 @@ package command
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -205,24 +206,17 @@ func build(ctx context.Context, eng *mirror.Engine, c Config) (mirror.Source, in
 		src, err = congressgov.NewAPI(client, c.URL, cursor, c.PageSize)
 	case fedreg.SourceName:
 		src, err = pager.New(pager.Source{Fam: c.Family, Src: c.Source, Client: client, BaseURL: c.URL,
-			PageParam: "page", SizeParam: "per_page", Size: size(c.PageSize, 1000), Decode: fedreg.Decode}, cursor)
+			PageParam: "page", SizeParam: "per_page", Size: cmp.Or(max(c.PageSize, 0), 1000), Decode: fedreg.Decode}, cursor)
 	case lda.SourceName:
 		src, err = pager.New(pager.Source{Fam: c.Family, Src: c.Source, Client: client, BaseURL: c.URL,
-			PageParam: "page", SizeParam: "page_size", Size: size(c.PageSize, 25), Decode: lda.Decode}, cursor)
+			PageParam: "page", SizeParam: "page_size", Size: cmp.Or(max(c.PageSize, 0), 25), Decode: lda.Decode}, cursor)
 	case mts.SourceName:
 		src, err = pager.New(pager.Source{Fam: c.Family, Src: c.Source, Client: client, BaseURL: c.URL,
-			PageParam: "page[number]", SizeParam: "page[size]", Size: size(c.PageSize, 1000), Decode: mts.NewDecoder().Decode}, cursor)
+			PageParam: "page[number]", SizeParam: "page[size]", Size: cmp.Or(max(c.PageSize, 0), 1000), Decode: mts.NewDecoder().Decode}, cursor)
 	default:
 		err = fmt.Errorf("no --url importer for %s", c.Source)
 	}
 	return src, 0, resumed, err
-}
-
-func size(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 func defaultClient(c Config) *fetch.Client {

@@ -100,22 +100,7 @@ func BillID(congress int, typ string, number int) string {
 
 // PageURL is the bill's congress.gov page, e.g. https://www.congress.gov/bill/117th-congress/house-bill/21.
 func PageURL(congress int, typ string, number int) string {
-	return fmt.Sprintf("https://www.congress.gov/bill/%s-congress/%s/%d", ordinal(congress), billTypes[typ], number)
-}
-
-func ordinal(n int) string {
-	suffix := "th"
-	if n%100 < 11 || n%100 > 13 {
-		switch n % 10 {
-		case 1:
-			suffix = "st"
-		case 2:
-			suffix = "nd"
-		case 3:
-			suffix = "rd"
-		}
-	}
-	return strconv.Itoa(n) + suffix
+	return fmt.Sprintf("https://www.congress.gov/bill/%s-congress/%s/%d", records.Ordinal(congress), billTypes[typ], number)
 }
 
 // TitleFallback is the note kind of a bill whose officialTitle is not an official title (docs/design.md D31).

@@ -24,24 +24,11 @@ type rootField struct {
 // operationKinds in the order the Caddyfile and messages name them.
 var operationKinds = []ast.Operation{ast.Query, ast.Mutation, ast.Subscription}
 
-// rootType returns the schema's root type of kind, or nil.
-func rootType(s *ast.Schema, kind ast.Operation) *ast.Definition {
-	switch kind {
-	case ast.Query:
-		return s.Query
-	case ast.Mutation:
-		return s.Mutation
-	case ast.Subscription:
-		return s.Subscription
-	}
-	return nil
-}
-
 // resolveRootField finds the root field a family line names.
 func resolveRootField(s *ast.Schema, ref string) (rootField, error) {
 	if typ, field, ok := strings.Cut(ref, "."); ok {
 		for _, kind := range operationKinds {
-			if def := rootType(s, kind); def != nil && def.Name == typ {
+			if def := RootType(s, kind); def != nil && def.Name == typ {
 				if def.Fields.ForName(field) == nil {
 					return rootField{}, fmt.Errorf("root field %q is not a field of %s", ref, def.Name)
 				}
@@ -53,7 +40,7 @@ func resolveRootField(s *ast.Schema, ref string) (rootField, error) {
 	var found []rootField
 	var types []string
 	for _, kind := range operationKinds {
-		if def := rootType(s, kind); def != nil && def.Fields.ForName(ref) != nil {
+		if def := RootType(s, kind); def != nil && def.Fields.ForName(ref) != nil {
 			found = append(found, rootField{kind: kind, name: ref})
 			types = append(types, def.Name+"."+ref)
 		}
@@ -70,7 +57,7 @@ func resolveRootField(s *ast.Schema, ref string) (rootField, error) {
 func rootTypeNames(s *ast.Schema) string {
 	var names []string
 	for _, kind := range operationKinds {
-		if def := rootType(s, kind); def != nil {
+		if def := RootType(s, kind); def != nil {
 			names = append(names, def.Name)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // The limit walker (docs/design.md D12) measures one operation with its fragments

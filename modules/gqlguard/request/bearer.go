@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // The bearer token must not travel in the request (docs/api.md "Errors").

@@ -8,7 +8,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // gqlRequest is a decoded GraphQL-over-HTTP request body.

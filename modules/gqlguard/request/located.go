@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/civicgate/civicgate/internal/rawjson"
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // Located is a request's GraphQL members. The usual body is located in

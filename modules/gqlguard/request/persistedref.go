@@ -1,6 +1,6 @@
 package request
 
-import "github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+import "github.com/civicgate/civicgate/internal/rawjson"
 
 // Locating a persisted document reference in a request without decoding it:
 // Apollo's extensions.persistedQuery {version, sha256Hash} (APQ) and the

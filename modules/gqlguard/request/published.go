@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/civicgate/civicgate/internal/rawjson"
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // Published is the request as the guard decoded it, for the handlers after

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // scanBodies are request bodies the fast path must treat exactly like

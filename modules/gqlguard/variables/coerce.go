@@ -11,8 +11,8 @@ import (
 	"github.com/vektah/gqlparser/v2/validator"
 
 	"github.com/civicgate/civicgate/internal/intscalar"
+	"github.com/civicgate/civicgate/internal/rawjson"
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // Coerced is what variable coercion yields that a request needs: the cost.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // scalarVariablesValid is the allocation-free check of the usual variables

@@ -11,8 +11,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/validator/rules"
 
+	"github.com/civicgate/civicgate/internal/rawjson"
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
-	"github.com/civicgate/civicgate/modules/gqlguard/internal/rawjson"
 )
 
 // prepare validates query against the guard's test schema and prepares its

@@ -247,7 +247,7 @@ func mcpTool(t *Tool, e *Entry, schema *ast.Schema, op *ast.OperationDefinition)
 // rootFieldDescriptions is the schema's description of the operation's
 // root fields, each once: a tool's description when the manifest gives none.
 func rootFieldDescriptions(schema *ast.Schema, op *ast.OperationDefinition) string {
-	root := rootDefinition(schema, op.Operation)
+	root := analysis.RootType(schema, op.Operation)
 	var seen []string
 	var out string
 	for _, s := range op.SelectionSet {

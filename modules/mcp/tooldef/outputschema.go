@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 )
 
 // The output schema describes structuredContent, the GraphQL response's data
@@ -39,7 +41,7 @@ func outputSchema(s *ast.Schema, doc *ast.QueryDocument, op *ast.OperationDefini
 	for _, f := range doc.Fragments {
 		b.frags[f.Name] = f
 	}
-	root := rootDefinition(s, op.Operation)
+	root := analysis.RootType(s, op.Operation)
 	if root == nil {
 		return nil, fmt.Errorf("the schema has no %s type", op.Operation)
 	}
@@ -48,18 +50,6 @@ func outputSchema(s *ast.Schema, doc *ast.QueryDocument, op *ast.OperationDefini
 		return nil, errOutputTooLarge
 	}
 	return out, nil
-}
-
-func rootDefinition(s *ast.Schema, kind ast.Operation) *ast.Definition {
-	switch kind {
-	case ast.Query:
-		return s.Query
-	case ast.Mutation:
-		return s.Mutation
-	case ast.Subscription:
-		return s.Subscription
-	}
-	return nil
 }
 
 // collected is every field selected under one response key.

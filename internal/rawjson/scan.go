@@ -18,10 +18,11 @@ func SkipWS(b []byte, i int) int {
 	return i
 }
 
-// ScanString returns the bounds of the contents of the (valid) JSON string
-// starting at b[i] == '"': b[start:end] are the contents, b[end] the closing
-// quote; esc reports a backslash inside. It jumps from quote to quote
-// (IndexByte): a quote preceded by an odd run of backslashes is escaped.
+// ScanString returns the bounds of the contents of the JSON string starting
+// at b[i] == '"': b[start:end] are the contents, b[end] the closing quote
+// (end == len(b): the string is not closed); esc reports a backslash
+// inside. It jumps from quote to quote (IndexByte): a quote preceded by an
+// odd run of backslashes is escaped.
 func ScanString(b []byte, i int) (start, end int, esc bool) {
 	start = i + 1
 	j := start

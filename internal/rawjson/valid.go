@@ -1,10 +1,13 @@
-// Package rawjson reads request JSON in place for graphql_guard's steps: a
-// validity check as exact as encoding/json.Valid and faster on a body that
-// is mostly one long string, and helpers that locate strings, values and
-// object members in JSON already known to be valid. It decodes nothing
-// unless asked (Unquote, DecodeObject). The request step uses it to locate
-// a body's members; the analysis and variables steps read limits and
-// scalar variables from the raw variables text with it.
+// Package rawjson reads JSON in place: a validity check as exact as
+// encoding/json.Valid and faster on a body that is mostly one long string,
+// and helpers that locate strings, values and object members in JSON
+// already known to be valid, or in any bytes with each end checked
+// (ValueEnd, UniqueMember). It decodes nothing unless asked (Unquote,
+// DecodeObject). graphql_guard's request step uses it to locate a body's
+// members, its analysis and variables steps to read limits and scalar
+// variables from the raw variables text; graphql_cache looks for a
+// response's errors member with it, and recordsd's one-pass request decoder
+// (docs/design.md D58) reads a body's members with it.
 package rawjson
 
 import "encoding/json"
