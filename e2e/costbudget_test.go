@@ -189,12 +189,13 @@ func TestCostBudget(t *testing.T) {
 		wantRateLimit(t, x, `"tinybudget-cost";r=2399;t=3600`)
 	})
 
-	// A round in which a Redis call failed (a loaded machine passes the 50 ms store timeout; on_store_error
-	// local then decides that request in the gateway's memory) cannot judge the shared counts and is repeated
-	// with a fresh key, three rounds at most; every answer is checked only once its round was undisturbed.
+	// A round in which a decision was made without Redis (a call past the 50 ms store timeout on a loaded
+	// machine, or the limiter's breaker open after one, which fails no call; on_store_error local then decides
+	// in the gateway's memory) cannot judge the shared counts and is repeated with a fresh key, three rounds at
+	// most; every answer is checked only once its round was undisturbed (storeFallbacks, quotas_test.go).
 	t.Run("RefusedDocumentsSpendNoPoints", func(t *testing.T) {
 		for round := 1; round <= 3; round++ {
-			errorsBefore := storeErrors(t, []*stack.Stack{s})
+			fallbacksBefore := storeFallbacks(t, s)
 			key, _ := s.IssueKey("costtiny2-"+strconv.Itoa(round), "tinybudget", "live")
 			first := query(key, membersTermsDoc)
 			// Each refusal below has spent its request: the limiter's RateLimit
@@ -205,8 +206,8 @@ func TestCostBudget(t *testing.T) {
 			tooDear := query(key, expensiveDoc)
 			// Points left after the three refusals: still 2399, less this one.
 			admitted := query(key, bills100Doc)
-			if disturbed := storeErrors(t, []*stack.Stack{s}) - errorsBefore; disturbed > 0 {
-				t.Logf("round %d: %d Redis calls failed; repeating with a fresh key", round, disturbed)
+			if disturbed := storeFallbacks(t, s) - fallbacksBefore; disturbed > 0 {
+				t.Logf("round %d: %d decisions made without Redis; repeating with a fresh key", round, disturbed)
 				continue
 			}
 			wantData(t, first)

@@ -156,7 +156,7 @@ func BenchmarkHandlerLocal(b *testing.B) {
 // BenchmarkHandlerUsage: BenchmarkHandlerLocal's decision (memory store, a
 // leased-size quota) with usage counting off and on, in one run: the
 // difference is what counting a request per key and minute costs (target
-// ≤ 100 ns; BENCHMARKS.md "Quotas, cost budgets and usage"). The request
+// ≤ 100 ns; docs/benchmarks-log.md "Quotas, cost budgets and usage"). The request
 // carries {civic.key_id} and {civic.org} as civic_auth publishes them.
 func BenchmarkHandlerUsage(b *testing.B) {
 	for _, on := range []bool{false, true} {
