@@ -144,6 +144,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 	}
 	exportPlaceholders(repl, adm.op, adm.co)
 	adm.request = req.Published(r)
+	adm.request.Operation = adm.op.Published
 	if r.Method == http.MethodGet && adm.via == viaEventStream && g.hub != nil {
 		// A terminated GET stream subscribes upstream with the request as
 		// a POST body would carry it, from the same decoded request.
@@ -285,8 +286,9 @@ func coerceVariables(w http.ResponseWriter, op *document.Operation, req *request
 	return co, ""
 }
 
-// exportPlaceholders hands the admitted operation to later handlers
-// (modules/contract's GraphQL placeholders).
+// exportPlaceholders projects the admitted operation onto modules/contract's
+// GraphQL placeholders, for Caddyfiles and logs; handlers read it typed
+// (contract.GraphQLRequest.Operation, docs/design.md D61).
 func exportPlaceholders(repl *caddy.Replacer, op *document.Operation, co variables.Coerced) {
 	if repl == nil {
 		return

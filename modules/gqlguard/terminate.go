@@ -119,11 +119,6 @@ func (g *Guard) upstreamFor(r *http.Request, q *contract.Request, scope *request
 		fams := slices.Clone(caller.Families)
 		slices.Sort(fams)
 		families = strings.Join(fams, ",")
-	} else if repl != nil {
-		org = caddyopt.StringPlaceholder(repl, contract.CivicOrg)
-		fams := strings.Split(caddyopt.StringPlaceholder(repl, contract.CivicFamilies), ",")
-		slices.Sort(fams)
-		families = strings.Join(fams, ",")
 	}
 	s := subhub.Scope{Identity: "key:" + keyID}
 	switch g.Subscriptions.Dedup {
