@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 // credentialWatches shares one contract.CredentialWatch (and the one

@@ -22,8 +22,8 @@ import (
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
-	"github.com/civicgate/civicgate/modules/gqlguard/subhub"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 func init() {

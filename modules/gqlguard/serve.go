@@ -17,8 +17,8 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 	"github.com/civicgate/civicgate/modules/gqlguard/variables"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
 // ServeHTTP checks the request; a request that passes continues to next with

@@ -15,8 +15,8 @@ import (
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/subhub"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 // Terminated subscriptions (docs/design.md D54): with subscriptions {
