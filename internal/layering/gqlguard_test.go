@@ -35,7 +35,7 @@ func isHostImport(imp string) bool {
 // TestGuardStepsImportNoHost: the guard's pipeline packages, their tests
 // and everything they depend on import nothing from Caddy, zap, Prometheus
 // or OpenTelemetry, and nothing of modules/gqlguard outside the pipeline
-// (the shell, persisted, wsproxy): the analysis runs, and is tested,
+// (the shell, persisted, subscribe/…): the analysis runs, and is tested,
 // without a server.
 func TestGuardStepsImportNoHost(t *testing.T) {
 	patterns := make([]string, len(gqlguardSteps))
@@ -47,16 +47,17 @@ func TestGuardStepsImportNoHost(t *testing.T) {
 			t.Errorf("%s imports %s: graphql_guard's pipeline steps must not depend on Caddy, zap, Prometheus or OpenTelemetry", e.pkg, e.imp)
 		}
 		if (e.imp == gqlguard || strings.HasPrefix(e.imp, gqlguard+"/")) && !isGuardStep(e.imp) {
-			t.Errorf("%s imports %s: a pipeline step must not import the guard's shell, persisted or wsproxy", e.pkg, e.imp)
+			t.Errorf("%s imports %s: a pipeline step must not import the guard's shell, persisted or subscribe/…", e.pkg, e.imp)
 		}
 	}
 }
 
 // TestGuardShellOwnsHostImports: under modules/gqlguard, only the shell
-// (the Caddy handler) and its Caddy-facing helpers persisted and wsproxy
-// import Caddy, zap, Prometheus or OpenTelemetry.
+// (the Caddy handler) and its Caddy-facing helpers persisted and
+// subscribe/wsproxy import Caddy, zap, Prometheus or OpenTelemetry
+// (subscribe/subhub and subscribe/subslots do not).
 func TestGuardShellOwnsHostImports(t *testing.T) {
-	allowed := map[string]bool{gqlguard: true, gqlguard + "/persisted": true, gqlguard + "/wsproxy": true}
+	allowed := map[string]bool{gqlguard: true, gqlguard + "/persisted": true, gqlguard + "/subscribe/wsproxy": true}
 	sawShell := false
 	for _, e := range imports(t, false, "./modules/gqlguard/...") {
 		if e.pkg != gqlguard && !strings.HasPrefix(e.pkg, gqlguard+"/") || !isHostImport(e.imp) {
@@ -66,7 +67,7 @@ func TestGuardShellOwnsHostImports(t *testing.T) {
 			sawShell = true
 		}
 		if !allowed[e.pkg] {
-			t.Errorf("%s imports %s: only the graphql_guard shell, persisted and wsproxy may", e.pkg, e.imp)
+			t.Errorf("%s imports %s: only the graphql_guard shell, persisted and subscribe/wsproxy may", e.pkg, e.imp)
 		}
 	}
 	if !sawShell {

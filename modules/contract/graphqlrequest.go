@@ -42,6 +42,29 @@ type GraphQLRequest struct {
 	// means; another upstream may not, so a response cache must not share
 	// its answer (docs/design.md D40).
 	Aliased bool
+	// Operation is the operation the guard selected, checked and admitted
+	// (what the {graphql.*} placeholders project for Caddyfiles and logs).
+	Operation GraphQLOperation
+}
+
+// GraphQLOperation is the selected operation of a GraphQLRequest, as the
+// guard compiled it: the values a later handler keys or tags by, typed
+// (docs/design.md D61). The guard computes it once per cached document, so
+// Families is shared: read it, never modify it.
+type GraphQLOperation struct {
+	// Type is query, mutation or subscription ({graphql.operation_type}).
+	Type string
+	// Name is the operation's name, "" if anonymous
+	// ({graphql.operation_name}): the selected operation's, also when the
+	// request named none.
+	Name string
+	// DocumentHash is the hex SHA-256 of the document in normal form, the
+	// same for a text sent in full or resolved from a persisted hash
+	// ({graphql.document_hash}).
+	DocumentHash string
+	// Families are the families the operation touches, sorted
+	// ({graphql.families}, comma-separated there).
+	Families []string
 }
 
 // QueryText is Query decoded (JSON escapes resolved).

@@ -33,7 +33,7 @@ func (d *discard) WriteHeader(status int)      { d.status = status }
 func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
 
 // hitFixture is a handler with one stored answer, and a request (with the
-// guard's placeholders already set) that hits it.
+// guard's decoded request and civic_auth's placeholder set) that hits it.
 type hitFixture struct {
 	h    *Handler
 	req  *http.Request
@@ -48,16 +48,14 @@ func newHitFixture(tb testing.TB) *hitFixture {
 	h := &Handler{inst: in, ttl: time.Minute, maxEntry: 1 << 20, now: time.Now,
 		scope: []caddyopt.Template{caddyopt.ParseTemplate("{" + contract.CivicFamilies + "}")}}
 	repl := caddy.NewReplacer()
-	for name, v := range map[string]string{contract.GraphQLOperationType: "query", contract.GraphQLOperationName: "Bill",
-		contract.GraphQLDocumentHash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-		contract.GraphQLFamilies:     "bills,members", contract.CivicFamilies: "bills,members,votes"} {
-		repl.Set(name, v)
-	}
+	repl.Set(contract.CivicFamilies, "bills,members,votes")
 	raw := []byte(`{"query":"query Bill($id: ID!) { bill(id: $id) { title sponsors { name } } }","variables":{"id":"hr-118-1"},"operationName":"Bill"}`)
 	f := &hitFixture{h: h, raw: raw, body: &checkedBody{}, w: &discard{hdr: http.Header{}}}
 	// The request as graphql_guard publishes it: its members are slices of
 	// the checked body.
-	decoded := contract.GraphQLRequest{Query: raw[10:76], Variables: raw[90:107], OperationName: raw[125:129]}
+	decoded := contract.GraphQLRequest{Query: raw[10:76], Variables: raw[90:107], OperationName: raw[125:129],
+		Operation: contract.GraphQLOperation{Type: "query", Name: "Bill", Families: []string{"bills", "members"},
+			DocumentHash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}
 	ctx := withDecoded(context.WithValue(context.Background(), caddy.ReplacerCtxKey, repl), decoded)
 	f.req = (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/graphql"}, Header: http.Header{}, Body: f.body}).
 		WithContext(ctx)

@@ -109,8 +109,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		repl = caddy.NewReplacer()
 	}
 	m := h.inst.store.metrics.Load()
-	op := caddyopt.StringPlaceholder(repl, contract.GraphQLOperationType)
-	graphql := op != ""
+	// The request graphql_guard decoded and admitted (D40): the cache reads
+	// its operation typed, never the {graphql.*} placeholders (D61). Not
+	// decoded: not a GraphQL request to the cache (the plain GET mode).
+	var gql *contract.GraphQLRequest
+	if q, ok := contract.RequestFrom(r.Context()); ok {
+		gql, _ = q.GraphQL()
+	}
+	graphql := gql != nil
+	var op string
+	if graphql {
+		op = gql.Operation.Type
+	}
 	if op == "subscription" {
 		return next.ServeHTTP(w, r)
 	}
@@ -136,13 +146,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		w.Header()["Cache-Status"] = []string{"civicgate; fwd=miss; detail=invalidation-down"}
 		return next.ServeHTTP(w, r)
 	}
-	tags := tagList{static: h.Tags}
-	if h.Tags == nil {
-		tags.csv = caddyopt.StringPlaceholder(repl, contract.GraphQLFamilies)
+	tags := tagList{list: h.Tags}
+	if h.Tags == nil && graphql {
+		tags.list = gql.Operation.Families
 	}
 	buf := getBuffer()
 	defer putBuffer(buf)
-	key, startSeq, baseLen, refused := h.key(buf, r, repl, graphql, tags)
+	key, startSeq, baseLen, refused := h.key(buf, r, repl, gql, tags)
 	if refused != "" {
 		return h.bypass(w, r, next, repl, m, refused, span)
 	}
@@ -225,39 +235,30 @@ func (h *Handler) bypass(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	return next.ServeHTTP(w, r)
 }
 
-// Why a GraphQL request is bypassed before its key (the Cache-Status detail).
-const (
-	detailUndecoded = "undecoded" // no graphql_guard decoded it (contract.Request.GraphQL)
-	detailAliased   = "aliased"   // a parameter name another reader may take for a GraphQL one
-)
+// detailAliased is why a GraphQL request is bypassed before its key (the
+// Cache-Status detail): a parameter name another reader may take for a
+// GraphQL one.
+const detailAliased = "aliased"
 
-// key computes the request's key: its scope, document, operation name,
-// variables and extensions as sent (from the request graphql_guard decoded:
-// one parser, docs/design.md D40), and the generation of each of its tags;
-// startSeq is the store's seq at that moment. (*buf)[:baseLen] is the
-// material without the generations (the shared key's). refused is why the
-// request is bypassed instead ("" to go on): a GraphQL request no guard
-// decoded, or one with an aliased parameter name.
-func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, graphql bool, tags tagList) (key cacheKey, startSeq uint64, baseLen int, refused string) {
+// key computes the request's key: its scope, and for a GraphQL request
+// (req: the request graphql_guard decoded, one parser, docs/design.md D40)
+// its document, operation name, variables and extensions as sent, else its
+// path and query; then the generation of each of its tags. startSeq is the
+// store's seq at that moment. (*buf)[:baseLen] is the material without the
+// generations (the shared key's). refused is why the request is bypassed
+// instead ("" to go on): a GraphQL request with an aliased parameter name.
+func (h *Handler) key(buf *[]byte, r *http.Request, repl *caddy.Replacer, req *contract.GraphQLRequest, tags tagList) (key cacheKey, startSeq uint64, baseLen int, refused string) {
 	b := *buf
 	for _, p := range h.scope {
 		b = appendField(b, p.Expand(repl))
 	}
-	if graphql {
-		var req *contract.GraphQLRequest
-		decoded := false
-		if q, ok := contract.RequestFrom(r.Context()); ok {
-			req, decoded = q.GraphQL()
-		}
-		switch {
-		case !decoded:
-			return key, 0, 0, detailUndecoded
-		case req.Aliased:
+	if req != nil {
+		if req.Aliased {
 			return key, 0, 0, detailAliased
 		}
 		b = appendField(b, keyMethod(r.Method)) // a GET and a POST are answered apart
-		b = appendField(b, caddyopt.StringPlaceholder(repl, contract.GraphQLDocumentHash))
-		b = appendField(b, caddyopt.StringPlaceholder(repl, contract.GraphQLOperationName))
+		b = appendField(b, req.Operation.DocumentHash)
+		b = appendField(b, req.Operation.Name)
 		b = appendSentField(b, req.Variables)
 		b = appendSentField(b, req.Extensions)
 	} else {

@@ -26,13 +26,14 @@ import (
 // adminPort is this package's caddytest admin port (one per package).
 const adminPort = 2998
 
-// guardStandIn publishes the placeholders graphql_guard and civic_auth
-// publish, from request headers, so that the cache can be tested as it runs
-// behind them without a schema or a key store: X-Op (operation type),
-// X-Op-Name, X-Doc (document hash), X-Families ({graphql.families}),
-// X-Caller ({civic.families}), X-Org. It publishes the decoded request
-// (contract.GraphQLRequest) of a JSON body's members unless X-Undecoded is
-// set; X-Aliased marks it Aliased. (The real guard in front of the cache:
+// guardStandIn publishes what graphql_guard and civic_auth publish, from
+// request headers, so that the cache can be tested as it runs behind them
+// without a schema or a key store: the decoded request
+// (contract.GraphQLRequest) of a JSON body's members with its operation
+// from X-Op (type), X-Op-Name, X-Doc (document hash) and X-Families
+// (comma-separated), unless X-Undecoded is set or X-Op is not (X-Aliased marks it
+// Aliased); and the placeholders X-Caller ({civic.families}) and X-Org
+// ({civic.org}) that scopes read. (The real guard in front of the cache:
 // keying_test.go.)
 type guardStandIn struct{}
 
@@ -42,21 +43,24 @@ func (guardStandIn) CaddyModule() caddy.ModuleInfo {
 
 func (guardStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	for hdr, name := range map[string]string{"X-Op": contract.GraphQLOperationType, "X-Op-Name": contract.GraphQLOperationName,
-		"X-Doc": contract.GraphQLDocumentHash, "X-Families": contract.GraphQLFamilies, "X-Caller": contract.CivicFamilies, "X-Org": contract.CivicOrg} {
+	for hdr, name := range map[string]string{"X-Caller": contract.CivicFamilies, "X-Org": contract.CivicOrg} {
 		if v, ok := r.Header[hdr]; ok {
 			repl.Set(name, v[0])
 		}
 	}
-	if r.Header.Get("X-Undecoded") != "" {
-		return next.ServeHTTP(w, r)
+	if r.Header.Get("X-Undecoded") != "" || r.Header.Get("X-Op") == "" {
+		return next.ServeHTTP(w, r) // the guard publishes only what it admitted, with its type
 	}
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var members map[string]json.RawMessage
 	_ = json.Unmarshal(body, &members)
 	req := contract.GraphQLRequest{Query: members["query"], Variables: members["variables"], Extensions: members["extensions"],
-		Aliased: r.Header.Get("X-Aliased") != ""}
+		Aliased:   r.Header.Get("X-Aliased") != "",
+		Operation: contract.GraphQLOperation{Type: r.Header.Get("X-Op"), Name: r.Header.Get("X-Op-Name"), DocumentHash: r.Header.Get("X-Doc")}}
+	if fams := r.Header.Get("X-Families"); fams != "" {
+		req.Operation.Families = strings.Split(fams, ",")
+	}
 	r, q := contract.AttachRequest(r)
 	q.SetGraphQL(req)
 	return next.ServeHTTP(w, r)

@@ -260,13 +260,14 @@ func TestVaryKeysByTheNamedHeaders(t *testing.T) {
 	}
 }
 
-// TestUndecodedGraphQLRequestIsBypassed: a GraphQL request (an operation type
-// is set) that no guard decoded is never cached: the cache does not parse
-// requests itself.
+// TestUndecodedGraphQLRequestIsBypassed: a GraphQL POST that no guard
+// decoded is never cached: the cache does not parse requests itself, and
+// reads what a request is only from the guard's decoded request, so to it
+// such a POST is a plain POST (docs/design.md D61).
 func TestUndecodedGraphQLRequestIsBypassed(t *testing.T) {
 	g := startGateway(t, "", "")
 	for range 2 {
-		if r := g.query(t, q1, map[string]string{"X-Undecoded": "1"}); r.cacheStatus != "civicgate; fwd=bypass; detail=undecoded" {
+		if r := g.query(t, q1, map[string]string{"X-Undecoded": "1"}); r.cacheStatus != "civicgate; fwd=bypass; detail=method" {
 			t.Fatalf("undecoded: %+v", r)
 		}
 	}

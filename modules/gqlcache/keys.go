@@ -8,17 +8,18 @@ import (
 )
 
 // tagList is an entry's tags known when its request starts: the static tags
-// of the handler, or else the comma-separated {graphql.families}. It is
-// walked without allocating.
+// of the handler, or else the families of the operation the guard admitted
+// (contract.GraphQLOperation.Families); or a change event's comma-separated
+// families. It is walked without allocating.
 type tagList struct {
-	static []string
-	csv    string
+	list []string
+	csv  string
 }
 
 // each yields every non-empty tag.
 func (l tagList) each(yield func(string) bool) {
-	if l.static != nil {
-		for _, t := range l.static {
+	if l.list != nil {
+		for _, t := range l.list {
 			if !yield(t) {
 				return
 			}

@@ -68,7 +68,7 @@ func (n *node) serve(t *testing.T, doc, families string) (*httptest.ResponseReco
 
 // serveOnce is serve for any goroutine: the handler's error is returned.
 func (n *node) serveOnce(doc, families string) (*httptest.ResponseRecorder, string, error) {
-	req, repl := request(doc, families)
+	req, repl, _ := request(doc, families)
 	w := httptest.NewRecorder()
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		n.calls.Add(1)
@@ -81,26 +81,25 @@ func (n *node) serveOnce(doc, families string) (*httptest.ResponseRecorder, stri
 	return w, outcome, err
 }
 
-// request is the node tests' query for doc, touching families, with the
-// guard's placeholders set.
-func request(doc, families string) (*http.Request, *caddy.Replacer) {
+// request is the node tests' query for doc, touching families (comma-
+// separated), as the guard decodes it, with civic_auth's placeholder set.
+func request(doc, families string) (*http.Request, *caddy.Replacer, *contract.GraphQLRequest) {
 	repl := caddy.NewReplacer()
-	for k, v := range map[string]string{contract.GraphQLOperationType: "query", contract.GraphQLOperationName: "Bill",
-		contract.GraphQLDocumentHash: doc, contract.GraphQLFamilies: families, contract.CivicFamilies: "bills,members"} {
-		repl.Set(k, v)
-	}
+	repl.Set(contract.CivicFamilies, "bills,members")
+	decoded := q1Decoded
+	decoded.Operation = contract.GraphQLOperation{Type: "query", Name: "Bill", DocumentHash: doc, Families: strings.Split(families, ",")}
 	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(q1))
-	ctx := withDecoded(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl), q1Decoded)
-	return req.WithContext(ctx), repl
+	ctx := withDecoded(context.WithValue(req.Context(), caddy.ReplacerCtxKey, repl), decoded)
+	return req.WithContext(ctx), repl, &decoded
 }
 
 // sharedKey is the Redis key of request(doc, families)'s entry on n.
 func (n *node) sharedKey(t *testing.T, doc, families string) string {
 	t.Helper()
-	req, repl := request(doc, families)
+	req, repl, decoded := request(doc, families)
 	buf := getBuffer()
 	defer putBuffer(buf)
-	_, _, baseLen, refused := n.h.key(buf, req, repl, true, tagList{csv: families})
+	_, _, baseLen, refused := n.h.key(buf, req, repl, decoded, tagList{list: decoded.Operation.Families})
 	if refused != "" {
 		t.Fatal("no key:", refused)
 	}

@@ -229,9 +229,7 @@ func TestAnyBackendTrustedDocuments(t *testing.T) {
 		%[3]s
 	}
 	route /tiers {
-		map {http.request.header.X-Tier} {civic.tier} {
-			~(.+) "${1}"
-		}
+		test_caller
 		graphql_guard {
 			schema %[1]s
 			trusted_documents %[2]s
@@ -271,7 +269,7 @@ func TestAnyBackendTrustedDocuments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := map[string]string{}
 			if tc.tier != "" {
-				h["X-Tier"] = tc.tier
+				h["X-Test-Tier"] = tc.tier
 			}
 			resp, body := s.do(t, call{path: "/tiers", headers: h, body: tc.body})
 			expect(t, tc.name, resp, body, 200, tc.want)

@@ -106,12 +106,9 @@ func serveBudget(t testing.TB, g *Guard, b contract.CostBudget, c budgetCall) (*
 		c.families = "bills,members,regulatory_filings,federal_budgets,lobbying_disclosures"
 	}
 	repl.Set(contract.CivicFamilies, c.families)
-	repl.Set(contract.CivicKeyID, "key_budget")
 	ctx := context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl)
 	ctx = withRequestValue(ctx, func(q *contract.Request) {
-		if c.token != "" {
-			q.SetCredential(&contract.Caller{KeyID: "key_budget"}, c.token, nil)
-		}
+		q.SetCredential(&contract.Caller{KeyID: "key_budget"}, c.token, nil)
 		if b != nil {
 			q.SetCostBudget(b)
 		}

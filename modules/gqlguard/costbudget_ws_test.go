@@ -19,7 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 // The cost budget on a graphql-transport-ws socket: each subscribe that

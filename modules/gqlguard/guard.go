@@ -22,8 +22,9 @@ import (
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
-	"github.com/civicgate/civicgate/modules/gqlguard/subhub"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 func init() {
@@ -112,13 +113,13 @@ type Guard struct {
 	allowGET, allowPOST bool
 	allowHeader         string // the Allow header of a 405
 	methodMessage       string
-	apq                 persisted.Store     // nil: APQ off
-	releaseRedis        func()              // the APQ store's Redis client
-	manifest            *persisted.Manifest // nil: no trusted documents
-	slots               *keySlots           // subscriptions per key
-	hub                 *subhub.Hub         // nil: subscriptions are tunnelled (terminate.go)
-	sockets             *wsproxy.Sockets    // the terminated sockets
-	watches             *credentialWatches  // shared per credential
+	apq                 persisted.Store              // nil: APQ off
+	releaseRedis        func()                       // the APQ store's Redis client
+	manifest            *persisted.Manifest          // nil: no trusted documents
+	slots               *keySlots                    // subscriptions per key
+	hub                 *subhub.Hub                  // nil: subscriptions are tunnelled (terminate.go)
+	sockets             *wsproxy.Sockets             // the terminated sockets
+	watches             *subscribe.CredentialWatches // shared per credential
 	upstreamHeaders     []upstreamHeader
 	metrics             *guardMetrics
 	logger              *zap.Logger

@@ -14,8 +14,8 @@ import (
 
 	"github.com/civicgate/civicgate/internal/collectors"
 	"github.com/civicgate/civicgate/internal/redisconn"
-	"github.com/civicgate/civicgate/modules/gqlguard/subslots"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subslots"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 // SharedSlots makes max_per_key hold across gateway instances: every open

@@ -29,9 +29,7 @@ func TestMaxPerKeyAcrossGateways(t *testing.T) {
 	site := func(port int, name string) string {
 		return fmt.Sprintf(`http://localhost:%d {
 	route /ws {
-		map {http.request.header.X-Test-Key} {civic.key_id} {
-			~(.+) "${1}"
-		}
+		test_caller
 		graphql_guard {
 			schema %s
 			subscriptions {

@@ -14,7 +14,7 @@ import (
 // the hash in the located body, decode it, read the registered text from the
 // memory store and find its compiled document in the cache — to compare with
 // BenchmarkCacheHit in the same run (target: no more than a validated-
-// document cache hit, ≤ 1 µs, 0 allocations; BENCHMARKS.md
+// document cache hit, ≤ 1 µs, 0 allocations; docs/benchmarks-log.md
 // "Persisted-document hit"). Locating the body's members
 // (json.Valid) is every request's cost and is left out of both. The body
 // rewrite that hands the upstream the full text is BenchmarkPersistedForward.

@@ -17,8 +17,8 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 	"github.com/civicgate/civicgate/modules/gqlguard/variables"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
 )
 
 // ServeHTTP checks the request; a request that passes continues to next with
@@ -148,6 +148,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 	}
 	exportPlaceholders(repl, adm.op, adm.co)
 	adm.request = req.Published(r)
+	adm.request.Operation = adm.op.Published
 	if r.Method == http.MethodGet && adm.via == viaEventStream && g.hub != nil {
 		// A terminated GET stream subscribes upstream with the request as
 		// a POST body would carry it, from the same decoded request.
@@ -289,8 +290,9 @@ func coerceVariables(w http.ResponseWriter, op *document.Operation, req *request
 	return co, ""
 }
 
-// exportPlaceholders hands the admitted operation to later handlers
-// (modules/contract's GraphQL placeholders).
+// exportPlaceholders projects the admitted operation onto modules/contract's
+// GraphQL placeholders, for Caddyfiles and logs; handlers read it typed
+// (contract.GraphQLRequest.Operation, docs/design.md D61).
 func exportPlaceholders(repl *caddy.Replacer, op *document.Operation, co variables.Coerced) {
 	if repl == nil {
 		return

@@ -13,7 +13,7 @@ import (
 
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 // Subscriptions (docs/design.md D22): a graphql-transport-ws WebSocket is

@@ -15,8 +15,9 @@ import (
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/subhub"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 // Terminated subscriptions (docs/design.md D54): with subscriptions {
@@ -58,7 +59,7 @@ func (g *Guard) provisionTermination() error {
 	slices.SortFunc(g.upstreamHeaders, func(a, b upstreamHeader) int { return strings.Compare(a.name, b.name) })
 	g.hub = subhub.New(subhub.Config{URL: c.Upstream, Observer: hubObserver{g.metrics, g.logger}})
 	g.sockets = new(wsproxy.Sockets)
-	g.watches = newCredentialWatches()
+	g.watches = subscribe.NewCredentialWatches()
 	return nil
 }
 
@@ -89,7 +90,7 @@ func (g *Guard) terminateWebSocket(w http.ResponseWriter, r *http.Request, cfg w
 		Observer:    socketObserver{g.metrics},
 	}
 	if q != nil && q.Watcher() != nil {
-		tc.Revocations = g.watches.of(q.Watcher())
+		tc.Revocations = g.watches.Of(q.Watcher())
 	}
 	err := wsproxy.Terminate(w, r, tc, g.sockets)
 	var he *wsproxy.HandshakeError
@@ -117,11 +118,6 @@ func (g *Guard) upstreamFor(r *http.Request, q *contract.Request, scope *request
 	if caller != nil {
 		keyID, org = caller.KeyID, caller.Org
 		fams := slices.Clone(caller.Families)
-		slices.Sort(fams)
-		families = strings.Join(fams, ",")
-	} else if repl != nil {
-		org = caddyopt.StringPlaceholder(repl, contract.CivicOrg)
-		fams := strings.Split(caddyopt.StringPlaceholder(repl, contract.CivicFamilies), ",")
 		slices.Sort(fams)
 		families = strings.Join(fams, ",")
 	}

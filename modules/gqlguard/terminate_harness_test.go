@@ -26,7 +26,7 @@ import (
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
 	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
 // Helpers of terminate_test.go: graphql_guard terminating subscriptions in

@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 )
@@ -30,8 +29,9 @@ const (
 
 // requestScope is what the checks need of one request beyond its GraphQL
 // members: its context (the APQ store and the cost budget are called with
-// it), its transport, and its sender as civic_auth and civic_rate_limit
-// published it — owned families, tier, key, bearer token, cost budget. It
+// it), its transport, and its sender: owned families (the entitlements
+// expression), and as civic_auth and civic_rate_limit recorded them in the
+// request value (contract.Request) tier, key, bearer token, cost budget. It
 // is read once per request; a WebSocket reads it once when the socket
 // opens and each subscribe copies it with the message's context.
 type requestScope struct {
@@ -54,10 +54,9 @@ func (g *Guard) scopeOf(r *http.Request, repl *caddy.Replacer) requestScope {
 	scope.token, scope.hasToken = contract.BearerFromRequest(r)
 	if q, ok := contract.RequestFrom(r.Context()); ok {
 		scope.budget = q.CostBudget()
-	}
-	if repl != nil && (len(g.TrustedOnly) > 0 || g.Subscriptions != nil || scope.via != viaPOST) {
-		scope.tier = caddyopt.StringPlaceholder(repl, contract.CivicTier)
-		scope.keyID = caddyopt.StringPlaceholder(repl, contract.CivicKeyID)
+		if caller, ok := q.Caller(); ok {
+			scope.tier, scope.keyID = caller.Tier, caller.KeyID
+		}
 	}
 	return scope
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 	"github.com/coder/websocket"
 )
 

@@ -75,6 +75,9 @@ type Operation struct {
 	// Placeholders answers the {graphql.*} placeholders but the cost (built
 	// once, so forwarding adds no closure and no replacer map entries).
 	Placeholders func(name string) (any, bool)
+	// Published is the operation as the guard hands it to later handlers
+	// (contract.GraphQLRequest.Operation), built once like the placeholders.
+	Published contract.GraphQLOperation
 
 	// Per-request values computed once: the boxed name for
 	// {graphql.operation_name}, the root field names for
@@ -196,6 +199,9 @@ func (c *Compiler) Compile(query string) *Doc {
 			kindVal:       string(op.Operation),
 			rootFieldsVal: strings.Join(m.RootNames, ","),
 			docHashVal:    docHash,
+			Published: contract.GraphQLOperation{
+				Type: string(op.Operation), Name: op.Name, DocumentHash: docHash, Families: families.List,
+			},
 		})
 	}
 	for _, op := range doc.Ops {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/civicgate/civicgate/modules/gqlguard/subhub"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
 )
 
 // The terminator: graphql_guard answers the WebSocket itself (RFC 6455,

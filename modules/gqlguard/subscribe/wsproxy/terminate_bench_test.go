@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
-	"github.com/civicgate/civicgate/modules/gqlguard/subhub"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
 )
 
 // BenchmarkTerminatedSocketMemory measures what one idle terminated socket

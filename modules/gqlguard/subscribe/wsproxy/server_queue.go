@@ -58,7 +58,7 @@ func (c *serverConn) enqueueEvent(s *termSub, m outMsg) bool {
 // non-blocking write(2) on the caller's goroutine, the fan-out's. A socket
 // whose kernel buffer has room — every socket that keeps up — gets its frame
 // without a writer goroutine, a buffer hand-off or a write deadline, which
-// cost more than the write itself (BENCHMARKS.md "the write floor"). What
+// cost more than the write itself (docs/benchmarks-log.md "the write floor"). What
 // the kernel does not take now (a full buffer, a partial write) is left to
 // the writer goroutine, which writes it first, bounded by WriteTimeout as
 // every write is; so a slow consumer is still dropped by its queue's bound,

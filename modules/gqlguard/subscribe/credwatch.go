@@ -1,32 +1,33 @@
-package gqlguard
+package subscribe
 
 import (
 	"reflect"
 	"sync"
 
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 
-// credentialWatches shares one contract.CredentialWatch (and the one
+// CredentialWatches shares one contract.CredentialWatch (and the one
 // goroutine waiting on it) among the terminated sockets opened with the
 // same credential, so an idle socket has no goroutine of its own for it.
-type credentialWatches struct {
+type CredentialWatches struct {
 	mu sync.Mutex
 	m  map[contract.Watcher]*sharedWatch
 }
 
-func newCredentialWatches() *credentialWatches {
-	return &credentialWatches{m: make(map[contract.Watcher]*sharedWatch)}
+// NewCredentialWatches returns an empty set of shared watches.
+func NewCredentialWatches() *CredentialWatches {
+	return &CredentialWatches{m: make(map[contract.Watcher]*sharedWatch)}
 }
 
-// of returns what a socket of w's credential follows.
-func (cw *credentialWatches) of(w contract.Watcher) wsproxy.Revocations {
+// Of returns what a socket of w's credential follows.
+func (cw *CredentialWatches) Of(w contract.Watcher) wsproxy.Revocations {
 	return watchedCredential{cw: cw, w: w}
 }
 
 type watchedCredential struct {
-	cw *credentialWatches
+	cw *CredentialWatches
 	w  contract.Watcher
 }
 
@@ -67,7 +68,7 @@ func (wc watchedCredential) Follow(end func(reason string)) func() {
 }
 
 // wait tells every follower once the watch fires (or was stopped).
-func (cw *credentialWatches) wait(w contract.Watcher, sw *sharedWatch) {
+func (cw *CredentialWatches) wait(w contract.Watcher, sw *sharedWatch) {
 	<-sw.watch.Done()
 	reason := sw.watch.Reason()
 	cw.mu.Lock()
