@@ -21,7 +21,7 @@ build:
 services:
 	@scripts/services.sh all
 
-## browser: headless Chromium for the browser tests (internal/testbrowser); make test needs it, make up does not.
+## browser: headless Chromium for the browser tests (internal/testkit/testbrowser); make test needs it, make up does not.
 browser:
 	@scripts/services.sh chromium
 
@@ -34,7 +34,7 @@ up: build services
 # The two packages of whole-stack tests (minutes each, mostly waiting on their processes) go first and
 # TESTP (default 4) lets two more packages build and run beside them: go test's -p bounds test runs as well
 # as builds, and its default (the number of cores) left both slots to them while the rest queued.
-# CIVICGATE_TEST_BINDIR (internal/stack) makes every package that starts civicgate or recordsd share one
+# CIVICGATE_TEST_BINDIR (internal/testkit/stack) makes every package that starts civicgate or recordsd share one
 # build of each per run. The fuzz step (make fuzz) runs beside the tests, on the CPU the whole-stack tests
 # leave idle while they wait on their processes; its output is printed after theirs, and either failing
 # fails the run. -count=1: every test runs on every run — go test would otherwise replay a cached pass of

@@ -28,7 +28,7 @@ import (
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // chainBody is a typical client request: variables, an operation name and

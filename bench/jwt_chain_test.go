@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 
 // The chain of chain_test.go on the access-token path (docs/identity.md): the
 // same two routes, the gateway route's civic_auth with a jwt block over an
-// identity provider (internal/testidp), and the request's bearer an RS256
+// identity provider (internal/testkit/testidp), and the request's bearer an RS256
 // access token seen before — so gateway − bare is what the civic handlers
 // add to a request authenticated by a token, beside BenchmarkChain's key.
 

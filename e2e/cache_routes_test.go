@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // TestCacheOnTheShippedRoutes: a repeated query is a hit byte-identical to

@@ -9,13 +9,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testbrowser"
-	"github.com/civicgate/civicgate/internal/testoidc"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testbrowser"
+	"github.com/civicgate/civicgate/internal/testkit/testoidc"
 )
 
 // TestConsoleOIDC signs in through a real OpenID Connect provider
-// (internal/testoidc) in a real browser: a verified email of the mapped
+// (internal/testkit/testoidc) in a real browser: a verified email of the mapped
 // domain becomes the organization's admin, an account no rule maps is
 // refused, and a member of the mapped group becomes an operator who sees
 // every organization.

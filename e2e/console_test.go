@@ -18,8 +18,8 @@ import (
 	"github.com/chromedp/chromedp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testbrowser"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testbrowser"
 )
 
 // xssDescription is a webhook endpoint description that runs script if the

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // Documents and their costs by the rules of docs/design.md D12 (an object

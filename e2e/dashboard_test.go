@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // dashboardOptional are metrics the dashboard shows that a gateway exports

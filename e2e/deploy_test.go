@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 
 	"gopkg.in/yaml.v3"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // sharedEnv is what gateways of one deployment have in common: the database,

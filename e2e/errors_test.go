@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 const billsDoc = `{"query":"{ bills(input:{limit:1}) { items { id } nextCursor } }"}`

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 
 	graphql "github.com/hasura/go-graphql-client"
 	"github.com/jackc/pgx/v5"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testbrowser"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testbrowser"
 )
 
 // testJWTConsoleUsage: the requests of a token whose org claim names an

@@ -18,15 +18,15 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testhydra"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testhydra"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // The gateway of the access-token tests (docs/identity.md): the shipped
 // Caddyfile.local and routes with a jwt block naming a real ORY Hydra
-// (internal/testhydra), the RFC 9728 metadata route, two tiers for tokens,
+// (internal/testkit/testhydra), the RFC 9728 metadata route, two tiers for tokens,
 // and a second site in front of the example library engine for
 // graphql-transport-ws subscriptions (recordsd serves queries only).
 

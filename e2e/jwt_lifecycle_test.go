@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testhydra"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testhydra"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testhydra"
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testhydra"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 

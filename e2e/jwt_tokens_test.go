@@ -15,7 +15,7 @@ import (
 )
 
 // Tokens made and read by the access-token tests: decoded without
-// verification (those the test signs itself: internal/testidp), the issuer's
+// verification (those the test signs itself: internal/testkit/testidp), the issuer's
 // keys read from its JWKS.
 
 // jwtParts are a JWT's decoded header and claims, unverified.

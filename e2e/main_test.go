@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // bins is built once for the whole package and removed at the end.

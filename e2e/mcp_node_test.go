@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // TestMCPNode: the TypeScript SDK (@modelcontextprotocol/sdk, pinned in

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // The npm GraphQL clients of e2e/npm-clients (Apollo Client, urql,

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testhydra"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testhydra"
 )
 
 // TestNPMClientsWithAccessTokens: Apollo Client and graphql-ws with an
-// access token of a real OAuth server (ORY Hydra, internal/testhydra) in
+// access token of a real OAuth server (ORY Hydra, internal/testkit/testhydra) in
 // Authorization: Bearer instead of a key (docs/identity.md), on the gateway
 // of the access-token tests (startJWTStack): the records API and the
 // library engine's site.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // TestQuotaSlidingWindowRealClock sends one paid_beta key (100/m) through

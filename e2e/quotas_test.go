@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // Quotas through the real gateway (docs/api.md "Rate limits", docs/design.md

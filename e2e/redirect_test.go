@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // TestHTTPRedirectKeepsTheHTTPSPort: the development Caddyfile's plain-HTTP

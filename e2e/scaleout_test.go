@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestThreeGatewaysOnRedisCluster runs three civicgate processes on one

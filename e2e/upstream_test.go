@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestUpstreamFaults: the gateway answers 502 and 504 as JSON when recordsd

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // Usage per key (docs/design.md D28): every gateway counts what each key

@@ -19,8 +19,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/civicgate/civicgate/examples/other-backend/library"
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // anyBackend is the real civicgate binary (graphql_guard with subscriptions

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 func (c *cacheEnv) requestHeaders(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // Documents shaped to evade the cost budget (docs/design.md D27): each is

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // mcpAttack is the stack under attack and everything it answered.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // TestMCPHostile attacks /v1/mcp of the built gateway on the shipped

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // TestMCPMessagesHostile attacks the two rules of docs/design.md D65 on the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // rawResponse is what a hand-written request got.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // soakDuration is CIVICGATE_SOAK (a Go duration; `make soak` sets it, 10m by

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // policyGuard bounds cost and subscriptions per key so that both can be

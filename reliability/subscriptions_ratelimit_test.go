@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // TestSubscribesChargeTheKeysRateLimit: every subscribe on a socket is

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // Frames shaped to slip past the terminator's checks (the guard answering

@@ -23,9 +23,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testhydra"
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testhydra"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 )
 
 // Hostile access tokens through the built gateway (docs/identity.md "How a

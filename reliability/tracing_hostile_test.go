@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 )
 
 // maxAttr bounds any exported attribute value: the gateway cuts each text of

@@ -76,7 +76,7 @@ ensure_redis() {
 }
 
 # ensure_chromium makes sure a Chromium binary is there for the browser tests
-# (internal/testbrowser): /usr/bin/chromium or chromium on PATH, else Debian's
+# (internal/testkit/testbrowser): /usr/bin/chromium or chromium on PATH, else Debian's
 # chromium package when we are root.
 ensure_chromium() {
 	if [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then return 0; fi

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // Stand-ins for what scripts/up.sh runs, so its own behaviour is tested

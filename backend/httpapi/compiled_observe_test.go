@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 )
 
 // TestCompiledPathSpans: an operation served by a compiled plan makes the spans gqlgen's tracing extension

@@ -17,7 +17,7 @@ import (
 	"github.com/civicgate/civicgate/backend/migrations"
 	"github.com/civicgate/civicgate/backend/store"
 	"github.com/civicgate/civicgate/internal/telemetry"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"

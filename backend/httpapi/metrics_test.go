@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/civicgate/civicgate/backend/store"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/civicgate/civicgate/backend/httpapi"
 	"github.com/civicgate/civicgate/internal/telemetry"
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 )
 
 // tracingModes are the configurations the tracing benchmarks compare: off (the default), on with 10 % of

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/internal/telemetry"
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 )
 
 // tracedEnv is newEnv with fixtures, traced by telemetry.Setup (RECORDSD_TRACING=on) into an OTLP receiver;

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/civicgate/civicgate/backend/migrations"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 

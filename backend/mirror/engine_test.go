@@ -10,7 +10,7 @@ import (
 	"github.com/civicgate/civicgate/backend/migrations"
 	"github.com/civicgate/civicgate/backend/mirror"
 	"github.com/civicgate/civicgate/backend/records"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/civicgate/civicgate/backend/mirror"
 	"github.com/civicgate/civicgate/internal/telemetry"
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 )
 
 // TestSyncRunTraced: a traced run makes a sync.run root span (family and source as attributes, its Stats at

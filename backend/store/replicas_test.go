@@ -13,7 +13,7 @@ import (
 	"github.com/civicgate/civicgate/backend/cursor"
 	"github.com/civicgate/civicgate/backend/migrations"
 	"github.com/civicgate/civicgate/backend/records"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"

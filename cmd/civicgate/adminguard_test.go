@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // caddyfileWithAdmin is a minimal configuration with its admin endpoint on

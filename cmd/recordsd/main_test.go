@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestMigrateThenServe runs the real subcommands: migrate (twice), then serve in dev mode until /healthz

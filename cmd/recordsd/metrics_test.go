@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestServeMetricsListener: `serve --metrics-listen` serves /metrics on its own address, counting the API's

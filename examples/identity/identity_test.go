@@ -24,9 +24,9 @@ import (
 
 	graphql "github.com/hasura/go-graphql-client"
 
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testhydra"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testhydra"
 )
 
 // ports are the example's, drawn free for this run (run.sh's defaults are

@@ -17,7 +17,7 @@
 #   GATEWAY_PORT                   the gateway's site port (4180)
 #   GATEWAY_ADMIN_PORT             the gateway's admin endpoint (4119)
 #   BIN_DIR                        where the binaries are built (bin/)
-#   CIVICGATE_TEST_HYDRA_CACHE     the tests' Hydra cache (internal/testhydra),
+#   CIVICGATE_TEST_HYDRA_CACHE     the tests' Hydra cache (internal/testkit/testhydra),
 #                                  used when it holds a build of tools/hydra
 # Functions run from traps and from await: not unreachable.
 # shellcheck disable=SC2317
@@ -42,7 +42,7 @@ METADATA=$GATEWAY/.well-known/oauth-protected-resource/graphql
 CLIENT_ID=library-member
 SCOPE=library:member
 
-# Hydra's build flags: those of internal/testhydra, whose cache is reused.
+# Hydra's build flags: those of internal/testkit/testhydra, whose cache is reused.
 HYDRA_TAGS=sqlite,sqlite_omit_load_extension
 
 say() { printf '==> %s\n' "$*"; }
@@ -121,7 +121,7 @@ answers() { [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@") != 00
 
 sha256() { if command -v sha256sum >/dev/null; then sha256sum; else shasum -a 256; fi; }
 
-# hydra_key names a Hydra build as internal/testhydra.buildKey does: the tool
+# hydra_key names a Hydra build as internal/testkit/testhydra.buildKey does: the tool
 # module's go.mod and go.sum, the Go version, the platform and the tags.
 hydra_key() {
 	local name
@@ -135,7 +135,7 @@ hydra_key() {
 }
 
 # hydra_binary sets HYDRA to a Hydra built from tools/hydra: the tests' cache
-# entry of the same build when there is one (internal/testhydra.Binary), else
+# entry of the same build when there is one (internal/testkit/testhydra.Binary), else
 # $BIN_DIR/hydra, built once per build key.
 hydra_binary() {
 	local key cache version

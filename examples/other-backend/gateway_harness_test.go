@@ -14,8 +14,8 @@ import (
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
-	"github.com/civicgate/civicgate/internal/stack"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // bins are the civicgate and recordsd binaries, built once for the package.

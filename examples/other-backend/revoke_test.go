@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // Revocation ends a key's open exchanges "within 2 s" (docs/design.md D22):

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/internal/telemetry"
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 	"go.opentelemetry.io/otel/trace"
 )
 

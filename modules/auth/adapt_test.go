@@ -3,7 +3,7 @@ package auth
 import (
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/adapttest"
+	"github.com/civicgate/civicgate/internal/testkit/adapttest"
 )
 
 // TestCaddyfileAdapt runs the golden files in testdata/caddyfile_adapt.

@@ -11,9 +11,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/civicgate/civicgate/internal/adapttest"
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/adapttest"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 	"github.com/civicgate/civicgate/modules/auth/accesstoken"
 	"github.com/civicgate/civicgate/modules/contract"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
 )
@@ -26,7 +26,7 @@ import (
 // The access-token path as Caddy runs it (tokens.go, tokenwatch.go,
 // tokenorgs.go, jwt.go; docs/identity.md): a gateway provisioned from a
 // Caddyfile whose civic_auth has a jwt block naming an identity provider
-// served by internal/testidp (discovery and a JWKS over real HTTP), with the
+// served by internal/testkit/testidp (discovery and a JWKS over real HTTP), with the
 // PostgreSQL key store, and tokens signed here with real RSA, EC and Ed25519
 // keys. tokenProbe, a handler behind civic_auth, shows what the request
 // value carries and opens credential watches the tests await.
@@ -50,7 +50,7 @@ func idpKeys() {
 	})
 }
 
-// tokenIdP is the identity provider of the token tests (internal/testidp:
+// tokenIdP is the identity provider of the token tests (internal/testkit/testidp:
 // discovery and a JWKS on 127.0.0.1) with the claims of a good token.
 type tokenIdP struct{ *testidp.Server }
 

@@ -3,7 +3,7 @@ package console
 import (
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/adapttest"
+	"github.com/civicgate/civicgate/internal/testkit/adapttest"
 )
 
 // TestCaddyfileAdapt runs the golden files in testdata/caddyfile_adapt.

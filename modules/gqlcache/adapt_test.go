@@ -3,7 +3,7 @@ package gqlcache
 import (
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/adapttest"
+	"github.com/civicgate/civicgate/internal/testkit/adapttest"
 	_ "github.com/civicgate/civicgate/modules/gqlguard" // graphql_guard, for the order golden file
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddytest"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // The cache behind the real graphql_guard (`methods GET POST`), keyed by the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestSharedThroughCaddy: the Caddyfile's `shared redis` wires Redis in:

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/adapttest"
+	"github.com/civicgate/civicgate/internal/testkit/adapttest"
 )
 
 // TestCaddyfileAdapt runs the golden files in testdata/caddyfile_adapt.

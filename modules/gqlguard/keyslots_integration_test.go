@@ -12,7 +12,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddytest"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestMaxPerKeyAcrossGateways: two gateways (each its own graphql_guard,

@@ -25,7 +25,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
 

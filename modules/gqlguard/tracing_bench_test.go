@@ -22,8 +22,8 @@ import (
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
 	_ "github.com/civicgate/civicgate/modules/tracing"
 
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 )
 
 // tracedBody is a typical client request: variables, an operation name and

@@ -10,7 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
-	"github.com/civicgate/civicgate/internal/adapttest"
+	"github.com/civicgate/civicgate/internal/testkit/adapttest"
 	_ "github.com/civicgate/civicgate/modules/auth"      // civic_auth, for the order golden file
 	_ "github.com/civicgate/civicgate/modules/gqlguard"  // graphql_guard, likewise
 	_ "github.com/civicgate/civicgate/modules/ratelimit" // civic_rate_limit, likewise

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // scrape reads one sample of the admin endpoint's /metrics (0 if absent).

@@ -14,7 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/webhooks/egress"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"

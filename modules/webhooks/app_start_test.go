@@ -9,7 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/store"

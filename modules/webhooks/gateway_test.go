@@ -12,7 +12,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddytest"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	_ "github.com/civicgate/civicgate/modules/auth"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
 )

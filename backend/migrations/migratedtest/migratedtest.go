@@ -1,5 +1,5 @@
 // Package migratedtest gives tests a pool on a throwaway PostgreSQL database
-// (internal/testenv) with recordsd's migrations applied.
+// (internal/testkit/testenv) with recordsd's migrations applied.
 package migratedtest
 
 import (
@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/civicgate/civicgate/backend/migrations"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // Pool opens a pool on a new migrated database; both go away when the test ends.

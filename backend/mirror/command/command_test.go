@@ -18,7 +18,7 @@ import (
 	"github.com/civicgate/civicgate/backend/mirror"
 	"github.com/civicgate/civicgate/backend/mirror/command"
 	"github.com/civicgate/civicgate/backend/mirror/fetch"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 func TestParse(t *testing.T) {

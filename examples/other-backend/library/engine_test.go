@@ -10,7 +10,7 @@ import (
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
 	"github.com/civicgate/civicgate/examples/other-backend/libraryclient"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // engine is one library engine on a test server.

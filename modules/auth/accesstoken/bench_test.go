@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 )
 
 // benchVerifier is a verifier on the real clock and a token of s signed

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 	"github.com/civicgate/civicgate/modules/auth/denyable"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 )
 
 // issuerServer serves handlers under an issuer whose path is path; the

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 )
 
 // Test keys are generated once per test binary (RSA generation is slow);

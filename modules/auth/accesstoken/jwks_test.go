@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 )
 
 func TestParseJWKSIgnoresUnusableKeys(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 )
 
 // A new kid in the issuer's set: one refresh, then the token is accepted.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testidp"
+	"github.com/civicgate/civicgate/internal/testkit/testidp"
 )
 
 func TestVerifiesEveryAlgorithm(t *testing.T) {

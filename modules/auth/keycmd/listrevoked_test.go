@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestKeysCLIListRevokedRotatingKey: a key revoked during its rotation

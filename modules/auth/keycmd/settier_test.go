@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 )
 

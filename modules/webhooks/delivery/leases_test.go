@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"

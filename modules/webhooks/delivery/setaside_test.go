@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/signature"

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/civicgate/civicgate/internal/telemetry"
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
 	"github.com/civicgate/civicgate/modules/webhooks/secretbox"
 	"github.com/civicgate/civicgate/modules/webhooks/store"

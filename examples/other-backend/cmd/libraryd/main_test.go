@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // TestMain lets the tests run this binary as libraryd itself: the real main, its real exit status.

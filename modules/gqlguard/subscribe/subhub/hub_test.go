@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/examples/other-backend/library"
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // dialRecorder is an Observer that records the trace context and outcome of

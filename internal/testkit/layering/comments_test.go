@@ -160,7 +160,7 @@ func repositoryMarkdown(t *testing.T) (root string, files []string) {
 // TestCommentsCiteTheRepository: no Go comment or string literal of the
 // module cites the issue tracker (README.md "Development").
 func TestCommentsCiteTheRepository(t *testing.T) {
-	for _, c := range trackerCitations(t, filepath.Join("..", "..")) {
+	for _, c := range trackerCitations(t, filepath.Join("..", "..", "..")) {
 		t.Errorf("%s:%d: %q cites the issue tracker, which is not in the repository; cite docs/design.md D<n>, a doc section or the code instead", c.file, c.line, c.text)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/civicgate/civicgate/internal/stack"
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
 // buildTags turn on Hydra's SQLite support (cgo, mattn/go-sqlite3): without
@@ -38,7 +38,7 @@ var (
 // Binary returns the path of a Hydra binary built from tools/hydra, building
 // it if no build of the same inputs exists yet.
 //
-// Unlike civicgate and recordsd (internal/stack), Hydra does not change with
+// Unlike civicgate and recordsd (internal/testkit/stack), Hydra does not change with
 // the working tree: a build depends only on tools/hydra/go.mod and go.sum,
 // the Go version, the platform and the build flags, all of which name the
 // cache entry. So the binary is kept across runs in a per-user cache rather

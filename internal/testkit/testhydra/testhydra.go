@@ -40,7 +40,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // AccessTokenKeySet is the Hydra key set that signs JWT access tokens.

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/civicgate/civicgate/internal/testbrowser"
+	"github.com/civicgate/civicgate/internal/testkit/testbrowser"
 )
 
 // strictCSP allows nothing but same-origin styles, images and form posts:

@@ -2,7 +2,7 @@
 // processes against real PostgreSQL and Redis for end-to-end, reliability and
 // benchmark tests, and gives an HTTPS client that trusts Caddy's local CA root
 // from the stack's own data directory. Each stack gets its own database, Redis
-// key prefix, ports and data directory (internal/testenv).
+// key prefix, ports and data directory (internal/testkit/testenv).
 package stack
 
 import (
@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civicgate/civicgate/internal/testenv"
+	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
 // Stack is one running recordsd + civicgate pair with its own database,

@@ -33,7 +33,7 @@ func imports(t *testing.T, withTests bool, patterns ...string) []edge {
 		args = append(args, "-test")
 	}
 	cmd := exec.Command(goBin, append(args, patterns...)...)
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = filepath.Join("..", "..", "..")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -18,7 +18,7 @@ func RepoRoot(t testing.TB) string {
 	if !ok {
 		t.Fatal("no caller information")
 	}
-	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file))))
 }
 
 // SharedBinDirEnv names a directory that the test processes of one run share

@@ -17,7 +17,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/civicgate/civicgate/internal/testoidc"
+	"github.com/civicgate/civicgate/internal/testkit/testoidc"
 )
 
 // relyingParty is the test's client side: a callback server that records the

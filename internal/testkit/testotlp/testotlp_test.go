@@ -13,7 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/civicgate/civicgate/internal/testotlp"
+	"github.com/civicgate/civicgate/internal/testkit/testotlp"
 )
 
 // TestReceiverDecodesTheSDKExporter: spans the SDK's OTLP/HTTP exporter sends, gzip-compressed or not,

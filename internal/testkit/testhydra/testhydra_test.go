@@ -14,7 +14,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
-	"github.com/civicgate/civicgate/internal/testhydra"
+	"github.com/civicgate/civicgate/internal/testkit/testhydra"
 )
 
 const (
