@@ -206,35 +206,35 @@ func run(ctx context.Context, sub string, args []string, o opts, out, stderr io.
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := t.do(ctx, sub, args, o, out); err != nil {
+	done, err := t.do(ctx, sub, args, o, out)
+	if err != nil {
 		return err
 	}
 	if t.pool != nil {
-		auditChange(ctx, t.pool, sub, args, o, getenv)
+		auditChange(ctx, t.pool, sub, args, o, done, getenv)
 	}
 	return nil
+}
+
+// auditActions are the audit log's names of the changes the key commands
+// make: the console writes the same name for the same change
+// (modules/console keys.go and orgs.go).
+var auditActions = map[string]string{
+	"issue": "key.issue", "rotate": "key.rotate", "revoke": "key.revoke",
+	"suspend": "org.suspend", "resume": "org.resume", "set-tier": "org.set_tier", "delete-org": "org.delete",
 }
 
 // auditChange writes a database change made from the command line to the
 // audit log the console shows (`civicgate audit`), as "cli:<OS user>". A
 // database whose audit log is not migrated yet keeps no entry; the change is
 // done either way.
-func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []string, o opts, getenv func(string) string) {
-	var target, detail string
-	switch sub {
-	case "issue", "rotate":
-		target, detail = o.org, o.env
-	case "suspend", "resume", "delete-org":
-		target = o.org
-	case "set-tier":
-		target, detail = o.org, o.tier
-	case "revoke":
-		target = args[0]
-	default:
+func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []string, o opts, c change, getenv func(string) string) {
+	action, ok := auditActions[sub]
+	if !ok {
 		return
 	}
 	e := keystore.AuditEntry{Actor: keystore.CLIActor(getenv), Role: keystore.RoleOperator,
-		Action: "key." + sub, Target: target, Detail: detail}
+		Action: action, Target: c.target, Detail: c.detail}
 	if o.org != "" {
 		if org, err := keystore.OrgIDByName(ctx, pool, o.org); err == nil {
 			e.OrgID = org
