@@ -176,3 +176,40 @@ func TestUnusableEndpointShown(t *testing.T) {
 		}
 	}
 }
+
+// TestOrganizationsCountUsableKeys: the organizations page counts the keys
+// accepted now, in either environment — not a rotating key whose overlap
+// has ended — under a heading that does not read as the live environment,
+// and lists the tiers of those keys only.
+func TestOrganizationsCountUsableKeys(t *testing.T) {
+	g := startGateway(t)
+	ctx := t.Context()
+	o := g.newOrg(t, "rotated", "paid")
+	if _, err := keystore.Issue(ctx, g.pool, o.name, "paid", keystore.EnvTest); err != nil {
+		t.Fatal(err)
+	}
+	rot, err := keystore.Rotate(ctx, g.pool, keystore.RotateSpec{Org: o.name, Env: keystore.EnvLive, Overlap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The overlap ended a minute ago; the key's status still reads rotating.
+	if _, err := g.pool.Exec(ctx, `UPDATE civicgate.api_keys SET rotates_out_at = now() - interval '1 minute', tier = 'gold'
+		WHERE id = $1 AND status = 'rotating'`, rot.Rotating); err != nil {
+		t.Fatal(err)
+	}
+	session := g.session(t, org{name: "ops"}, keystore.RoleOperator)
+	r := g.consoleDo(t, session, http.MethodGet, "/orgs", nil)
+	if r.code != http.StatusOK {
+		t.Fatalf("organizations: %d\n%s", r.code, r.body)
+	}
+	row := r.body[strings.Index(r.body, `href="/orgs/`+o.id+`/"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(r.body, `<th scope="col" class="num">Usable keys</th>`) || strings.Contains(r.body, "Live keys") ||
+		!strings.Contains(row, `<td class="num" data-label="Usable keys">2</td>`) || strings.Contains(row, "gold") {
+		t.Fatalf("want 2 usable keys (the new live key and the test key) and tier paid only in %s's row:\n%s", o.name, row)
+	}
+	r = g.consoleDo(t, session, http.MethodGet, "/orgs/"+o.id+"/", nil)
+	if r.code != http.StatusOK || !strings.Contains(r.body, "<h2>Usable keys</h2>") || strings.Contains(r.body, "Live keys") {
+		t.Fatalf("overview: %d\n%s", r.code, r.body)
+	}
+}
