@@ -213,3 +213,32 @@ func TestOrganizationsCountUsableKeys(t *testing.T) {
 		t.Fatalf("overview: %d\n%s", r.code, r.body)
 	}
 }
+
+// TestRevokeNewerKeyDuringOverlapWarns: revoking the new key while the old
+// one is rotating out says on the page that the organization is left with a
+// key that stops working at the end of the overlap, and what to do; a
+// revocation that leaves an active key says nothing of the kind.
+func TestRevokeNewerKeyDuringOverlapWarns(t *testing.T) {
+	g := startGateway(t)
+	acme := g.newOrg(t, "acme", "paid")
+	rot, err := keystore.Rotate(t.Context(), g.pool, keystore.RotateSpec{Org: acme.name, Env: keystore.EnvLive, Overlap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := g.session(t, acme, keystore.RoleAdmin)
+	r := g.consoleDo(t, session, http.MethodPost, "/orgs/"+acme.id+"/keys/"+rot.ID+"/revoke", form("confirm", rot.ID))
+	want := "Key " + rot.ID + " revoked. Requests with it are refused from now on. Warning: the organization is left with no active live key, only " +
+		rot.Rotating + ", which stops working at " + rot.Until.UTC().Format("2006-01-02 15:04 UTC") +
+		" (the end of its rotation overlap). Issue a new live key before then, above or with: civicgate keys issue --org acme --tier paid --env live"
+	if r.code != http.StatusOK || !strings.Contains(r.body, `<p class="notice" role="status" id="notice">`+want+`</p>`) {
+		t.Fatalf("revoke: %d, want the notice %q:\n%s", r.code, want, r.body)
+	}
+	is, err := keystore.Issue(t.Context(), g.pool, acme.name, "paid", keystore.EnvLive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = g.consoleDo(t, session, http.MethodPost, "/orgs/"+acme.id+"/keys/"+rot.Rotating+"/revoke", form("confirm", rot.Rotating))
+	if r.code != http.StatusOK || !strings.Contains(r.body, "Key "+rot.Rotating+" revoked.") || strings.Contains(r.body, "Warning") {
+		t.Fatalf("revoke beside the active %s: %d\n%s", is.ID, r.code, r.body)
+	}
+}

@@ -20,7 +20,8 @@ import (
 func TestExitCodesAndMessages(t *testing.T) {
 	const (
 		linkUsage  = consoleUsageText
-		auditUsage = "usage: civicgate audit [--org ORG] [--since 24h] [--limit 100] [--json]\n"
+		auditUsage = auditUsageText
+		auditBad   = "civicgate audit: takes only --org, --since (positive), --limit (1..1000) and --json\n" + auditUsage
 		linkNeeds  = "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator\n"
 	)
 	none := func(string) string { return "" }
@@ -57,8 +58,12 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"console", RunConsole, []string{"migrate", "extra"}, none, 2, linkUsage},
 		{"console", RunConsole, []string{"migrate"}, none, 1, "civicgate console migrate: DATABASE_URL is not set\n"},
 		{"console", RunConsole, []string{"migrate"}, secretDSN, 1, "civicgate console migrate: cannot parse DATABASE_URL\n"},
-		{"audit", RunAudit, []string{"--limit", "0"}, none, 2, auditUsage},
-		{"audit", RunAudit, []string{"extra"}, none, 2, auditUsage},
+		// Before, --help printed the flag package's block, then the one-line usage, and exited 2.
+		{"audit", RunAudit, []string{"--help"}, none, 0, auditUsage},
+		{"audit", RunAudit, []string{"-h"}, none, 0, auditUsage},
+		{"audit", RunAudit, []string{"--bogus"}, none, 2, "civicgate audit: bad usage: flag provided but not defined: -bogus\n" + auditUsage},
+		{"audit", RunAudit, []string{"--limit", "0"}, none, 2, auditBad},
+		{"audit", RunAudit, []string{"extra"}, none, 2, auditBad},
 		{"audit", RunAudit, nil, none, 1, "civicgate audit: DATABASE_URL is not set\n"},
 		{"audit", RunAudit, []string{"--org", "acme"}, secretDSN, 1, "civicgate audit: cannot parse DATABASE_URL\n"},
 	} {
