@@ -82,6 +82,9 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	}
 	if args[0] == "migrate" {
 		if len(args) != 1 {
+			if code, done := clirun.Help(args[1:], stderr, consoleUsageText); done { // migrate --help
+				return code
+			}
 			fmt.Fprint(stderr, consoleUsageText)
 			return 2
 		}

@@ -56,6 +56,7 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"console", RunConsole, []string{"link", "--email", "op@example.com", "--role", "operator"}, secretDSN, 1,
 			"civicgate console link: cannot parse DATABASE_URL\n"},
 		{"console", RunConsole, []string{"migrate", "extra"}, none, 2, linkUsage},
+		{"console", RunConsole, []string{"migrate", "--help"}, none, 0, linkUsage},
 		{"console", RunConsole, []string{"migrate"}, none, 1, "civicgate console migrate: DATABASE_URL is not set\n"},
 		{"console", RunConsole, []string{"migrate"}, secretDSN, 1, "civicgate console migrate: cannot parse DATABASE_URL\n"},
 		// Before, --help printed the flag package's block, then the one-line usage, and exited 2.
