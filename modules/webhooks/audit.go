@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
@@ -23,9 +24,10 @@ import (
 // actor is the key id civic_auth published ({civic.key_id}).
 const AuditRoleAPI = "api"
 
-// audit writes one entry for a change c made; a failure is logged, the
-// change is done either way (as in the console).
-func (h *Handler) audit(r *http.Request, c Caller, action, target, detail string) {
+// audit writes one entry for a change c made, within the request's database
+// deadline ctx; a failure is logged, the change is done either way (as in the
+// console).
+func (h *Handler) audit(ctx context.Context, r *http.Request, c Caller, action, target, detail string) {
 	if h.app == nil || h.app.pool == nil {
 		return
 	}
@@ -37,7 +39,7 @@ func (h *Handler) audit(r *http.Request, c Caller, action, target, detail string
 	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
 		addr = ip
 	}
-	err := keystore.Audit(r.Context(), h.app.pool, keystore.AuditEntry{Actor: actor, Role: AuditRoleAPI, OrgID: c.Org,
+	err := keystore.Audit(ctx, h.app.pool, keystore.AuditEntry{Actor: actor, Role: AuditRoleAPI, OrgID: c.Org,
 		Action: action, Target: target, Detail: detail, ClientAddr: addr})
 	if err != nil {
 		h.logger.Error("civic_webhooks: audit entry not written", zap.String("action", action), zap.Error(err))

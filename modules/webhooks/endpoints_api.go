@@ -38,7 +38,7 @@ func (h *Handler) create(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return h.fail(w, r, err)
 	}
-	h.audit(r, c, "webhook.create", e.ID, e.URL)
+	h.audit(ctx, r, c, "webhook.create", e.ID, e.URL)
 	w.Header().Set("Location", h.Prefix+"/webhook-endpoints/"+e.ID)
 	return writeJSON(w, http.StatusCreated, createdEndpoint{Endpoint: e, Secret: secret})
 }
@@ -68,7 +68,7 @@ func (h *Handler) delete(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err := h.svc.Delete(ctx, c, id); err != nil {
 		return h.fail(w, r, err)
 	}
-	h.audit(r, c, "webhook.delete", id, "")
+	h.audit(ctx, r, c, "webhook.delete", id, "")
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -82,7 +82,7 @@ func (h *Handler) rotate(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return h.fail(w, r, err)
 	}
-	h.audit(r, c, "webhook.rotate_secret", id, "")
+	h.audit(ctx, r, c, "webhook.rotate_secret", id, "")
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"secret":                     secret,
 		"previous_secret_expires_at": expires,
@@ -104,7 +104,7 @@ func (h *Handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if req.FromCursor != nil {
 		from = *req.FromCursor
 	}
-	h.audit(r, c, "webhook.replay", id, "from "+from)
+	h.audit(ctx, r, c, "webhook.replay", id, "from "+from)
 	return writeJSON(w, http.StatusAccepted, map[string]any{"scheduled": scheduled, "nextCursor": next})
 }
 
@@ -117,6 +117,6 @@ func (h *Handler) test(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return h.fail(w, r, err)
 	}
-	h.audit(r, c, "webhook.test", id, eventID)
+	h.audit(ctx, r, c, "webhook.test", id, eventID)
 	return writeJSON(w, http.StatusAccepted, map[string]string{"event_id": eventID})
 }
