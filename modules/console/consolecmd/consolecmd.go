@@ -20,6 +20,7 @@ import (
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -52,9 +53,9 @@ CIVICGATE_CONSOLE_URL, else https://localhost:8444.
 		Usage: "[--org ORG] [--since 24h] [--limit 100] [--json]",
 		Short: "Prints the audit log of console and key changes (DATABASE_URL)",
 		Long: `
-Prints the audit log, newest first: who (a console member's email, or
-cli:<user> for the key commands), role, organization, action, target, detail,
-client address and time. --org narrows to one organization (name or id).
+Prints the audit log, newest first: who (a console member's email,
+cli:<user> for the key commands, a key id for the webhook endpoint API), role,
+organization, action, target, detail, client address and time. --org narrows to one organization (name or id).
 `,
 		CobraFunc: clirun.Cobra(RunAudit),
 	})
@@ -218,8 +219,13 @@ func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		q.OrgID = o.ID
 	}
 	entries, _, err := keystore.ListAudit(ctx, pool, q)
-	if err != nil {
-		fmt.Fprintln(stderr, "civicgate audit:", err)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
+		fmt.Fprintln(stderr, "civicgate audit: this database has no audit log yet: run civicgate keys migrate (or civicgate console migrate)")
+		return 1
+	case err != nil: // the key store's package prefix is not the command's
+		fmt.Fprintln(stderr, "civicgate audit:", strings.TrimPrefix(err.Error(), "keystore: "))
 		return 1
 	}
 	if *asJSON {

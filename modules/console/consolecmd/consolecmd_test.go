@@ -79,6 +79,19 @@ func TestExitCodesAndMessages(t *testing.T) {
 	}
 }
 
+// TestAuditBeforeMigrate: `civicgate audit` on a database without the audit
+// log says which command creates it, without the key store's package prefix
+// or the driver's message.
+func TestAuditBeforeMigrate(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	var stdout, stderr bytes.Buffer
+	code := RunAudit(context.Background(), nil, &stdout, &stderr, func(k string) string { return map[string]string{"DATABASE_URL": dsn}[k] })
+	want := "civicgate audit: this database has no audit log yet: run civicgate keys migrate (or civicgate console migrate)\n"
+	if code != 1 || stdout.Len() != 0 || stderr.String() != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and %q", code, stdout.String(), stderr.String(), want)
+	}
+}
+
 // TestConsoleMigrate: `civicgate console migrate` creates every table the
 // console uses — the key store's, the usage tables, its own — and can run
 // again.
