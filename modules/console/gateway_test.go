@@ -96,6 +96,7 @@ http://localhost:%[3]d {
 // gateway is the running test configuration and its database.
 type gateway struct {
 	pool         *pgxpool.Pool
+	dsn          string
 	api, console string
 	client       *http.Client
 }
@@ -127,7 +128,7 @@ func startGateway(t *testing.T) *gateway {
 	if t.Failed() {
 		t.FailNow()
 	}
-	return &gateway{pool: pool, api: fmt.Sprintf("http://localhost:%d", apiPort), console: fmt.Sprintf("http://localhost:%d", consolePort),
+	return &gateway{pool: pool, dsn: dsn, api: fmt.Sprintf("http://localhost:%d", apiPort), console: fmt.Sprintf("http://localhost:%d", consolePort),
 		client: &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 

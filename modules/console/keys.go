@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,6 +184,11 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, m member, o 
 		h.renderKeys(w, r, m, o, http.StatusBadRequest, "", "Not revoked: type the key id to confirm.", nil)
 		return
 	}
+	before, err := consolestore.LiveKeys(r.Context(), h.pool, o.org.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	rev, err := keystore.Revoke(r.Context(), h.pool, id)
 	var already *keystore.AlreadyRevokedError
 	if errors.As(err, &already) {
@@ -194,5 +200,39 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, m member, o 
 		return
 	}
 	h.audit(r, m, o.org.ID, "key.revoke", id, "was "+rev.Was)
-	h.renderKeys(w, r, m, o, http.StatusOK, "Key "+id+" revoked. Requests with it are refused from now on.", "", nil)
+	notice := "Key " + id + " revoked. Requests with it are refused from now on."
+	if i := slices.IndexFunc(before, func(k consolestore.Key) bool { return k.ID == id }); i >= 0 {
+		after, err := consolestore.LiveKeys(r.Context(), h.pool, o.org.ID)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		notice += rotatingOnlyWarning(o.org.Name, before[i].Env, after)
+	}
+	h.renderKeys(w, r, m, o, http.StatusOK, notice, "", nil)
+}
+
+// rotatingOnlyWarning is what the revoke notice adds when the environment env
+// is left with no active key, only a key rotating out: it stops working at
+// the end of its overlap unless a key is issued (docs/operations.md "Keys";
+// `civicgate keys revoke` prints the same warning).
+func rotatingOnlyWarning(org, env string, live []consolestore.Key) string {
+	var left *consolestore.Key
+	for i, k := range live {
+		if k.Env != env {
+			continue
+		}
+		if k.Status == keystore.StatusActive {
+			return ""
+		}
+		if k.Status == keystore.StatusRotating && k.RotatesOutAt != nil {
+			left = &live[i]
+		}
+	}
+	if left == nil {
+		return ""
+	}
+	return " Warning: the organization is left with no active " + env + " key, only " + left.ID + ", which stops working at " +
+		left.RotatesOutAt.UTC().Format("2006-01-02 15:04 UTC") + " (the end of its rotation overlap). Issue a new " + env +
+		" key before then, above or with: civicgate keys issue --org " + org + " --tier " + left.Tier + " --env " + env
 }

@@ -176,3 +176,69 @@ func TestUnusableEndpointShown(t *testing.T) {
 		}
 	}
 }
+
+// TestOrganizationsCountUsableKeys: the organizations page counts the keys
+// accepted now, in either environment — not a rotating key whose overlap
+// has ended — under a heading that does not read as the live environment,
+// and lists the tiers of those keys only.
+func TestOrganizationsCountUsableKeys(t *testing.T) {
+	g := startGateway(t)
+	ctx := t.Context()
+	o := g.newOrg(t, "rotated", "paid")
+	if _, err := keystore.Issue(ctx, g.pool, o.name, "paid", keystore.EnvTest); err != nil {
+		t.Fatal(err)
+	}
+	rot, err := keystore.Rotate(ctx, g.pool, keystore.RotateSpec{Org: o.name, Env: keystore.EnvLive, Overlap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The overlap ended a minute ago; the key's status still reads rotating.
+	if _, err := g.pool.Exec(ctx, `UPDATE civicgate.api_keys SET rotates_out_at = now() - interval '1 minute', tier = 'gold'
+		WHERE id = $1 AND status = 'rotating'`, rot.Rotating); err != nil {
+		t.Fatal(err)
+	}
+	session := g.session(t, org{name: "ops"}, keystore.RoleOperator)
+	r := g.consoleDo(t, session, http.MethodGet, "/orgs", nil)
+	if r.code != http.StatusOK {
+		t.Fatalf("organizations: %d\n%s", r.code, r.body)
+	}
+	row := r.body[strings.Index(r.body, `href="/orgs/`+o.id+`/"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(r.body, `<th scope="col" class="num">Usable keys</th>`) || strings.Contains(r.body, "Live keys") ||
+		!strings.Contains(row, `<td class="num" data-label="Usable keys">2</td>`) || strings.Contains(row, "gold") {
+		t.Fatalf("want 2 usable keys (the new live key and the test key) and tier paid only in %s's row:\n%s", o.name, row)
+	}
+	r = g.consoleDo(t, session, http.MethodGet, "/orgs/"+o.id+"/", nil)
+	if r.code != http.StatusOK || !strings.Contains(r.body, "<h2>Usable keys</h2>") || strings.Contains(r.body, "Live keys") {
+		t.Fatalf("overview: %d\n%s", r.code, r.body)
+	}
+}
+
+// TestRevokeNewerKeyDuringOverlapWarns: revoking the new key while the old
+// one is rotating out says on the page that the organization is left with a
+// key that stops working at the end of the overlap, and what to do; a
+// revocation that leaves an active key says nothing of the kind.
+func TestRevokeNewerKeyDuringOverlapWarns(t *testing.T) {
+	g := startGateway(t)
+	acme := g.newOrg(t, "acme", "paid")
+	rot, err := keystore.Rotate(t.Context(), g.pool, keystore.RotateSpec{Org: acme.name, Env: keystore.EnvLive, Overlap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := g.session(t, acme, keystore.RoleAdmin)
+	r := g.consoleDo(t, session, http.MethodPost, "/orgs/"+acme.id+"/keys/"+rot.ID+"/revoke", form("confirm", rot.ID))
+	want := "Key " + rot.ID + " revoked. Requests with it are refused from now on. Warning: the organization is left with no active live key, only " +
+		rot.Rotating + ", which stops working at " + rot.Until.UTC().Format("2006-01-02 15:04 UTC") +
+		" (the end of its rotation overlap). Issue a new live key before then, above or with: civicgate keys issue --org acme --tier paid --env live"
+	if r.code != http.StatusOK || !strings.Contains(r.body, `<p class="notice" role="status" id="notice">`+want+`</p>`) {
+		t.Fatalf("revoke: %d, want the notice %q:\n%s", r.code, want, r.body)
+	}
+	is, err := keystore.Issue(t.Context(), g.pool, acme.name, "paid", keystore.EnvLive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = g.consoleDo(t, session, http.MethodPost, "/orgs/"+acme.id+"/keys/"+rot.Rotating+"/revoke", form("confirm", rot.Rotating))
+	if r.code != http.StatusOK || !strings.Contains(r.body, "Key "+rot.Rotating+" revoked.") || strings.Contains(r.body, "Warning") {
+		t.Fatalf("revoke beside the active %s: %d\n%s", is.ID, r.code, r.body)
+	}
+}

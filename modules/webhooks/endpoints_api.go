@@ -38,6 +38,7 @@ func (h *Handler) create(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return h.fail(w, r, err)
 	}
+	h.audit(ctx, r, c, "webhook.create", e.ID, e.URL)
 	w.Header().Set("Location", h.Prefix+"/webhook-endpoints/"+e.ID)
 	return writeJSON(w, http.StatusCreated, createdEndpoint{Endpoint: e, Secret: secret})
 }
@@ -67,6 +68,7 @@ func (h *Handler) delete(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err := h.svc.Delete(ctx, c, id); err != nil {
 		return h.fail(w, r, err)
 	}
+	h.audit(ctx, r, c, "webhook.delete", id, "")
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -80,6 +82,7 @@ func (h *Handler) rotate(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return h.fail(w, r, err)
 	}
+	h.audit(ctx, r, c, "webhook.rotate_secret", id, "")
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"secret":                     secret,
 		"previous_secret_expires_at": expires,
@@ -97,6 +100,11 @@ func (h *Handler) replay(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return h.fail(w, r, err)
 	}
+	from := "" // the console's detail for the same replay
+	if req.FromCursor != nil {
+		from = *req.FromCursor
+	}
+	h.audit(ctx, r, c, "webhook.replay", id, "from "+from)
 	return writeJSON(w, http.StatusAccepted, map[string]any{"scheduled": scheduled, "nextCursor": next})
 }
 
@@ -109,5 +117,6 @@ func (h *Handler) test(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return h.fail(w, r, err)
 	}
+	h.audit(ctx, r, c, "webhook.test", id, eventID)
 	return writeJSON(w, http.StatusAccepted, map[string]string{"event_id": eventID})
 }

@@ -32,8 +32,8 @@ Manages the API keys civic_auth accepts. Keys are printed once, at issue or
 rotate, and stored only as SHA-256 hashes. The database is DATABASE_URL; with
 --file PATH every key command works on a hashed keys file instead (for
 gateways configured with "keys file PATH"), with the same rules. usage prints
-the requests counted per key (admitted, refused, 4xx, 5xx, cost) by minute or
-hour.
+the requests counted per key (admitted, refused, 4xx, 5xx, cost, MCP tool
+calls) by minute or hour.
 `,
 		CobraFunc: clirun.Cobra(Run),
 	})
@@ -58,7 +58,8 @@ const usageText = `usage: civicgate keys <command> [flags]
                                                    never keys or hashes; each filter narrows the list
   usage --org ORG [--key KEY_ID] [--since 24h] [--by minute|hour] [--json]
                                                    requests per key and minute or hour: admitted, refused (429),
-                                                   4xx, 5xx, cost; ORG is a name or id; --since takes 90m, 24h, 7d;
+                                                   4xx, 5xx, cost, mcp (admitted requests made for an MCP tool
+                                                   call); ORG is a name or id; --since takes 90m, 24h, 7d;
                                                    --by defaults to minute up to 2h, hour beyond (minutes: 48h at most)
   --file PATH (issue, rotate, revoke, suspend, resume, delete-org, list): a hashed keys file instead of
   DATABASE_URL, same rules; gateways reading it pick the change up within about a second.
@@ -89,7 +90,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runUsage(ctx, rest, stdout, stderr, getenv)
 	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package's own usage block is not this command's help: -h,
+	// --help and parse errors are answered with usageText, once.
+	fs.SetOutput(io.Discard)
 	var o opts
 	fs.StringVar(&o.org, "org", "", "organization name")
 	fs.StringVar(&o.tier, "tier", "", "tier name")
@@ -101,8 +104,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	// Flags may come before or after the arguments (revoke KEY_ID --file PATH).
 	var positional []string
 	for {
-		if err := fs.Parse(rest); err != nil {
-			return 2
+		if code, done := parseFlags(fs, rest, "civicgate keys "+sub, stderr); done {
+			return code
 		}
 		if fs.NArg() == 0 {
 			break
@@ -119,7 +122,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		o.overlap = d
 		return run(ctx, sub, positional, o, stdout, stderr, getenv)
 	}()
-	return clirun.Exit(stderr, "civicgate keys "+sub, err, usageText)
+	return clirun.Exit(stderr, "civicgate keys "+sub, plainError(err, sub, positional, o), usageText)
+}
+
+// parseFlags parses args with fs (whose output is discarded): --help prints
+// usageText on stderr and exits 0, a bad flag its error and usageText, exit 2.
+func parseFlags(fs *flag.FlagSet, args []string, name string, stderr io.Writer) (code int, done bool) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, usageText)
+		return 0, true
+	case err != nil:
+		return clirun.Exit(stderr, name, fmt.Errorf("%w: %w", errUsage, err), usageText), true
+	}
+	return 0, false
 }
 
 // errUsage is a refusal of the command line (exit 2): its messages read "bad usage: …".
@@ -206,35 +223,53 @@ func run(ctx context.Context, sub string, args []string, o opts, out, stderr io.
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := t.do(ctx, sub, args, o, out); err != nil {
+	done, err := t.do(ctx, sub, args, o, out)
+	if err != nil {
 		return err
 	}
 	if t.pool != nil {
-		auditChange(ctx, t.pool, sub, args, o, getenv)
+		auditChange(ctx, t.pool, sub, args, o, done, getenv)
+	}
+	if sub == "revoke" {
+		t.warnAfterRevoke(ctx, args[0], stderr)
 	}
 	return nil
+}
+
+// warnAfterRevoke warns when the revocation left only a key rotating out
+// (docs/operations.md "Keys"); a failure to list the keys only skips it.
+func (t target) warnAfterRevoke(ctx context.Context, id string, stderr io.Writer) {
+	var keys []keystore.KeyInfo
+	var err error
+	if t.file != "" {
+		keys, err = keystore.ListFile(t.file, keystore.ListFilter{})
+	} else {
+		keys, err = keystore.List(ctx, t.pool, keystore.ListFilter{})
+	}
+	if err == nil {
+		warnRotatingOnly(stderr, keys, id)
+	}
+}
+
+// auditActions are the audit log's names of the changes the key commands
+// make: the console writes the same name for the same change
+// (modules/console keys.go and orgs.go).
+var auditActions = map[string]string{
+	"issue": "key.issue", "rotate": "key.rotate", "revoke": "key.revoke",
+	"suspend": "org.suspend", "resume": "org.resume", "set-tier": "org.set_tier", "delete-org": "org.delete",
 }
 
 // auditChange writes a database change made from the command line to the
 // audit log the console shows (`civicgate audit`), as "cli:<OS user>". A
 // database whose audit log is not migrated yet keeps no entry; the change is
 // done either way.
-func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []string, o opts, getenv func(string) string) {
-	var target, detail string
-	switch sub {
-	case "issue", "rotate":
-		target, detail = o.org, o.env
-	case "suspend", "resume", "delete-org":
-		target = o.org
-	case "set-tier":
-		target, detail = o.org, o.tier
-	case "revoke":
-		target = args[0]
-	default:
+func auditChange(ctx context.Context, pool *pgxpool.Pool, sub string, args []string, o opts, c change, getenv func(string) string) {
+	action, ok := auditActions[sub]
+	if !ok {
 		return
 	}
 	e := keystore.AuditEntry{Actor: keystore.CLIActor(getenv), Role: keystore.RoleOperator,
-		Action: "key." + sub, Target: target, Detail: detail}
+		Action: action, Target: c.target, Detail: c.detail}
 	if o.org != "" {
 		if org, err := keystore.OrgIDByName(ctx, pool, o.org); err == nil {
 			e.OrgID = org

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,17 +14,22 @@ import (
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
+// change is what a command changed, for its audit entry: the target is the
+// key id for the key actions and the organization's name for the
+// organization's, as the console writes them (docs/operations.md "Audit log").
+type change struct{ target, detail string }
+
 // do runs a checked command on t (the keys file or the database).
-func (t target) do(ctx context.Context, sub string, args []string, o opts, out io.Writer) error {
+func (t target) do(ctx context.Context, sub string, args []string, o opts, out io.Writer) (change, error) {
 	switch sub {
 	case "migrate":
 		// The key store's tables, then the usage tables `keys usage` and the
 		// gateways' usage sinks use (docs/design.md D60).
 		if err := keystore.Migrate(ctx, t.pool); err != nil {
-			return err
+			return change{}, err
 		}
 		if err := usage.Migrate(ctx, t.pool); err != nil {
-			return err
+			return change{}, err
 		}
 		fmt.Fprintln(out, "key and usage tables are up to date")
 	case "issue":
@@ -34,9 +41,10 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			iss, err = keystore.Issue(ctx, t.pool, o.org, o.tier, o.env)
 		}
 		if err != nil {
-			return err
+			return change{}, err
 		}
 		printIssued(out, iss)
+		return change{iss.ID, o.env + ", tier " + o.tier}, nil
 	case "rotate":
 		spec := keystore.RotateSpec{Org: o.org, Tier: o.tier, Env: o.env, Overlap: o.overlap}
 		var rot keystore.Rotation
@@ -47,7 +55,7 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			rot, err = keystore.Rotate(ctx, t.pool, spec)
 		}
 		if err != nil {
-			return err
+			return change{}, err
 		}
 		printIssued(out, rot.Issued)
 		for _, id := range rot.RotatedOut {
@@ -57,6 +65,11 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			fmt.Fprintf(out, "Rotating until %s: %s (still accepted until then; `keys revoke %s` ends it sooner)\n",
 				stamp(rot.Until), rot.Rotating, rot.Rotating)
 		}
+		detail := o.env + ", overlap " + o.overlap.String()
+		if len(rot.RotatedOut) > 0 {
+			detail += ", rotated out " + strings.Join(rot.RotatedOut, " ")
+		}
+		return change{rot.ID, detail}, nil
 	case "revoke":
 		var rev keystore.Revocation
 		var err error
@@ -66,7 +79,7 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			rev, err = keystore.Revoke(ctx, t.pool, args[0])
 		}
 		if err != nil {
-			return err
+			return change{}, err
 		}
 		switch rev.Was {
 		case keystore.StatusRotating:
@@ -76,6 +89,7 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 		default:
 			fmt.Fprintf(out, "Revoked: %s\n", rev.KeyID)
 		}
+		return change{rev.KeyID, "was " + rev.Was}, nil
 	case "suspend", "resume":
 		status := keystore.OrgSuspended
 		if sub == "resume" {
@@ -88,15 +102,17 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			err = keystore.SetOrgStatus(ctx, t.pool, o.org, status)
 		}
 		if err != nil {
-			return err
+			return change{}, err
 		}
 		fmt.Fprintf(out, "Organization %s: %s\n", o.org, status)
+		return change{o.org, ""}, nil
 	case "set-tier":
 		n, err := keystore.SetTier(ctx, t.pool, o.org, o.tier)
 		if err != nil {
-			return err
+			return change{}, err
 		}
 		fmt.Fprintf(out, "Organization %s: %d live key(s) moved to tier %s (gateways apply it within a second)\n", o.org, n, o.tier)
+		return change{o.org, o.tier + " (" + keysChanged(n) + " changed)"}, nil
 	case "delete-org":
 		var del keystore.Deletion
 		var err error
@@ -106,7 +122,7 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			del, err = keystore.DeleteOrg(ctx, t.pool, o.org)
 		}
 		if err != nil {
-			return err
+			return change{}, err
 		}
 		hooks := fmt.Sprintf("%d webhook endpoint(s) removed with their deliveries", del.Endpoints)
 		switch {
@@ -117,6 +133,7 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 		}
 		fmt.Fprintf(out, "Organization %s (%s) deleted: %d key(s) revoked; %s. Its rows are kept for audit; the name is not reused.\n",
 			o.org, del.OrgID, del.Revoked, hooks)
+		return change{o.org, keysChanged(int64(del.Revoked)) + " revoked"}, nil
 	case "list":
 		f := keystore.ListFilter{Org: o.org, Env: o.env, Tier: o.tier}
 		var keys []keystore.KeyInfo
@@ -127,14 +144,22 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			keys, err = keystore.List(ctx, t.pool, f)
 		}
 		if err != nil {
-			return err
+			return change{}, err
 		}
 		if o.json {
-			return printListJSON(out, keys)
+			return change{}, printListJSON(out, keys)
 		}
-		return printList(out, keys)
+		return change{}, printList(out, keys)
 	}
-	return nil
+	return change{}, nil
+}
+
+// keysChanged is "1 key" or "N keys", as the console's audit details read.
+func keysChanged(n int64) string {
+	if n == 1 {
+		return "1 key"
+	}
+	return strconv.FormatInt(n, 10) + " keys"
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -52,7 +52,9 @@ func TestKeysCLISetTierAndAudit(t *testing.T) {
 		}
 		actions = append(actions, e.Action+" "+e.Org+" "+e.Target)
 	}
-	want := []string{"key.set-tier acme acme", "key.issue other other", "key.revoke acme " + idB, "key.issue acme acme", "key.issue acme acme"}
+	// Key actions name the key id, organization actions the organization, as
+	// the console's entries do.
+	want := []string{"org.set_tier acme acme", "key.issue other " + idC, "key.revoke acme " + idB, "key.issue acme " + idB, "key.issue acme " + idA}
 	if strings.Join(actions, "|") != strings.Join(want, "|") {
 		t.Fatalf("audit log:\n%s\nwant\n%s", strings.Join(actions, "\n"), strings.Join(want, "\n"))
 	}

@@ -26,15 +26,15 @@ type usageArgs struct {
 // the other subcommands (0 ok, 1 failed or unknown organization, 2 usage).
 func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("keys usage", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // help and flag errors: parseFlags
 	var a usageArgs
 	fs.StringVar(&a.org, "org", "", "organization name or id")
 	fs.StringVar(&a.key, "key", "", "only this key id")
 	since := fs.String("since", "24h", "how far back: a Go duration (90m, 24h) or whole days (7d)")
 	fs.StringVar(&a.by, "by", "", "minute or hour (default: minute up to 2h, hour beyond)")
 	fs.BoolVar(&a.json, "json", false, "print one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, "civicgate keys usage", stderr); done {
+		return code
 	}
 	err := func() error {
 		if a.org == "" || fs.NArg() != 0 {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -52,9 +53,9 @@ CIVICGATE_CONSOLE_URL, else https://localhost:8444.
 		Usage: "[--org ORG] [--since 24h] [--limit 100] [--json]",
 		Short: "Prints the audit log of console and key changes (DATABASE_URL)",
 		Long: `
-Prints the audit log, newest first: who (a console member's email, or
-cli:<user> for the key commands), role, organization, action, target, detail,
-client address and time. --org narrows to one organization (name or id).
+Prints the audit log, newest first: who (a console member's email,
+cli:<user> for the key commands, a key id for the webhook endpoint API), role,
+organization, action, target, detail, client address and time. --org narrows to one organization (name or id).
 `,
 		CobraFunc: clirun.Cobra(RunAudit),
 	})
@@ -82,6 +83,9 @@ func RunConsole(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	}
 	if args[0] == "migrate" {
 		if len(args) != 1 {
+			if code, done := clirun.Help(args[1:], stderr, consoleUsageText); done { // migrate --help
+				return code
+			}
 			fmt.Fprint(stderr, consoleUsageText)
 			return 2
 		}
@@ -162,17 +166,37 @@ func runMigrate(ctx context.Context, stdout, stderr io.Writer, getenv func(strin
 	return 0
 }
 
+// auditUsageText is the help of `civicgate audit`, in the layout of
+// consoleUsageText: printed once, on stderr, by --help and after a bad
+// command line.
+const auditUsageText = `usage: civicgate audit [--org ORG] [--since 24h] [--limit 100] [--json]
+  print the audit log, newest first: who (a console member's email, cli:<user> for the key commands, a key id
+  for the webhook endpoint API), role, organization, action, target, detail, client address and time
+  --org ORG        one organization (its name or id; default: every one)
+  --since D        how far back (a Go duration: 90m, 24h, 168h; default 24h)
+  --limit N        at most N entries (1..1000; default 100)
+  --json           one JSON object a line
+  The database is DATABASE_URL's.
+exit codes: 0 ok, 1 refused or failed, 2 usage
+`
+
 // RunAudit runs `civicgate audit` and returns the exit code.
 func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	org := fs.String("org", "", "organization name or id (default: every one)")
-	since := fs.Duration("since", 24*time.Hour, "how far back")
-	limit := fs.Int("limit", 100, "at most this many entries (1..1000)")
-	asJSON := fs.Bool("json", false, "print JSON lines")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *since <= 0 || *limit < 1 || *limit > 1000 {
-		fmt.Fprintln(stderr, "usage: civicgate audit [--org ORG] [--since 24h] [--limit 100] [--json]")
-		return 2
+	fs.SetOutput(io.Discard) // auditUsageText is the help, printed once below
+	org := fs.String("org", "", "")
+	since := fs.Duration("since", 24*time.Hour, "")
+	limit := fs.Int("limit", 100, "")
+	asJSON := fs.Bool("json", false, "")
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, auditUsageText)
+		return 0
+	case err != nil:
+		return clirun.Exit(stderr, "civicgate audit", fmt.Errorf("%w: %w", clirun.ErrUsage, err), auditUsageText)
+	case fs.NArg() != 0 || *since <= 0 || *limit < 1 || *limit > 1000:
+		return clirun.Exit(stderr, "civicgate audit", clirun.Usage("takes only --org, --since (positive), --limit (1..1000) and --json"), auditUsageText)
 	}
 	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](ctx, context.Background()), 30*time.Second)
 	defer cancel()
@@ -195,8 +219,13 @@ func RunAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		q.OrgID = o.ID
 	}
 	entries, _, err := keystore.ListAudit(ctx, pool, q)
-	if err != nil {
-		fmt.Fprintln(stderr, "civicgate audit:", err)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
+		fmt.Fprintln(stderr, "civicgate audit: this database has no audit log yet: run civicgate keys migrate (or civicgate console migrate)")
+		return 1
+	case err != nil: // the key store's package prefix is not the command's
+		fmt.Fprintln(stderr, "civicgate audit:", strings.TrimPrefix(err.Error(), "keystore: "))
 		return 1
 	}
 	if *asJSON {

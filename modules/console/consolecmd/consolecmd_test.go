@@ -20,7 +20,8 @@ import (
 func TestExitCodesAndMessages(t *testing.T) {
 	const (
 		linkUsage  = consoleUsageText
-		auditUsage = "usage: civicgate audit [--org ORG] [--since 24h] [--limit 100] [--json]\n"
+		auditUsage = auditUsageText
+		auditBad   = "civicgate audit: takes only --org, --since (positive), --limit (1..1000) and --json\n" + auditUsage
 		linkNeeds  = "civicgate console link: needs --email, a role of viewer, admin or operator, and --org unless the role is operator\n"
 	)
 	none := func(string) string { return "" }
@@ -55,10 +56,15 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{"console", RunConsole, []string{"link", "--email", "op@example.com", "--role", "operator"}, secretDSN, 1,
 			"civicgate console link: cannot parse DATABASE_URL\n"},
 		{"console", RunConsole, []string{"migrate", "extra"}, none, 2, linkUsage},
+		{"console", RunConsole, []string{"migrate", "--help"}, none, 0, linkUsage},
 		{"console", RunConsole, []string{"migrate"}, none, 1, "civicgate console migrate: DATABASE_URL is not set\n"},
 		{"console", RunConsole, []string{"migrate"}, secretDSN, 1, "civicgate console migrate: cannot parse DATABASE_URL\n"},
-		{"audit", RunAudit, []string{"--limit", "0"}, none, 2, auditUsage},
-		{"audit", RunAudit, []string{"extra"}, none, 2, auditUsage},
+		// Before, --help printed the flag package's block, then the one-line usage, and exited 2.
+		{"audit", RunAudit, []string{"--help"}, none, 0, auditUsage},
+		{"audit", RunAudit, []string{"-h"}, none, 0, auditUsage},
+		{"audit", RunAudit, []string{"--bogus"}, none, 2, "civicgate audit: bad usage: flag provided but not defined: -bogus\n" + auditUsage},
+		{"audit", RunAudit, []string{"--limit", "0"}, none, 2, auditBad},
+		{"audit", RunAudit, []string{"extra"}, none, 2, auditBad},
 		{"audit", RunAudit, nil, none, 1, "civicgate audit: DATABASE_URL is not set\n"},
 		{"audit", RunAudit, []string{"--org", "acme"}, secretDSN, 1, "civicgate audit: cannot parse DATABASE_URL\n"},
 	} {
@@ -70,6 +76,19 @@ func TestExitCodesAndMessages(t *testing.T) {
 		if strings.Contains(stderr.String(), "hunter2") {
 			t.Errorf("%s %q: the password reached the output", tc.name, tc.args)
 		}
+	}
+}
+
+// TestAuditBeforeMigrate: `civicgate audit` on a database without the audit
+// log says which command creates it, without the key store's package prefix
+// or the driver's message.
+func TestAuditBeforeMigrate(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	var stdout, stderr bytes.Buffer
+	code := RunAudit(context.Background(), nil, &stdout, &stderr, func(k string) string { return map[string]string{"DATABASE_URL": dsn}[k] })
+	want := "civicgate audit: this database has no audit log yet: run civicgate keys migrate (or civicgate console migrate)\n"
+	if code != 1 || stdout.Len() != 0 || stderr.String() != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and %q", code, stdout.String(), stderr.String(), want)
 	}
 }
 

@@ -75,7 +75,7 @@ func KeysPage(ctx context.Context, pool *pgxpool.Pool, orgID string, after KeyCu
 func LiveKeys(ctx context.Context, pool *pgxpool.Pool, orgID string) ([]Key, error) {
 	rows, err := pool.Query(ctx, `SELECT k.id, k.env, k.tier, k.key_prefix, k.status, k.created_at, k.rotates_out_at
 		FROM civicgate.api_keys k
-		WHERE k.org_id = $1 AND (k.status = 'active' OR (k.status = 'rotating' AND k.rotates_out_at > now()))
+		WHERE k.org_id = $1 AND `+usableKey+`
 		ORDER BY k.created_at, k.id`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("consolestore: live keys: %w", err)
