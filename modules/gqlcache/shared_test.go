@@ -16,9 +16,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/civicgate/civicgate/internal/testkit/adapttest"
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/internal/redisconn"
+	"github.com/civicgate/civicgate/internal/testkit/adapttest"
 	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/contract"
 )
