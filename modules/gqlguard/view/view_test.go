@@ -38,7 +38,7 @@ enum SecretLevel { LOW HIGH }
 input FlagInput { reason: String! }
 `
 
-func load(t *testing.T) (*document.Schema, analysis.Families) {
+func load(t testing.TB) (*document.Schema, analysis.Families) {
 	t.Helper()
 	s, err := document.ParseSchema("test.graphqls", testSDL)
 	if err != nil {
