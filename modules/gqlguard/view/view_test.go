@@ -179,3 +179,24 @@ func TestViewValidates(t *testing.T) {
 		t.Errorf("outside field answers\n%s\nmade-up field answers\n%s", got, want)
 	}
 }
+
+// TestViewsForAllocatesNothing: once a set's view is built, looking it up
+// per request allocates nothing.
+func TestViewsForAllocatesNothing(t *testing.T) {
+	s, fams := load(t)
+	vs, err := NewViews(s, fams, func(s *document.Schema) *document.Compiler {
+		return document.NewCompiler(document.Config{Schema: s, Families: fams})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := "bills, members"
+	want := vs.For(owned)
+	if n := testing.AllocsPerRun(100, func() {
+		if vs.For(owned) != want {
+			t.Fatal("another view")
+		}
+	}); n != 0 {
+		t.Errorf("For allocates %v times per call", n)
+	}
+}
