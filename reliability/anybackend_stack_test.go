@@ -109,6 +109,7 @@ const anyBackendCaddyfile = `{
 		identity_secret {env.CIVIC_IDENTITY_SECRET}
 		tier partner 1000000/m catalog loans
 		tier trickle 3/h catalog loans
+		tier reader 1000000/m catalog
 	}
 }
 

@@ -22,7 +22,7 @@ func guard(lines ...string) string {
 var onceOnly = map[string]string{
 	"schema": "/x", "max_body": "1MiB", "max_depth": "3", "max_aliases": "4", "max_root_fields": "2", "max_tokens": "100",
 	"max_directives": "5", "max_cost": "50", "default_list_size": "10", "cache_size": "16", "limit_argument": "first",
-	"introspection": "off", "measure_only": "", "entitlements": "{civic.families}",
+	"introspection": "off", "measure_only": "", "schema_view": "entitled", "entitlements": "{civic.families}",
 	"operations": "query", "methods": "GET POST", "trusted_documents": "/m.json", "trusted_only": "free",
 	"subscriptions": "{\n max_per_key 3\n }", "persisted_queries": "{\n max_entries 10\n }",
 }
@@ -41,6 +41,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		"limit no arg":              {guard("max_cost"), "wrong argument count or unexpected line ending after 'max_cost'"},
 		"schema two args":           {guard("schema /x /y"), "wrong argument count or unexpected line ending after '/y'"},
 		"introspection value":       {guard("introspection maybe"), `graphql_guard: introspection: want on or off, got "maybe"`},
+		"schema_view value":         {guard("schema_view tier"), `graphql_guard: schema_view: want full or entitled, got "tier"`},
 		"family without root":       {guard("family bills"), "wrong argument count or unexpected line ending after 'bills'"},
 		"duplicate family":          {guard("family a x", "family a y"), "graphql_guard: family a given twice"},
 		"measure_only arg":          {guard("measure_only yes"), "wrong argument count or unexpected line ending after 'yes'"},

@@ -33,6 +33,7 @@ func init() {
 //	    entitlements      <placeholder expression>
 //	    family            <name> <rootField>...   # repeated; Type.field or a bare name
 //	    cache_size        <n>
+//	    schema_view       full|entitled   # default full; docs/design.md D67
 //	    operations        query|mutation|subscription...   # default: all three
 //	    methods           GET|POST...                      # default: POST
 //	    subscriptions {
@@ -78,6 +79,7 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"introspection":     caddyopt.OnOff(&g.Introspection),
 		"measure_only":      caddyopt.Flag(&g.MeasureOnly),
 		"entitlements":      caddyopt.String(&g.Entitlements),
+		"schema_view":       caddyopt.OneOf(&g.SchemaView, SchemaViewFull, SchemaViewEntitled),
 		"operations": caddyopt.Func(func(a *caddyopt.Args) error {
 			words, err := a.AtLeast(1)
 			if err != nil {

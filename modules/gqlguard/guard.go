@@ -25,6 +25,7 @@ import (
 	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
 	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
 	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/view"
 )
 
 func init() {
@@ -101,10 +102,15 @@ type Guard struct {
 	// CacheSize is the number of validated documents kept (default 4096;
 	// a negative value disables the cache).
 	CacheSize int `json:"cache_size,omitempty"`
+	// SchemaView is the schema a caller's document is validated against:
+	// "full" (default) the whole schema, "entitled" the part its tier's
+	// families reach (docs/design.md D67).
+	SchemaView string `json:"schema_view,omitempty"`
 
 	schema      *document.Schema
 	compiler    *document.Compiler
 	cache       *document.Cache
+	views       *view.Views // nil: schema_view full
 	fieldFamily analysis.Families
 	allowedOps  uint8 // opBit of each operation type that passes
 	// entitlements is Entitlements read once (caddyopt.Template): when it is
@@ -234,6 +240,11 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 		cfg.Trusted = g.manifest.Contains
 	}
 	g.compiler = document.NewCompiler(cfg)
+	if g.SchemaView == SchemaViewEntitled {
+		if g.views, err = g.provisionViews(cfg); err != nil {
+			return fmt.Errorf("graphql_guard: %w", err)
+		}
+	}
 	g.cache = document.NewCache(g.CacheSize)
 	g.metrics, err = newGuardMetrics(ctx.GetMetricsRegistry())
 	if err != nil {
@@ -287,6 +298,9 @@ func (g *Guard) Validate() error {
 	}
 	if err := checkMethods(g.Methods); err != nil {
 		return fmt.Errorf("graphql_guard: methods: %w", err)
+	}
+	if err := checkSchemaView(g.SchemaView, len(g.Families)); err != nil {
+		return fmt.Errorf("graphql_guard: schema_view: %w", err)
 	}
 	for name, fields := range g.Families {
 		if name == "" || strings.Contains(name, ",") {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
+	"github.com/civicgate/civicgate/modules/gqlguard/view"
 )
 
 // The request's document: its compiled form (the document step, cached
@@ -15,30 +16,35 @@ import (
 // lookupDocument returns the compiled document of req and settles the
 // operation name: on the fast path the raw name is kept when it holds no
 // escapes, and decoded (if scanBearer has not) when it does.
-func (g *Guard) lookupDocument(req *request.Located) *document.Doc {
+func (g *Guard) lookupDocument(req *request.Located, v *view.Compiled) *document.Doc {
+	schemaHash, compiler := g.schema.Hash, g.compiler
+	if v != nil {
+		schemaHash, compiler = v.Schema.Hash, v.Compiler
+	}
 	text, escaped, ok := req.QueryText()
 	if !ok {
-		return g.lookup(req.Query())
+		return g.lookup(schemaHash, compiler, req.Query())
 	}
-	return g.lookupRaw(text, escaped, req)
+	return g.lookupRaw(schemaHash, compiler, text, escaped, req)
 }
 
 // lookup returns the compiled document from the cache, compiling (and
-// caching) it on a miss.
-func (g *Guard) lookup(query string) *document.Doc {
-	key := g.cache.Key(g.schema.Hash, query)
+// caching) it on a miss. The key holds the hash of the schema (or view)
+// compiled against, so a view's outcome is never another's.
+func (g *Guard) lookup(schemaHash uint64, compiler *document.Compiler, query string) *document.Doc {
+	key := g.cache.Key(schemaHash, query)
 	if doc := g.cache.Get(key, query); doc != nil {
 		g.metrics.cacheHits.Inc()
 		return doc
 	}
-	return g.compileAndCache(key, query, query)
+	return g.compileAndCache(compiler, key, query, query)
 }
 
 // lookupRaw is lookup for a request located in place: the cache key is the
 // query text as it appears in the body (still JSON-escaped when escaped), so
 // a hit decodes nothing.
-func (g *Guard) lookupRaw(raw []byte, escaped bool, req *request.Located) *document.Doc {
-	key := g.cache.KeyBytes(g.schema.Hash, raw, escaped)
+func (g *Guard) lookupRaw(schemaHash uint64, compiler *document.Compiler, raw []byte, escaped bool, req *request.Located) *document.Doc {
+	key := g.cache.KeyBytes(schemaHash, raw, escaped)
 	if doc := g.cache.GetBytes(key, raw); doc != nil {
 		g.metrics.cacheHits.Inc()
 		return doc
@@ -48,12 +54,12 @@ func (g *Guard) lookupRaw(raw []byte, escaped bool, req *request.Located) *docum
 	if escaped {
 		decoded = req.Query()
 	}
-	return g.compileAndCache(key, text, decoded)
+	return g.compileAndCache(compiler, key, text, decoded)
 }
 
-func (g *Guard) compileAndCache(key document.CacheKey, text, query string) *document.Doc {
+func (g *Guard) compileAndCache(compiler *document.Compiler, key document.CacheKey, text, query string) *document.Doc {
 	g.metrics.cacheMiss.Inc()
-	doc := g.compiler.Compile(query)
+	doc := compiler.Compile(query)
 	g.cache.Put(key, text, doc)
 	return doc
 }
@@ -80,7 +86,7 @@ func screenDocument(w http.ResponseWriter, doc *document.Doc, token string, hasT
 // selectOperation picks the operation req names from doc, refusing an
 // unknown or ambiguous name, anything but a query, and introspection when
 // it is off; it returns the operation, or the refusal's outcome.
-func (g *Guard) selectOperation(w http.ResponseWriter, doc *document.Doc, req *request.Located) (*document.Operation, string) {
+func (g *Guard) selectOperation(w http.ResponseWriter, doc *document.Doc, req *request.Located, v *view.Compiled) (*document.Operation, string) {
 	var (
 		op  *document.Operation
 		err error
@@ -100,7 +106,7 @@ func (g *Guard) selectOperation(w http.ResponseWriter, doc *document.Doc, req *r
 		}}))
 		return nil, outcomeOperation
 	}
-	if !*g.Introspection && op.Measures.Introspection != nil {
+	if op.Measures.Introspection != nil && (!*g.Introspection || !v.Whole()) {
 		writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{
 			Message: msgIntrospectionDisabled, Locations: document.LocationsOf(op.Measures.Introspection), Code: codeIntrospectionOff,
 		}}))

@@ -32,7 +32,7 @@ func BenchmarkPersistedHit(b *testing.B) {
 		if _, outcome := g.resolvePersisted(w, scope, &req); outcome != "" {
 			b.Fatal(outcome)
 		}
-		if doc := g.lookupDocument(&req); doc == nil || doc.Refusal != nil {
+		if doc := g.lookupDocument(&req, nil); doc == nil || doc.Refusal != nil {
 			b.Fatal("no document")
 		}
 	}
@@ -42,7 +42,7 @@ func BenchmarkPersistedHit(b *testing.B) {
 // request (the registered text added as "query"): one allocation.
 func BenchmarkPersistedForward(b *testing.B) {
 	g, body := persistedBenchGuard(b)
-	doc := g.lookup(benchBillsQuery)
+	doc := g.lookup(g.schema.Hash, g.compiler, benchBillsQuery)
 	b.ReportAllocs()
 	for b.Loop() {
 		if out := withQuery(body, doc); len(out) <= len(body) {
@@ -59,7 +59,7 @@ func persistedBenchGuard(b testing.TB) (*Guard, []byte) {
 		b.Fatal(err)
 	}
 	g.apq = mem
-	g.lookup(benchBillsQuery) // compiled and cached, as after the registering request
+	g.lookup(g.schema.Hash, g.compiler, benchBillsQuery) // compiled and cached, as after the registering request
 	body := []byte(`{"operationName":"Bills","variables":{"congress":118,"cursor":null},"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` + hex.EncodeToString(sum[:]) + `"}}}`)
 	return g, body
 }
@@ -72,7 +72,7 @@ func TestPersistedHitAllocatesNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		req, _ := locateBody(w, body)
 		_, _ = g.resolvePersisted(w, scope, &req)
-		_ = g.lookupDocument(&req)
+		_ = g.lookupDocument(&req, nil)
 	})
 	if allocs != 0 {
 		t.Fatalf("persisted hit allocates %v times, want 0", allocs)

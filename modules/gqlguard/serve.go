@@ -224,11 +224,11 @@ func (g *Guard) checkLocated(w http.ResponseWriter, scope *requestScope, body []
 	if outcome != "" {
 		return admitted{}, outcome
 	}
-	doc := g.lookupDocument(req)
+	doc := g.lookupDocument(req, scope.view)
 	if outcome = screenDocument(w, doc, scope.token, scope.hasToken); outcome != "" {
 		return admitted{}, outcome
 	}
-	op, outcome := g.selectOperation(w, doc, req)
+	op, outcome := g.selectOperation(w, doc, req, scope.view)
 	if outcome != "" {
 		return admitted{}, outcome
 	}

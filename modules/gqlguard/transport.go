@@ -11,6 +11,7 @@ import (
 
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
+	"github.com/civicgate/civicgate/modules/gqlguard/view"
 )
 
 // How an operation arrives and who sends it: the transport decides which
@@ -45,12 +46,14 @@ type requestScope struct {
 	via        transport
 	get        bool                // the request is a GET
 	budget     contract.CostBudget // the key's cost budget; nil: none (costbudget.go)
+	view       *view.Compiled      // the caller's schema view; nil: the whole schema (schemaview.go)
 }
 
 // scopeOf reads the request's scope: once per request, once per WebSocket.
 func (g *Guard) scopeOf(r *http.Request, repl *caddy.Replacer) requestScope {
 	scope := requestScope{ctx: r.Context(), via: transportOf(r), get: r.Method == http.MethodGet}
 	scope.owned, scope.checkOwned = g.ownedFamilies(repl)
+	scope.view = g.viewOf(scope.owned, scope.checkOwned)
 	scope.token, scope.hasToken = contract.BearerFromRequest(r)
 	if q, ok := contract.RequestFrom(r.Context()); ok {
 		scope.budget = q.CostBudget()

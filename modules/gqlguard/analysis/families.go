@@ -172,3 +172,31 @@ func listContains(list, item string) bool {
 	}
 	return false
 }
+
+// Names returns the configured family names, sorted.
+func (fs Families) Names() []string {
+	var names []string
+	for _, fam := range fs.byField {
+		if !slices.Contains(names, fam) {
+			names = append(names, fam)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Roots returns the root fields of the families keep says yes to, by the
+// name of their root type in s: what a schema view starts from
+// (docs/design.md D67).
+func (fs Families) Roots(s *ast.Schema, keep func(family string) bool) map[string][]string {
+	out := map[string][]string{}
+	for rf, fam := range fs.byField {
+		if def := RootType(s, rf.kind); def != nil && keep(fam) {
+			out[def.Name] = append(out[def.Name], rf.name)
+		}
+	}
+	for _, fields := range out {
+		slices.Sort(fields)
+	}
+	return out
+}
