@@ -8,6 +8,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/internal/redisconn"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
 )
 
 func init() {
@@ -143,7 +144,7 @@ func (g *Guard) subscriptionsBlock() caddyopt.Option {
 			c.UpstreamHeaders[a.Name()] = rest[0]
 			return nil
 		}),
-		"dedup":        caddyopt.OneOf(&c.Dedup, dedupFamilies, dedupOrg, dedupKey, dedupOff),
+		"dedup":        caddyopt.OneOf(&c.Dedup, subscribe.DedupFamilies, subscribe.DedupOrg, subscribe.DedupKey, subscribe.DedupOff),
 		"max_lifetime": caddyopt.DurationIn(&c.MaxLifetime, time.Second, 365*24*time.Hour),
 		"keepalive":    caddyopt.DurationIn(&c.Keepalive, time.Second, time.Hour),
 		"pong_timeout": caddyopt.DurationIn(&c.PongTimeout, time.Second, time.Hour),

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
 )
 
 // The cost budget on the other ways a document arrives: resolved by hash
@@ -90,6 +91,9 @@ func TestCostBudgetPersistedDocuments(t *testing.T) {
 	})
 }
 
+// codeSubscriptionLimit is the code of a refusal over max_per_key.
+const codeSubscriptionLimit = subscribe.CodeSubscriptionLimit
+
 // TestCostBudgetEventStream: a graphql-sse request spends once its
 // subscription slot is held: over the per-key bound it spends nothing, and
 // refused by the budget it gives its slot back.
@@ -110,14 +114,11 @@ func TestCostBudgetEventStream(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests || w.Body.String() != `{"error":"Rate limit exceeded"}` || w.Header().Get("Retry-After") != "2" || reached {
 		t.Fatalf("no room: %d %v %s (forwarded %v)", w.Code, w.Header(), w.Body, reached)
 	}
-	g.slots.mu.Lock()
-	held := g.slots.open["key_budget"]
-	g.slots.mu.Unlock()
-	if held != 0 {
+	if held := g.subs.SlotsHeld("key_budget"); held != 0 {
 		t.Fatalf("a stream refused by the budget still holds %d slots", held)
 	}
 
-	slot := g.slots.forKey("key_budget")
+	slot := g.subs.KeySlots("key_budget")
 	if !slot.Acquire() { // another stream of the key is open
 		t.Fatal("slot not free")
 	}

@@ -23,8 +23,6 @@ import (
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/persisted"
 	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
-	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
-	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 	"github.com/civicgate/civicgate/modules/gqlguard/view"
 )
 
@@ -119,57 +117,18 @@ type Guard struct {
 	allowGET, allowPOST bool
 	allowHeader         string // the Allow header of a 405
 	methodMessage       string
-	apq                 persisted.Store              // nil: APQ off
-	releaseRedis        func()                       // the APQ store's Redis client
-	manifest            *persisted.Manifest          // nil: no trusted documents
-	slots               *keySlots                    // subscriptions per key
-	hub                 *subhub.Hub                  // nil: subscriptions are tunnelled (terminate.go)
-	sockets             *wsproxy.Sockets             // the terminated sockets
-	watches             *subscribe.CredentialWatches // shared per credential
-	upstreamHeaders     []upstreamHeader
+	apq                 persisted.Store     // nil: APQ off
+	releaseRedis        func()              // the APQ store's Redis client
+	manifest            *persisted.Manifest // nil: no trusted documents
+	subs                *subscribe.Shell    // WebSockets and event streams
 	metrics             *guardMetrics
 	logger              *zap.Logger
 	parses              *atomic.Int64 // documents parsed (tests: a cache hit parses nothing)
 }
 
-// SubscriptionsConfig bounds long-lived exchanges (docs/design.md D22).
-type SubscriptionsConfig struct {
-	// MaxPerConnection bounds the subscriptions open on one WebSocket
-	// (default 100).
-	MaxPerConnection int `json:"max_per_connection,omitempty"`
-	// MaxPerKey bounds the subscriptions open per API key ({civic.key_id})
-	// on this gateway instance — across instances with SharedSlots — over
-	// WebSockets and event streams together (default 1000).
-	MaxPerKey int `json:"max_per_key,omitempty"`
-	// InitTimeout is how long a WebSocket may wait before connection_init
-	// (default 10s).
-	InitTimeout caddy.Duration `json:"init_timeout,omitempty"`
-	// SharedSlots ("redis", "key_prefix") makes MaxPerKey hold across
-	// gateway instances (keyslots.go).
-	SharedSlots
-	// Upstream, a ws:// or wss:// graphql-transport-ws endpoint, makes the
-	// guard terminate WebSockets itself and multiplex their subscriptions
-	// onto a few sockets to it (docs/design.md D54); empty: the socket is
-	// tunnelled through the next handler.
-	Upstream string `json:"upstream,omitempty"`
-	// UpstreamHeaders are the upstream handshake's headers (values are
-	// placeholders, read for the first subscriber of a scope); never
-	// Authorization or Cookie. X-Civic-Identity is signed fresh per dial.
-	UpstreamHeaders map[string]string `json:"upstream_headers,omitempty"`
-	// Dedup is the scope within which identical subscriptions share one
-	// upstream subscription: families, org, key or off (default).
-	Dedup string `json:"dedup,omitempty"`
-	// MaxLifetime ends a subscription after it (error SUBSCRIPTION_EXPIRED);
-	// 0: none.
-	MaxLifetime caddy.Duration `json:"max_lifetime,omitempty"`
-	// Keepalive is the interval of the server's pings (default 30s);
-	// PongTimeout closes 4504 a socket that does not answer (default 10s).
-	Keepalive   caddy.Duration `json:"keepalive,omitempty"`
-	PongTimeout caddy.Duration `json:"pong_timeout,omitempty"`
-	// SendBuffer is the messages queued per client socket before it is
-	// dropped as slow with close 1013 (default 64).
-	SendBuffer int `json:"send_buffer,omitempty"`
-}
+// SubscriptionsConfig bounds long-lived exchanges (docs/design.md D22): the
+// subscription shell's configuration (package subscribe).
+type SubscriptionsConfig = subscribe.Config
 
 // PersistedQueriesConfig configures Automatic Persisted Queries.
 type PersistedQueriesConfig struct {
@@ -222,9 +181,6 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 	if err := g.provisionPersisted(ctx); err != nil {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
-	if err := g.provisionSlots(ctx); err != nil {
-		return fmt.Errorf("graphql_guard: %w", err)
-	}
 	g.parses = new(atomic.Int64)
 	cfg := document.Config{
 		Schema:          s,
@@ -250,7 +206,7 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("graphql_guard: metrics: %w", err)
 	}
-	if err := g.provisionTermination(); err != nil {
+	if g.subs, err = subscribe.New(ctx, g.Subscriptions, g, g.MaxBody); err != nil {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
 	return nil
@@ -316,8 +272,7 @@ func (g *Guard) Validate() error {
 // Cleanup releases the APQ store's Redis client and the subscription slots'
 // store, and closes the terminated subscription sockets.
 func (g *Guard) Cleanup() error {
-	g.slots.close()
-	g.cleanupTermination()
+	g.subs.Close()
 	if g.releaseRedis != nil {
 		g.releaseRedis()
 	}

@@ -33,7 +33,6 @@ type guardMetrics struct {
 	measured  *prometheus.CounterVec // limit
 	cacheHits prometheus.Counter
 	cacheMiss prometheus.Counter
-	subs      *subscriptionMetrics
 }
 
 // newGuardMetrics registers the guard's collectors in reg, reusing the
@@ -58,15 +57,11 @@ func newGuardMetrics(reg prometheus.Registerer) (*guardMetrics, error) {
 			Help: "Documents parsed and validated (not found in the cache).",
 		}),
 	}
-	m.subs = newSubscriptionMetrics()
 	if reg == nil {
 		m.allowed = m.requests.WithLabelValues(outcomeAllowed)
 		return m, nil
 	}
 	var err error
-	if err = m.subs.register(reg); err != nil {
-		return nil, err
-	}
 	if m.requests, err = collectors.Register(reg, m.requests); err != nil {
 		return nil, err
 	}

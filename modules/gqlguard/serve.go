@@ -17,7 +17,7 @@ import (
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
-	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
+	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
 	"github.com/civicgate/civicgate/modules/gqlguard/variables"
 )
 
@@ -25,10 +25,10 @@ import (
 // its original body bytes (or, for a persisted document sent by hash, the
 // body with the document's text), a refused one is answered here
 // (docs/api.md "Errors"). A WebSocket upgrade is checked message by message
-// (subscriptions.go).
+// (package subscribe).
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if wsproxy.IsUpgrade(r) && g.allows(ast.Subscription) {
-		return g.serveWebSocket(w, r, next)
+	if subscribe.IsUpgrade(r) && g.allows(ast.Subscription) {
+		return g.subs.ServeWebSocket(w, r, next)
 	}
 	out := w
 	var gr *graphqlResponseWriter
@@ -60,7 +60,7 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		r.GetBody = rb.fresh
 	}
 	if adm.via == viaEventStream {
-		return g.serveEventStream(w, r, next, &adm)
+		return g.subs.ServeEventStream(w, r, next, g.eventStream(&adm))
 	}
 	g.metrics.allowed.Inc()
 	// The decoded request, for the handlers after the guard: a response
@@ -136,7 +136,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 		return adm, outcome
 	}
 	// The last check: the cost budget. An event stream spends once its
-	// subscription slot is held (serveEventStream).
+	// subscription slot is held (subscribe.Shell.ServeEventStream).
 	if adm.via != viaEventStream {
 		if outcome = g.chargeCost(scope.ctx, w, scope.budget, adm.op, adm.co.Cost); outcome != "" {
 			return admitted{}, outcome
@@ -149,7 +149,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (adm admitted, out
 	exportPlaceholders(repl, adm.op, adm.co)
 	adm.request = req.Published(r)
 	adm.request.Operation = adm.op.Published
-	if r.Method == http.MethodGet && adm.via == viaEventStream && g.hub != nil {
+	if r.Method == http.MethodGet && adm.via == viaEventStream && g.subs.Terminates() {
 		// A terminated GET stream subscribes upstream with the request as
 		// a POST body would carry it, from the same decoded request.
 		adm.body = subscribePayload(req.Query(), adm.request.OperationName, adm.request.Variables)

@@ -262,9 +262,17 @@ func (e *termEnv) dialRaw(t *testing.T, rcvbuf int) *rawWS {
 // sendText sends one masked text frame.
 func (w *rawWS) sendText(msg string) {
 	w.t.Helper()
+	if err := w.sendFrame(0x1, msg); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// sendFrame sends one masked final frame of opcode op (callable from a
+// reading goroutine: it reports, never fails the test).
+func (w *rawWS) sendFrame(op byte, msg string) error {
 	var key [4]byte
 	_, _ = rand.Read(key[:])
-	b := []byte{0x81}
+	b := []byte{0x80 | op}
 	switch n := len(msg); {
 	case n <= 125:
 		b = append(b, 0x80|byte(n))
@@ -276,8 +284,22 @@ func (w *rawWS) sendText(msg string) {
 	for i := 0; i < len(msg); i++ {
 		b = append(b, msg[i]^key[i&3])
 	}
-	if _, err := w.conn.Write(b); err != nil {
-		w.t.Fatal(err)
+	_, err := w.conn.Write(b)
+	return err
+}
+
+// readMessage reads the next non-control frame, answering the server's
+// pings with their pong on the way: a server may ping at any time (RFC 6455
+// section 5.5.2; every keepalive here), and a slow run outlasts one.
+func (w *rawWS) readMessage() (op byte, payload []byte, err error) {
+	for {
+		op, payload, err = w.readFrame()
+		if err != nil || op != 0x9 {
+			return op, payload, err
+		}
+		if err := w.sendFrame(0xA, string(payload)); err != nil {
+			return 0, nil, fmt.Errorf("answering a ping: %w", err)
+		}
 	}
 }
 

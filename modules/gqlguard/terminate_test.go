@@ -272,7 +272,7 @@ func TestTerminatedPausedReaderGetsEveryEvent(t *testing.T) {
 	const sub = `subscription { loanEvents { loan { id due } } }`
 	c := e.dialRaw(t, 4096)
 	c.sendText(`{"type":"connection_init"}`)
-	if op, p, err := c.readFrame(); err != nil || op != 0x1 || string(p) != `{"type":"connection_ack"}` {
+	if op, p, err := c.readMessage(); err != nil || op != 0x1 || string(p) != `{"type":"connection_ack"}` {
 		t.Fatalf("ack: %d %s %v", op, p, err)
 	}
 	c.sendText(`{"id":"s","type":"subscribe","payload":{"query":` + jsonString(sub) + `}}`)
@@ -295,7 +295,7 @@ func TestTerminatedPausedReaderGetsEveryEvent(t *testing.T) {
 	go func() {
 		<-resume
 		for i := 1; i <= events; i++ {
-			op, p, err := c.readFrame()
+			op, p, err := c.readMessage()
 			if err != nil || op != 0x1 {
 				read <- fmt.Errorf("event %d: op %d, %v", i, op, err)
 				return

@@ -41,33 +41,6 @@ func startSubscribeSpan(ctx context.Context) trace.Span {
 	return span
 }
 
-// startUpstreamConnectionSpan starts the span of one dial of a terminated
-// subscriptions' upstream socket (docs/tracing.md) under the span of the
-// subscriber that opened the connection, when that request was sampled;
-// reconnects are parented by the same span. nil: not traced.
-func startUpstreamConnectionSpan(ctx context.Context, reconnect bool) trace.Span {
-	parent := trace.SpanFromContext(ctx)
-	if !parent.SpanContext().IsSampled() {
-		return nil
-	}
-	_, span := parent.TracerProvider().Tracer(tracerName).Start(ctx, "graphql_guard.upstream_connection",
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.Bool("civicgate.subscription.reconnect", reconnect)))
-	return span
-}
-
-// endUpstreamConnectionSpan ends a dial's span: an error status with the
-// cause's text when the dial failed.
-func endUpstreamConnectionSpan(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
 // endGuardSpan records what the guard decided (docs/tracing.md): the
 // operation's name, type, cost and families when it was admitted, and the
 // outcome (ok or the refusal's metric outcome). Never the document's text or

@@ -53,11 +53,13 @@ func TestGuardStepsImportNoHost(t *testing.T) {
 }
 
 // TestGuardShellOwnsHostImports: under modules/gqlguard, only the shell
-// (the Caddy handler) and its Caddy-facing helpers persisted and
-// subscribe/wsproxy import Caddy, zap, Prometheus or OpenTelemetry
-// (subscribe/subhub and subscribe/subslots do not).
+// (the Caddy handler) and its Caddy-facing helpers persisted, subscribe
+// (the subscription shell) and subscribe/wsproxy import Caddy, zap,
+// Prometheus or OpenTelemetry (subscribe/subhub and subscribe/subslots do
+// not).
 func TestGuardShellOwnsHostImports(t *testing.T) {
-	allowed := map[string]bool{gqlguard: true, gqlguard + "/persisted": true, gqlguard + "/subscribe/wsproxy": true}
+	allowed := map[string]bool{gqlguard: true, gqlguard + "/persisted": true, gqlguard + "/subscribe": true,
+		gqlguard + "/subscribe/wsproxy": true}
 	sawShell := false
 	for _, e := range imports(t, false, "./modules/gqlguard/...") {
 		if e.pkg != gqlguard && !strings.HasPrefix(e.pkg, gqlguard+"/") || !isHostImport(e.imp) {
@@ -67,7 +69,7 @@ func TestGuardShellOwnsHostImports(t *testing.T) {
 			sawShell = true
 		}
 		if !allowed[e.pkg] {
-			t.Errorf("%s imports %s: only the graphql_guard shell, persisted and subscribe/wsproxy may", e.pkg, e.imp)
+			t.Errorf("%s imports %s: only the graphql_guard shell, persisted, subscribe and subscribe/wsproxy may", e.pkg, e.imp)
 		}
 	}
 	if !sawShell {
@@ -82,4 +84,27 @@ func isGuardStep(pkg string) bool {
 		}
 	}
 	return false
+}
+
+// TestGuardTopFolderIsRequestShell: the guard's top folder holds only the
+// request pipeline's shell, HTTP in → pipeline → next (modules/gqlguard
+// README "Layout"; docs/design.md D61): it reaches the subscription side
+// only through package subscribe and its one interface, never the packages
+// beneath it, and subscribe never imports the guard back.
+func TestGuardTopFolderIsRequestShell(t *testing.T) {
+	const sub = gqlguard + "/subscribe"
+	sawSubscribe := false
+	for _, e := range imports(t, false, "./modules/gqlguard/...") {
+		switch {
+		case e.pkg == gqlguard && e.imp == sub:
+			sawSubscribe = true
+		case e.pkg == gqlguard && strings.HasPrefix(e.imp, sub+"/"):
+			t.Errorf("%s imports %s: the guard reaches the subscription side only through %s", e.pkg, e.imp, sub)
+		case (e.pkg == sub || strings.HasPrefix(e.pkg, sub+"/")) && e.imp == gqlguard:
+			t.Errorf("%s imports %s: the subscription shell sees the guard only as subscribe.Pipeline", e.pkg, e.imp)
+		}
+	}
+	if !sawSubscribe {
+		t.Errorf("%s does not import %s: where is the subscription shell?", gqlguard, sub)
+	}
 }

@@ -43,13 +43,15 @@ func TestNonBlockingWriterNeverWaits(t *testing.T) {
 		}
 	}
 	got := make([]byte, sent.Len())
-	go func() { _ = server.Close() }()
+	closed := make(chan struct{})
+	go func() { _ = server.Close(); close(closed) }()
 	if _, err := io.ReadFull(client, got); err != nil {
 		t.Fatalf("reading what was written: %v", err)
 	}
 	if !bytes.Equal(got, sent.Bytes()) {
 		t.Fatal("the bytes read differ from the bytes the writer reported taken")
 	}
+	<-closed // the read may finish before the close has run
 	if _, err := write([]byte("after close")); err == nil {
 		t.Error("a write to a closed connection reported no error")
 	}

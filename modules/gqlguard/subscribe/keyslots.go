@@ -1,4 +1,4 @@
-package gqlguard
+package subscribe
 
 import (
 	"context"
@@ -69,11 +69,11 @@ func newKeySlots(max int) *keySlots {
 	return &keySlots{max: max, open: make(map[string]int)}
 }
 
-// provisionSlots makes g.slots, sharing a store when subscriptions names a
+// provisionSlots makes s.slots, sharing a store when subscriptions names a
 // Redis.
-func (g *Guard) provisionSlots(ctx caddy.Context) error {
-	g.slots = newKeySlots(g.maxPerKey())
-	c := g.Subscriptions
+func (s *Shell) provisionSlots(ctx caddy.Context) error {
+	s.slots = newKeySlots(s.maxPerKey())
+	c := s.cfg
 	if c == nil || c.SharedSlots.Config.IsZero() {
 		return nil
 	}
@@ -86,7 +86,7 @@ func (g *Guard) provisionSlots(ctx caddy.Context) error {
 		prefix = subslots.DefaultPrefix
 	}
 	reg := ctx.GetMetricsRegistry()
-	rep, err := redisconn.NewReporter(slotsComponent, reg, g.logger)
+	rep, err := redisconn.NewReporter(slotsComponent, reg, s.logger)
 	if err != nil {
 		return fmt.Errorf("subscriptions: metrics: %w", err)
 	}
@@ -120,8 +120,8 @@ func (g *Guard) provisionSlots(ctx caddy.Context) error {
 	p := val.(*pooledSlots)
 	p.reporter.Store(rep)
 	var once sync.Once
-	g.slots.shared = p.store
-	g.slots.release = func() { once.Do(func() { _, _ = slotStores.Delete(key) }) }
+	s.slots.shared = p.store
+	s.slots.release = func() { once.Do(func() { _, _ = slotStores.Delete(key) }) }
 	return nil
 }
 

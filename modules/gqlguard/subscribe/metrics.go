@@ -1,17 +1,20 @@
-package gqlguard
+package subscribe
 
 import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/collectors"
 )
 
-// subscriptionMetrics are the terminated subscriptions' collectors
+// Metrics are the terminated subscriptions' collectors
 // (docs/operations.md "Metrics").
-type subscriptionMetrics struct {
+type Metrics struct {
 	sockets        prometheus.Gauge
 	active         prometheus.Gauge
 	groups         prometheus.Gauge
@@ -22,9 +25,23 @@ type subscriptionMetrics struct {
 	upstreamReconn prometheus.Counter
 }
 
-func newSubscriptionMetrics() *subscriptionMetrics {
+// NewMetrics registers the collectors in reg (none: unregistered), reusing
+// the collectors another graphql_guard of the same config registered
+// already.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := newMetrics()
+	if reg == nil {
+		return m, nil
+	}
+	if err := m.register(reg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func newMetrics() *Metrics {
 	const ns, sub = "civicgate", "graphql_guard"
-	return &subscriptionMetrics{
+	return &Metrics{
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "subscription_sockets",
 			Help: "Client WebSockets the guard terminates, open now."}),
 		active: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "subscriptions_active",
@@ -45,7 +62,7 @@ func newSubscriptionMetrics() *subscriptionMetrics {
 	}
 }
 
-func (m *subscriptionMetrics) register(reg prometheus.Registerer) error {
+func (m *Metrics) register(reg prometheus.Registerer) error {
 	var err error
 	if m.sockets, err = collectors.Register(reg, m.sockets); err != nil {
 		return err
@@ -72,22 +89,22 @@ func (m *subscriptionMetrics) register(reg prometheus.Registerer) error {
 	return err
 }
 
-// socketObserver is wsproxy.Observer on the guard's metrics.
-type socketObserver struct{ m *guardMetrics }
+// socketObserver is wsproxy.Observer on the shell's metrics.
+type socketObserver struct{ m *Metrics }
 
-func (o socketObserver) Sockets(delta int)       { o.m.subs.sockets.Add(float64(delta)) }
-func (o socketObserver) Subscriptions(delta int) { o.m.subs.active.Add(float64(delta)) }
-func (o socketObserver) SlowConsumerDropped()    { o.m.subs.slowDropped.Inc() }
+func (o socketObserver) Sockets(delta int)       { o.m.sockets.Add(float64(delta)) }
+func (o socketObserver) Subscriptions(delta int) { o.m.active.Add(float64(delta)) }
+func (o socketObserver) SlowConsumerDropped()    { o.m.slowDropped.Inc() }
 
-// hubObserver is subhub.Observer on the guard's metrics and log.
+// hubObserver is subhub.Observer on the shell's metrics and log.
 type hubObserver struct {
-	m      *guardMetrics
+	m      *Metrics
 	logger *zap.Logger
 }
 
 func (o hubObserver) UpstreamDial(traceCtx context.Context, reconnect bool) func(error) {
 	if reconnect {
-		o.m.subs.upstreamReconn.Inc()
+		o.m.upstreamReconn.Inc()
 	}
 	span := startUpstreamConnectionSpan(traceCtx, reconnect)
 	return func(err error) {
@@ -97,12 +114,43 @@ func (o hubObserver) UpstreamDial(traceCtx context.Context, reconnect bool) func
 			o.logger.Warn("subscription upstream: dial failed", zap.Bool("reconnect", reconnect), zap.Error(err))
 		}
 		endUpstreamConnectionSpan(span, err)
-		o.m.subs.upstreamDials.WithLabelValues(result).Inc()
+		o.m.upstreamDials.WithLabelValues(result).Inc()
 	}
 }
 func (o hubObserver) UpstreamLost(err error) {
 	o.logger.Warn("subscription upstream: connection lost, reconnecting", zap.Error(err))
 }
-func (o hubObserver) UpstreamConnections(delta int) { o.m.subs.upstreamConns.Add(float64(delta)) }
-func (o hubObserver) Groups(delta int)              { o.m.subs.groups.Add(float64(delta)) }
-func (o hubObserver) FanOut(n int)                  { o.m.subs.fanOut.Observe(float64(n)) }
+func (o hubObserver) UpstreamConnections(delta int) { o.m.upstreamConns.Add(float64(delta)) }
+func (o hubObserver) Groups(delta int)              { o.m.groups.Add(float64(delta)) }
+func (o hubObserver) FanOut(n int)                  { o.m.fanOut.Observe(float64(n)) }
+
+// tracerName is graphql_guard's instrumentation scope: the shell's spans are
+// the guard's (docs/tracing.md).
+const tracerName = "github.com/civicgate/civicgate/modules/gqlguard"
+
+// startUpstreamConnectionSpan starts the span of one dial of a terminated
+// subscriptions' upstream socket (docs/tracing.md) under the span of the
+// subscriber that opened the connection, when that request was sampled;
+// reconnects are parented by the same span. nil: not traced.
+func startUpstreamConnectionSpan(ctx context.Context, reconnect bool) trace.Span {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.SpanContext().IsSampled() {
+		return nil
+	}
+	_, span := parent.TracerProvider().Tracer(tracerName).Start(ctx, "graphql_guard.upstream_connection",
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.Bool("civicgate.subscription.reconnect", reconnect)))
+	return span
+}
+
+// endUpstreamConnectionSpan ends a dial's span: an error status with the
+// cause's text when the dial failed.
+func endUpstreamConnectionSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}

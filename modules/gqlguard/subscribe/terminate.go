@@ -1,4 +1,4 @@
-package gqlguard
+package subscribe
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/gqlguard/subscribe"
 	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/subhub"
 	"github.com/civicgate/civicgate/modules/gqlguard/subscribe/wsproxy"
 )
@@ -27,15 +26,15 @@ import (
 
 // Dedup scopes (subscriptions { dedup … }).
 const (
-	dedupOff      = "off"
-	dedupFamilies = "families"
-	dedupOrg      = "org"
-	dedupKey      = "key"
+	DedupOff      = "off"
+	DedupFamilies = "families"
+	DedupOrg      = "org"
+	DedupKey      = "key"
 )
 
 // provisionTermination starts the hub when subscriptions name an upstream.
-func (g *Guard) provisionTermination() error {
-	c := g.Subscriptions
+func (s *Shell) provisionTermination() error {
+	c := s.cfg
 	if c == nil || c.Upstream == "" {
 		return nil
 	}
@@ -44,22 +43,22 @@ func (g *Guard) provisionTermination() error {
 		return fmt.Errorf("subscriptions upstream %q must be a ws:// or wss:// URL", c.Upstream)
 	}
 	switch c.Dedup {
-	case "", dedupOff, dedupFamilies, dedupOrg, dedupKey:
+	case "", DedupOff, DedupFamilies, DedupOrg, DedupKey:
 	default:
 		return fmt.Errorf("subscriptions dedup %q: want families, org, key or off", c.Dedup)
 	}
-	g.upstreamHeaders = g.upstreamHeaders[:0]
+	s.headers = s.headers[:0]
 	for name, value := range c.UpstreamHeaders {
 		canon := http.CanonicalHeaderKey(name)
 		if canon == "Authorization" || canon == "Cookie" || canon == "Proxy-Authorization" {
 			return fmt.Errorf("subscriptions upstream_header %s: the caller's credentials never go upstream", name)
 		}
-		g.upstreamHeaders = append(g.upstreamHeaders, upstreamHeader{name: canon, value: caddyopt.ParseTemplate(value)})
+		s.headers = append(s.headers, upstreamHeader{name: canon, value: caddyopt.ParseTemplate(value)})
 	}
-	slices.SortFunc(g.upstreamHeaders, func(a, b upstreamHeader) int { return strings.Compare(a.name, b.name) })
-	g.hub = subhub.New(subhub.Config{URL: c.Upstream, Observer: hubObserver{g.metrics, g.logger}})
-	g.sockets = new(wsproxy.Sockets)
-	g.watches = subscribe.NewCredentialWatches()
+	slices.SortFunc(s.headers, func(a, b upstreamHeader) int { return strings.Compare(a.name, b.name) })
+	s.hub = subhub.New(subhub.Config{URL: c.Upstream, Observer: hubObserver{s.metrics, s.logger}})
+	s.sockets = new(wsproxy.Sockets)
+	s.watches = NewCredentialWatches()
 	return nil
 }
 
@@ -70,80 +69,78 @@ type upstreamHeader struct {
 }
 
 // terminateWebSocket answers a graphql-transport-ws upgrade itself.
-func (g *Guard) terminateWebSocket(w http.ResponseWriter, r *http.Request, cfg wsproxy.Config, scope *requestScope, repl *caddy.Replacer) error {
+func (s *Shell) terminateWebSocket(w http.ResponseWriter, r *http.Request, cfg wsproxy.Config, sock Socket, repl *caddy.Replacer) error {
 	q, _ := contract.RequestFrom(r.Context())
 	// The socket outlives the request: its checks run in a context that
 	// keeps only the request's span (the request's own context holds
-	// net/http's connection state and buffers).
+	// net/http's connection state and buffers; the socket's checker holds
+	// none, Pipeline.OpenSocket).
 	ctx := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(r.Context()))
-	detached := *scope
-	detached.ctx = ctx
-	cfg.Checker = &subscribeChecker{g: g, scope: detached}
 	tc := wsproxy.TerminateConfig{
 		Context:     ctx,
 		Config:      cfg,
-		Upstream:    g.upstreamFor(r, q, scope, repl).tracedBy(ctx),
-		Keepalive:   g.keepalive(),
-		PongTimeout: time.Duration(g.Subscriptions.PongTimeout),
-		MaxLifetime: time.Duration(g.Subscriptions.MaxLifetime),
-		SendBuffer:  g.Subscriptions.SendBuffer,
-		Observer:    socketObserver{g.metrics},
+		Upstream:    s.upstreamFor(q, sock.KeyID, sock.Token, repl).tracedBy(ctx),
+		Keepalive:   s.keepalive(),
+		PongTimeout: time.Duration(s.cfg.PongTimeout),
+		MaxLifetime: time.Duration(s.cfg.MaxLifetime),
+		SendBuffer:  s.cfg.SendBuffer,
+		Observer:    socketObserver{s.metrics},
 	}
 	if q != nil && q.Watcher() != nil {
-		tc.Revocations = g.watches.Of(q.Watcher())
+		tc.Revocations = s.watches.Of(q.Watcher())
 	}
-	err := wsproxy.Terminate(w, r, tc, g.sockets)
+	err := wsproxy.Terminate(w, r, tc, s.sockets)
 	var he *wsproxy.HandshakeError
 	if errors.As(err, &he) {
-		writeJSON(w, he.Status, messageBody(he.Message))
-		g.metrics.requests.WithLabelValues(outcomeBadRequest).Inc()
+		bodyWriter.Write(w, he.Status, contract.MessageBody(he.Message))
+		s.pipeline.Refused(outcomeBadRequest)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
-	g.metrics.allowed.Inc()
+	s.pipeline.Allowed()
 	return nil
 }
 
 // upstreamFor binds the hub to the caller: the identity scope (which
 // upstream socket), the dedup scope (with whom a subscription is shared)
 // and the upstream handshake's headers.
-func (g *Guard) upstreamFor(r *http.Request, q *contract.Request, scope *requestScope, repl *caddy.Replacer) hubSession {
+func (s *Shell) upstreamFor(q *contract.Request, keyID, token string, repl *caddy.Replacer) hubSession {
 	var caller *contract.Caller
 	if q != nil {
 		caller, _ = q.Caller()
 	}
-	keyID, org, families := scope.keyID, "", ""
+	org, families := "", ""
 	if caller != nil {
 		keyID, org = caller.KeyID, caller.Org
 		fams := slices.Clone(caller.Families)
 		slices.Sort(fams)
 		families = strings.Join(fams, ",")
 	}
-	s := subhub.Scope{Identity: "key:" + keyID}
-	switch g.Subscriptions.Dedup {
-	case dedupFamilies:
-		s.Dedup = "families:" + families
-	case dedupOrg:
-		s.Dedup = "org:" + org
-	case dedupKey:
-		s.Dedup = "key:" + keyID
+	sc := subhub.Scope{Identity: "key:" + keyID}
+	switch s.cfg.Dedup {
+	case DedupFamilies:
+		sc.Dedup = "families:" + families
+	case DedupOrg:
+		sc.Dedup = "org:" + org
+	case DedupKey:
+		sc.Dedup = "key:" + keyID
 	}
-	if s.Dedup != "" {
-		s.Identity = s.Dedup
+	if sc.Dedup != "" {
+		sc.Identity = sc.Dedup
 	}
 	// The handshake's headers, read now (the request's replacer does not
 	// outlive it) except the identity assertion, signed fresh per dial.
-	fixed := make(http.Header, len(g.upstreamHeaders))
+	fixed := make(http.Header, len(s.headers))
 	identity := false
-	for _, h := range g.upstreamHeaders {
+	for _, h := range s.headers {
 		if h.name == contract.IdentityHeader && q != nil && q.IdentitySource() != nil {
 			identity = true
 			continue
 		}
 		v := h.value.Expand(repl)
-		if v == "" || (scope.token != "" && strings.Contains(v, scope.token)) {
+		if v == "" || (token != "" && strings.Contains(v, token)) {
 			continue // never the bearer token
 		}
 		fixed.Set(h.name, v)
@@ -152,7 +149,7 @@ func (g *Guard) upstreamFor(r *http.Request, q *contract.Request, scope *request
 	if identity {
 		source = q.IdentitySource()
 	}
-	s.Header = func() (http.Header, error) {
+	sc.Header = func() (http.Header, error) {
 		h := fixed.Clone()
 		if source != nil {
 			tok, err := source.FreshIdentity(time.Now())
@@ -163,7 +160,7 @@ func (g *Guard) upstreamFor(r *http.Request, q *contract.Request, scope *request
 		}
 		return h, nil
 	}
-	return hubSession{hub: g.hub, scope: s}
+	return hubSession{hub: s.hub, scope: sc}
 }
 
 // tracedBy makes ctx's span (a span-only context) the parent of the spans of
@@ -189,11 +186,11 @@ func (h hubSession) Subscribe(payload []byte, sink subhub.Sink) (func(), error) 
 
 // cleanupTermination closes the terminated sockets (1001) and the
 // upstream sockets.
-func (g *Guard) cleanupTermination() {
-	if g.sockets != nil {
-		g.sockets.CloseAll()
+func (s *Shell) cleanupTermination() {
+	if s.sockets != nil {
+		s.sockets.CloseAll()
 	}
-	if g.hub != nil {
-		g.hub.Close()
+	if s.hub != nil {
+		s.hub.Close()
 	}
 }

@@ -1,4 +1,4 @@
-package gqlguard
+package subscribe
 
 import (
 	"context"
@@ -19,19 +19,19 @@ import (
 // the upstream's complete or error, max_lifetime (an error result, then
 // complete), the credential's end, the client leaving, or the client being
 // too slow for send_buffer events.
-func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *contract.Request, adm *admitted) error {
+func (s *Shell) terminateEventStream(w http.ResponseWriter, r *http.Request, q *contract.Request, st EventStream) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	scope := g.scopeOf(r, repl)
-	sink := &sseSink{events: make(chan sseEvent, g.sendBuffer()+1)}
+	token, _ := contract.BearerFromRequest(r)
+	sink := &sseSink{events: make(chan sseEvent, s.sendBuffer()+1)}
 	traceCtx := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(r.Context()))
-	stop, err := g.upstreamFor(r, q, &scope, repl).tracedBy(traceCtx).Subscribe(adm.body, sink)
+	stop, err := s.upstreamFor(q, st.KeyID, token, repl).tracedBy(traceCtx).Subscribe(st.Body, sink)
 	if err != nil {
-		g.logger.Error("starting a terminated event stream failed")
-		writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
+		s.logger.Error("starting a terminated event stream failed")
+		bodyWriter.Write(w, http.StatusInternalServerError, contract.BodyInternal)
 		return nil
 	}
 	defer stop()
-	m := g.metrics.subs
+	m := s.metrics
 	m.active.Inc()
 	defer m.active.Dec()
 	var (
@@ -44,7 +44,7 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 		revoked = watch.Done()
 	}
 	var expired <-chan time.Time
-	if d := time.Duration(g.Subscriptions.MaxLifetime); d > 0 {
+	if d := time.Duration(s.cfg.MaxLifetime); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		expired = t.C
@@ -72,7 +72,7 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 	// An SSE comment every keepalive while no event flows: proxies between
 	// here and the client keep an idle stream open, and a client gone
 	// without closing is found by the failed write.
-	keepalive := time.NewTimer(g.keepalive())
+	keepalive := time.NewTimer(s.keepalive())
 	defer keepalive.Stop()
 	for {
 		select {
@@ -80,7 +80,7 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 			if _, err := w.Write(sseKeepalive); err != nil || rc.Flush() != nil {
 				return nil
 			}
-			keepalive.Reset(g.keepalive())
+			keepalive.Reset(s.keepalive())
 			continue
 		case ev := <-sink.events:
 			switch {
@@ -97,7 +97,7 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 				if !send("next", ev.payload) {
 					return nil
 				}
-				keepalive.Reset(g.keepalive())
+				keepalive.Reset(s.keepalive())
 			}
 		case <-expired:
 			send("next", errorsResult([]byte(`[{"message":"Subscription lifetime exceeded","extensions":{"code":"SUBSCRIPTION_EXPIRED"}}]`)))
@@ -105,7 +105,7 @@ func (g *Guard) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 			return nil
 		case <-revoked:
 			if reason := watch.Reason(); reason != "" {
-				g.logger.Info("event stream ended: credential no longer valid", zap.String("reason", reason))
+				s.logger.Info("event stream ended: credential no longer valid", zap.String("reason", reason))
 			}
 			return nil // cut, as a tunnelled stream is
 		case <-r.Context().Done():
@@ -122,15 +122,15 @@ func errorsResult(errs []byte) []byte {
 var sseKeepalive = []byte(":\n\n")
 
 // keepalive is the interval of WebSocket pings and event-stream comments.
-func (g *Guard) keepalive() time.Duration {
-	if d := time.Duration(g.Subscriptions.Keepalive); d > 0 {
+func (s *Shell) keepalive() time.Duration {
+	if d := time.Duration(s.cfg.Keepalive); d > 0 {
 		return d
 	}
 	return 30 * time.Second
 }
 
-func (g *Guard) sendBuffer() int {
-	if n := g.Subscriptions.SendBuffer; n > 0 {
+func (s *Shell) sendBuffer() int {
+	if n := s.cfg.SendBuffer; n > 0 {
 		return n
 	}
 	return 64

@@ -1,4 +1,4 @@
-package gqlguard
+package subscribe
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // the opening subscriber's span (a reconnect marked, a failed dial an error
 // status with its cause); an unsampled subscriber traces nothing.
 func TestUpstreamConnectionSpans(t *testing.T) {
-	m, err := newGuardMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
