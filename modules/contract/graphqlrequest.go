@@ -65,6 +65,28 @@ type GraphQLOperation struct {
 	// Families are the families the operation touches, sorted
 	// ({graphql.families}, comma-separated there).
 	Families []string
+	// Shape is what the operation reads of the schema, computed once per
+	// compiled document and shared: read it, never modify it. Nil when the
+	// guard did not compute one (docs/design.md D69).
+	Shape *OperationShape
+}
+
+// OperationShape is what one compiled operation reads of the schema it was
+// validated against, and its text with the caller's literal values removed:
+// what usage records once per operation, deprecations and `civicgate schema
+// check` read (docs/design.md D69).
+type OperationShape struct {
+	// Coordinates are the schema coordinates the operation touches, sorted
+	// and unique: "Type.field", "Type.field(arg:)", "Input.field" for the
+	// input fields its literals name and "Enum.VALUE" for enum literals.
+	Coordinates []string
+	// Deprecated are the Coordinates the schema marks @deprecated, sorted;
+	// nil when none.
+	Deprecated []string
+	// Normalized is the operation's document in normal form with every
+	// literal value that could carry the caller's data replaced by a
+	// constant of its kind; stable for one hash.
+	Normalized string
 }
 
 // QueryText is Query decoded (JSON escapes resolved).
