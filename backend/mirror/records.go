@@ -3,6 +3,7 @@ package mirror
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/civicgate/civicgate/backend/records"
@@ -242,4 +243,18 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Trimmed is *s without surrounding white space, or nil when s is nil or
+// holds only white space: how a source's optional text field becomes a
+// record's.
+func Trimmed(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := strings.TrimSpace(*s)
+	if v == "" {
+		return nil
+	}
+	return &v
 }

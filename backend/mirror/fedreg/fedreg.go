@@ -84,10 +84,10 @@ func normalize(d *document) (*mirror.RegulatoryFiling, error) {
 		return nil, errors.New("title is missing")
 	}
 	f := &mirror.RegulatoryFiling{RegulatoryFiling: records.RegulatoryFiling{
-		ID: num, DocumentNumber: num, Type: typ, Subtype: nonEmpty(d.Subtype), Title: strings.TrimSpace(d.Title),
-		Abstract: nonEmpty(d.Abstract), Action: nonEmpty(d.Action), PublicationDate: d.PublicationDate,
+		ID: num, DocumentNumber: num, Type: typ, Subtype: mirror.Trimmed(d.Subtype), Title: strings.TrimSpace(d.Title),
+		Abstract: mirror.Trimmed(d.Abstract), Action: mirror.Trimmed(d.Action), PublicationDate: d.PublicationDate,
 		FilingYear: pub.Year(), FilingPeriod: "Q" + strconv.Itoa((int(pub.Month())-1)/3+1),
-		Citation: nonEmpty(d.Citation), Significant: d.Significant, HTMLURL: nonEmpty(d.HTMLURL), PdfURL: nonEmpty(d.PDFURL),
+		Citation: mirror.Trimmed(d.Citation), Significant: d.Significant, HTMLURL: mirror.Trimmed(d.HTMLURL), PdfURL: mirror.Trimmed(d.PDFURL),
 		Agencies: []records.RegulatoryAgency{}, Rins: []string{}, DocketIDs: []string{},
 	}}
 	for _, p := range []struct {
@@ -95,7 +95,7 @@ func normalize(d *document) (*mirror.RegulatoryFiling, error) {
 		out **string
 		n   string
 	}{{d.EffectiveOn, &f.EffectiveOn, "effective_on"}, {d.CommentsCloseOn, &f.CommentsCloseOn, "comments_close_on"}} {
-		if v := nonEmpty(p.in); v != nil {
+		if v := mirror.Trimmed(p.in); v != nil {
 			if _, err := time.Parse(time.DateOnly, *v); err != nil {
 				return nil, fmt.Errorf("%s: %w", p.n, err)
 			}
@@ -114,7 +114,7 @@ func normalize(d *document) (*mirror.RegulatoryFiling, error) {
 		if name == "" {
 			continue
 		}
-		ra := records.RegulatoryAgency{Name: name, Slug: nonEmpty(a.Slug)}
+		ra := records.RegulatoryAgency{Name: name, Slug: mirror.Trimmed(a.Slug)}
 		if a.ID != nil {
 			s := a.ID.String()
 			ra.AgencyID = &s
@@ -130,7 +130,7 @@ func normalize(d *document) (*mirror.RegulatoryFiling, error) {
 	}
 	f.Rins = clean(d.RINs, nil)
 	f.DocketIDs = clean(d.DocketIDs, normalizeDocket)
-	src := nonEmpty(d.JSONURL)
+	src := mirror.Trimmed(d.JSONURL)
 	if src == nil {
 		src = f.HTMLURL
 	}
@@ -145,13 +145,13 @@ func correctionOf(raw json.RawMessage) *string {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return nonEmpty(&s)
+		return mirror.Trimmed(&s)
 	}
 	var o struct {
 		DocumentNumber string `json:"document_number"`
 	}
 	if json.Unmarshal(raw, &o) == nil {
-		return nonEmpty(&o.DocumentNumber)
+		return mirror.Trimmed(&o.DocumentNumber)
 	}
 	return nil
 }
@@ -183,13 +183,3 @@ func clean(in []string, f func(string) string) []string {
 	return out
 }
 
-func nonEmpty(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	v := strings.TrimSpace(*s)
-	if v == "" {
-		return nil
-	}
-	return &v
-}

@@ -118,14 +118,14 @@ func normalize(f *filing) (*mirror.LobbyingDisclosure, error) {
 		return nil, errors.New("client id/name missing")
 	}
 	d := &mirror.LobbyingDisclosure{LobbyingDisclosure: records.LobbyingDisclosure{
-		ID: f.UUID, FilingType: f.Type, FilingTypeDisplay: nonEmpty(f.TypeDisplay), FilingYear: f.Year,
+		ID: f.UUID, FilingType: f.Type, FilingTypeDisplay: mirror.Trimmed(f.TypeDisplay), FilingYear: f.Year,
 		RegistrantID: f.Registrant.ID.String(), RegistrantName: strings.TrimSpace(f.Registrant.Name),
-		ClientID: f.Client.ID.String(), ClientName: strings.TrimSpace(f.Client.Name), ClientDescription: nonEmpty(f.Client.Description),
-		DocumentURL: nonEmpty(f.DocumentURL), SourceURL: nonEmpty(f.URL),
+		ClientID: f.Client.ID.String(), ClientName: strings.TrimSpace(f.Client.Name), ClientDescription: mirror.Trimmed(f.Client.Description),
+		DocumentURL: mirror.Trimmed(f.DocumentURL), SourceURL: mirror.Trimmed(f.URL),
 		IssueAreas: []string{}, LobbyistNames: []string{}, AgenciesActedOn: []string{}, Activities: []records.LobbyingActivity{},
 	}}
 	var posted *time.Time
-	if p := nonEmpty(f.Posted); p != nil {
+	if p := mirror.Trimmed(f.Posted); p != nil {
 		t, err := time.Parse(time.RFC3339Nano, *p)
 		if err != nil {
 			return nil, fmt.Errorf("dt_posted: %w", err)
@@ -139,7 +139,7 @@ func normalize(f *filing) (*mirror.LobbyingDisclosure, error) {
 		return nil, err
 	}
 	d.FilingPeriod = period
-	if t := nonEmpty(f.TerminationDate); t != nil {
+	if t := mirror.Trimmed(f.TerminationDate); t != nil {
 		if _, err := time.Parse(time.DateOnly, *t); err != nil {
 			return nil, fmt.Errorf("termination_date: %w", err)
 		}
@@ -150,7 +150,7 @@ func normalize(f *filing) (*mirror.LobbyingDisclosure, error) {
 		out **float64
 		n   string
 	}{{f.Income, &d.Income, "income"}, {f.Expenses, &d.Expenses, "expenses"}} {
-		if v := nonEmpty(m.in); v != nil {
+		if v := mirror.Trimmed(m.in); v != nil {
 			x, err := strconv.ParseFloat(strings.ReplaceAll(*v, ",", ""), 64)
 			if err != nil {
 				return nil, fmt.Errorf("%s %q: %w", m.n, *v, err)
@@ -164,7 +164,7 @@ func normalize(f *filing) (*mirror.LobbyingDisclosure, error) {
 		if code == "" {
 			return nil, fmt.Errorf("lobbying_activities[%d].general_issue_code is missing", j)
 		}
-		act := records.LobbyingActivity{IssueArea: code, IssueAreaName: nonEmpty(a.CodeDisplay), Description: nonEmpty(a.Description),
+		act := records.LobbyingActivity{IssueArea: code, IssueAreaName: mirror.Trimmed(a.CodeDisplay), Description: mirror.Trimmed(a.Description),
 			AgenciesActedOn: []string{}, Lobbyists: []records.Lobbyist{}}
 		if !seenArea[code] {
 			seenArea[code] = true
@@ -183,18 +183,18 @@ func normalize(f *filing) (*mirror.LobbyingDisclosure, error) {
 		}
 		for _, l := range a.Lobbyists {
 			parts := []string{strings.TrimSpace(l.Lobbyist.First)}
-			if m := nonEmpty(l.Lobbyist.Middle); m != nil {
+			if m := mirror.Trimmed(l.Lobbyist.Middle); m != nil {
 				parts = append(parts, *m)
 			}
 			parts = append(parts, strings.TrimSpace(l.Lobbyist.Last))
-			if s := nonEmpty(l.Lobbyist.Suffix); s != nil {
+			if s := mirror.Trimmed(l.Lobbyist.Suffix); s != nil {
 				parts = append(parts, *s)
 			}
 			name := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
 			if name == "" {
 				continue
 			}
-			lb := records.Lobbyist{Name: name, CoveredPosition: nonEmpty(l.CoveredPosition), IsNew: l.New != nil && *l.New}
+			lb := records.Lobbyist{Name: name, CoveredPosition: mirror.Trimmed(l.CoveredPosition), IsNew: l.New != nil && *l.New}
 			if l.Lobbyist.ID != nil {
 				s := l.Lobbyist.ID.String()
 				lb.LobbyistID = &s
@@ -210,13 +210,3 @@ func normalize(f *filing) (*mirror.LobbyingDisclosure, error) {
 	return d, nil
 }
 
-func nonEmpty(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	v := strings.TrimSpace(*s)
-	if v == "" {
-		return nil
-	}
-	return &v
-}
