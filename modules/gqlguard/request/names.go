@@ -65,6 +65,22 @@ func misspelledMember(name string) error {
 // ';' (some readers split at both); a name that does not decode is left to
 // the URL query's own reading (a GET's is refused as malformed).
 func CheckURLNames(rawQuery string) error {
+	var refused error
+	eachURLName(rawQuery, func(_, name string, decoded bool) bool {
+		if p := misspelledParam(name); decoded && p != "" {
+			refused = badRequest("Request URL parameter %q must be spelled %q", name, p)
+			return false
+		}
+		return true
+	})
+	return refused
+}
+
+// eachURLName calls yield with each pair's name as sent and percent-decoded
+// as net/url decodes it (decoded false, name "", when it does not decode),
+// until yield returns false. Pairs are split at '&' and ';': some readers
+// split at both, net/url refuses ';'.
+func eachURLName(rawQuery string, yield func(raw, name string, decoded bool) bool) {
 	for rawQuery != "" {
 		var pair string
 		if i := strings.IndexAny(rawQuery, "&;"); i >= 0 {
@@ -72,16 +88,16 @@ func CheckURLNames(rawQuery string) error {
 		} else {
 			pair, rawQuery = rawQuery, ""
 		}
-		name, _, _ := strings.Cut(pair, "=")
-		if strings.ContainsAny(name, "%+") {
+		raw, _, _ := strings.Cut(pair, "=")
+		name, decoded := raw, true
+		if strings.ContainsAny(raw, "%+") {
 			var err error
-			if name, err = url.QueryUnescape(name); err != nil {
-				continue
+			if name, err = url.QueryUnescape(raw); err != nil {
+				name, decoded = "", false
 			}
 		}
-		if p := misspelledParam(name); p != "" {
-			return badRequest("Request URL parameter %q must be spelled %q", name, p)
+		if !yield(raw, name, decoded) {
+			return
 		}
 	}
-	return nil
 }

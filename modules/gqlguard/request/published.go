@@ -2,8 +2,6 @@ package request
 
 import (
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/civicgate/civicgate/internal/rawjson"
 	"github.com/civicgate/civicgate/modules/contract"
@@ -42,30 +40,13 @@ func (l *Located) Published(r *http.Request) contract.GraphQLRequest {
 // split at '&' and ';' (some readers split at both; net/url refuses ';').
 // A name that does not decode counts as an alias.
 func urlAliasesGraphQL(rawQuery string, anyName bool) bool {
-	for rawQuery != "" {
-		var pair string
-		if i := strings.IndexAny(rawQuery, "&;"); i >= 0 {
-			pair, rawQuery = rawQuery[:i], rawQuery[i+1:]
-		} else {
-			pair, rawQuery = rawQuery, ""
-		}
-		raw, _, _ := strings.Cut(pair, "=")
-		name := raw
-		if strings.ContainsAny(raw, "%+") {
-			var err error
-			if name, err = url.QueryUnescape(raw); err != nil {
-				return true
-			}
-		}
+	aliased := false
+	eachURLName(rawQuery, func(raw, name string, decoded bool) bool {
 		exact := name == raw && isGraphQLParam(name)
-		if exact && !anyName {
-			continue
-		}
-		if exact || looseGraphQLParam(name) {
-			return true
-		}
-	}
-	return false
+		aliased = !decoded || (exact && anyName) || (!exact && looseGraphQLParam(name))
+		return !aliased
+	})
+	return aliased
 }
 
 // looseGraphQLParam: name is a GraphQL parameter to a lenient reader.
