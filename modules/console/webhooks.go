@@ -84,7 +84,7 @@ func (h *Handler) renderWebhooks(w http.ResponseWriter, r *http.Request, m membe
 		h.fail(w, r, err)
 		return
 	}
-	v := h.orgView(m, o, "webhooks", "Webhooks", map[string]any{"Endpoints": eps, "Created": made, "Families": store.Families(),
+	v := h.orgView(m, o, "webhooks", "Webhooks", map[string]any{"Endpoints": eps, "Created": made, "Families": h.hooks.EventFamilies(),
 		"CanCreate": err == nil && !c.ReadOnly})
 	v.Notice, v.Error = notice, refused
 	h.render(w, r, code, "webhooks", v)

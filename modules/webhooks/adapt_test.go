@@ -27,6 +27,7 @@ var (
 	globalOnce = map[string]string{
 		"database": "x", "secret_key": "k1 k0", "deliver": "off", "workers": "2", "max_in_flight": "2", "max_in_flight_per_org": "1",
 		"timeout": "5s", "poll_interval": "1s", "batch": "10", "rotation_overlap": "1h", "retention": "7d", "insecure_allow_loopback": "",
+		"event_families": "bills members",
 	}
 	directiveOnce = map[string]string{"prefix": "/v1", "org": "o", "env": "e", "families": "f", "max_replay": "3", "max_endpoints": "2"}
 )

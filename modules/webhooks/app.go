@@ -68,6 +68,10 @@ type App struct {
 	// as civic_auth (the rate is not used here). Required when delivering:
 	// an organization receives the families of the tiers of its active keys.
 	Tiers map[string]TierConfig `json:"tiers,omitempty"`
+	// EventFamilies are the families the backend writes change events for,
+	// in the order the API and console list them. Empty: every family a
+	// tier names but ManageFamily, sorted (docs/design.md D72).
+	EventFamilies []string `json:"event_families,omitempty"`
 	// Timeout bounds one attempt (default 15s).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Poll is the idle wait between polls of the outbox (default 1s).
@@ -88,13 +92,14 @@ type App struct {
 	// "localhost:9999"), over plain http too.
 	InsecureAllowLoopbackTargets []string `json:"insecure_allow_loopback_targets,omitempty"`
 
-	policy     egress.Policy
-	overlap    time.Duration
-	pool       *pgxpool.Pool
-	store      *store.Store
-	dispatcher *delivery.Dispatcher
-	metrics    *metrics
-	logger     *zap.Logger
+	eventFamilies []string // EventFamilies, or derived from Tiers (Provision)
+	policy        egress.Policy
+	overlap       time.Duration
+	pool          *pgxpool.Pool
+	store         *store.Store
+	dispatcher    *delivery.Dispatcher
+	metrics       *metrics
+	logger        *zap.Logger
 	// stopTracing flushes and stops this instance's tracer provider (nil when not delivering).
 	stopTracing func(context.Context) error
 
@@ -151,6 +156,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	if a.delivers() && len(tiers) == 0 {
 		return errNoTiers
+	}
+	if a.eventFamilies, err = eventFamilies(a.EventFamilies, a.Tiers); err != nil {
+		return fmt.Errorf("civic_webhooks: %w", err)
 	}
 	timeout := cmp.Or(time.Duration(a.Timeout), DefaultTimeout)
 	a.overlap = cmp.Or(time.Duration(a.RotationOverlap), DefaultRotationOverlap)

@@ -33,6 +33,7 @@ func init() {
 //	    retention <duration>
 //	    insecure_allow_loopback [on|off|<host:port>...]
 //	    tier <name> <rate>... [cost <rate>] [<family>...]   # repeated: one line per tier (import tiers.caddy)
+//	    event_families <family>...
 //	}
 //
 // Every option but tier may be given once; each tier name once.
@@ -51,6 +52,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"retention":               caddyopt.PositiveDuration(&a.Retention),
 		"insecure_allow_loopback": caddyopt.Func(a.unmarshalLoopback),
 		"tier":                    caddyopt.EachNamed(1, a.unmarshalTier),
+		"event_families":          caddyopt.Strings(&a.EventFamilies),
 	})
 }
 

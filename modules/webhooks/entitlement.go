@@ -120,3 +120,39 @@ func (a *App) KnowsTier(tier string) bool {
 	_, ok := a.Tiers[tier]
 	return ok
 }
+
+// eventFamilies is the change-event families in force (docs/design.md D72):
+// the configured list, checked, or else every family a tier names but
+// ManageFamily, sorted. The records backend's list is Caddyfile
+// configuration (caddyfile/event-families.caddy); this package knows none.
+func eventFamilies(configured []string, tiers map[string]TierConfig) ([]string, error) {
+	if len(configured) > 0 {
+		seen := map[string]bool{}
+		for _, f := range configured {
+			switch {
+			case !tierFamilyRE.MatchString(f):
+				return nil, fmt.Errorf("event_families: %q is not a family name", f)
+			case f == ManageFamily:
+				return nil, fmt.Errorf("event_families: %q is the family of the feed itself, not a change-event family", f)
+			case seen[f]:
+				return nil, fmt.Errorf("event_families: %q is listed twice", f)
+			}
+			seen[f] = true
+		}
+		return slices.Clone(configured), nil
+	}
+	var out []string
+	for _, tc := range tiers {
+		for _, f := range tc.Families {
+			if f != ManageFamily && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// EventFamilies is the change-event families in force, in the order the API
+// and the console list them.
+func (s *Service) EventFamilies() []string { return slices.Clone(s.app.eventFamilies) }

@@ -40,7 +40,7 @@ func (h *Handler) changes(ctx context.Context, w http.ResponseWriter, r *http.Re
 			}
 		}
 	}
-	fams, err := resolveFamilies(c, requested)
+	fams, err := resolveFamilies(h.app.eventFamilies, c, requested)
 	if err != nil {
 		return h.fail(w, r, err)
 	}

@@ -52,6 +52,7 @@ func config(port, httpsPort int, logPath, loopback string) string {
 		poll_interval 20ms
 		tier free 30/m bills members
 		tier paid 1000/m bills members regulatory_filings changes
+		event_families bills members regulatory_filings federal_budgets lobbying_disclosures
 		%[5]s
 	}
 }

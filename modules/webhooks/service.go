@@ -28,11 +28,11 @@ type Caller struct {
 	ReadOnly bool
 }
 
-// changeFamilies is the change-event families c is entitled to, in
-// store.Families() order.
-func (c Caller) changeFamilies() []string {
+// changeFamilies is the change-event families (all, in its order) c is
+// entitled to.
+func (c Caller) changeFamilies(all []string) []string {
 	var out []string
-	for _, f := range store.Families() {
+	for _, f := range all {
 		if c.entitled(f) {
 			out = append(out, f)
 		}
@@ -98,7 +98,7 @@ func (s *Service) MaxEndpoints() int {
 	return n
 }
 
-// TierFamilies is the change-event families (store.Families() order) the
+// TierFamilies is the change-event families (EventFamilies order) the
 // configured tier entitles (empty when it entitles none); nil for a tier
 // civic_webhooks does not configure.
 func (a *App) TierFamilies(tier string) []string {
@@ -106,7 +106,7 @@ func (a *App) TierFamilies(tier string) []string {
 	if !ok {
 		return nil
 	}
-	if fams := (Caller{Families: tc.Families}).changeFamilies(); fams != nil {
+	if fams := (Caller{Families: tc.Families}).changeFamilies(a.eventFamilies); fams != nil {
 		return fams
 	}
 	return []string{}
@@ -130,7 +130,7 @@ func (s *Service) Create(ctx context.Context, c Caller, url string, families []s
 	if len(description) > 1024 {
 		return store.Endpoint{}, "", inputError("description is longer than 1024 bytes")
 	}
-	fams, err := resolveFamilies(c, families)
+	fams, err := resolveFamilies(s.app.eventFamilies, c, families)
 	if err != nil {
 		return store.Endpoint{}, "", err
 	}
@@ -146,11 +146,12 @@ func (s *Service) Create(ctx context.Context, c Caller, url string, families []s
 	return e, secret, nil
 }
 
-// resolveFamilies checks a requested family list against c (nil = every
-// change-event family c is entitled to) and returns it without duplicates.
-func resolveFamilies(c Caller, requested []string) ([]string, error) {
+// resolveFamilies checks a requested family list against the change-event
+// families all and c (nil = every change-event family c is entitled to) and
+// returns it without duplicates.
+func resolveFamilies(all []string, c Caller, requested []string) ([]string, error) {
 	if requested == nil {
-		fams := c.changeFamilies()
+		fams := c.changeFamilies(all)
 		if len(fams) == 0 {
 			return nil, ErrNotEntitled
 		}
@@ -159,8 +160,8 @@ func resolveFamilies(c Caller, requested []string) ([]string, error) {
 	seen := map[string]bool{}
 	out := []string{}
 	for _, f := range requested {
-		if !store.IsFamily(f) {
-			return nil, inputError("unknown family %q (families: %s)", f, strings.Join(store.Families(), ", "))
+		if !slices.Contains(all, f) {
+			return nil, inputError("unknown family %q (families: %s)", f, strings.Join(all, ", "))
 		}
 		if !c.entitled(f) {
 			return nil, ErrNotEntitled
@@ -251,7 +252,7 @@ func (s *Service) Replay(ctx context.Context, c Caller, id string, fromCursor *s
 		}
 	}
 	_, maxReplay := s.app.bounds()
-	res, err := s.app.store.Replay(ctx, s.app.now(), c.Org, id, after, maxReplay, c.changeFamilies())
+	res, err := s.app.store.Replay(ctx, s.app.now(), c.Org, id, after, maxReplay, c.changeFamilies(s.app.eventFamilies))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -29,7 +29,7 @@ func serviceApp(t *testing.T, maxEndpoints, maxReplay int) (*App, *Handler, *fee
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := &App{store: store.New(db.Pool, box), overlap: time.Hour, Tiers: map[string]TierConfig{
+	app := &App{store: store.New(db.Pool, box), overlap: time.Hour, eventFamilies: feedtest.EventFamilies(), Tiers: map[string]TierConfig{
 		"free":    {Rate: "30/m", Families: []string{"bills", "members"}},
 		"paid":    {Rate: "1000/m", Families: []string{"members", "bills", "regulatory_filings", "changes", "schema_extras"}},
 		"gqlonly": {Rate: "30/m", Families: []string{"changes", "schema_extras"}},
@@ -76,7 +76,7 @@ func ctxMinute(t *testing.T) context.Context {
 }
 
 func TestTierFamilies(t *testing.T) {
-	app := &App{Tiers: map[string]TierConfig{
+	app := &App{eventFamilies: feedtest.EventFamilies(), Tiers: map[string]TierConfig{
 		"paid":    {Families: []string{"lobbying_disclosures", "changes", "bills", "schema_extras"}},
 		"gqlonly": {Families: []string{"changes"}},
 	}}
@@ -301,5 +301,27 @@ func TestServiceSecretTestReplay(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, c, e.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("get after delete: %v", err)
+	}
+}
+
+// TestEventFamilies: the configured list wins, checked; without one the
+// families the tiers name but the feed's own, sorted (docs/design.md D72).
+func TestEventFamilies(t *testing.T) {
+	tiers := map[string]TierConfig{
+		"free": {Families: []string{"members", "bills"}},
+		"paid": {Families: []string{"bills", "changes", "dockets"}},
+	}
+	got, err := eventFamilies(nil, tiers)
+	if err != nil || !slices.Equal(got, []string{"bills", "dockets", "members"}) {
+		t.Fatalf("derived: %q, %v", got, err)
+	}
+	got, err = eventFamilies([]string{"members", "bills"}, tiers)
+	if err != nil || !slices.Equal(got, []string{"members", "bills"}) {
+		t.Fatalf("configured: %q, %v, want the configured order", got, err)
+	}
+	for _, bad := range [][]string{{"bills", "bills"}, {"changes"}, {"Bills"}, {""}} {
+		if _, err := eventFamilies(bad, tiers); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

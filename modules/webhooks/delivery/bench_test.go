@@ -30,7 +30,7 @@ func BenchmarkFanOut(b *testing.B) {
 	ctx := context.Background()
 	org := db.NewOrg(b, "bench", "paid")
 	for range 10 {
-		if _, _, err := s.CreateEndpoint(ctx, time.Now(), store.EndpointSpec{Org: org.ID, URL: "https://example.org/h", Families: store.Families()}, 0); err != nil {
+		if _, _, err := s.CreateEndpoint(ctx, time.Now(), store.EndpointSpec{Org: org.ID, URL: "https://example.org/h", Families: feedtest.EventFamilies()}, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func BenchmarkDeliver(b *testing.B) {
 	}))
 	defer rcv.Close()
 	org := db.NewOrg(b, "bench", "paid")
-	if _, _, err := s.CreateEndpoint(ctx, time.Now(), store.EndpointSpec{Org: org.ID, URL: rcv.URL, Families: store.Families()}, 0); err != nil {
+	if _, _, err := s.CreateEndpoint(ctx, time.Now(), store.EndpointSpec{Org: org.ID, URL: rcv.URL, Families: feedtest.EventFamilies()}, 0); err != nil {
 		b.Fatal(err)
 	}
 	db.Insert(b, "bills", b.N)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/civicgate/civicgate/modules/webhooks/delivery"
 	"github.com/civicgate/civicgate/modules/webhooks/egress"
+	"github.com/civicgate/civicgate/modules/webhooks/internal/feedtest"
 	"github.com/civicgate/civicgate/modules/webhooks/store"
 )
 
@@ -192,7 +193,7 @@ func Test410Disables(t *testing.T) {
 		t.Fatalf("rows %+v (the 3 events after disabling must not be fanned out)", rows)
 	}
 	rc.setAnswer(func(*http.Request, int) (int, http.Header) { return http.StatusOK, nil })
-	if _, err := e.store.Replay(e.ctx, e.clock.Now(), e.org.ID, ep.ID, 0, 100, store.Families()); err != nil {
+	if _, err := e.store.Replay(e.ctx, e.clock.Now(), e.org.ID, ep.ID, 0, 100, feedtest.EventFamilies()); err != nil {
 		t.Fatal(err)
 	}
 	e.drain(d)
@@ -281,7 +282,7 @@ func TestReceiverDownThenReplayExactlyOnce(t *testing.T) {
 		t.Fatalf("%d delivered while down", n)
 	}
 	rc.up(addr)
-	res, err := e.store.Replay(e.ctx, e.clock.Now(), e.org.ID, ep.ID, mustCursor(t, last), 1000, store.Families())
+	res, err := e.store.Replay(e.ctx, e.clock.Now(), e.org.ID, ep.ID, mustCursor(t, last), 1000, feedtest.EventFamilies())
 	if err != nil || res.Scheduled != 15 || res.More {
 		t.Fatalf("replay: %+v %v", res, err)
 	}

@@ -191,7 +191,7 @@ func (e *env) endpoint(url string, families ...string) (store.Endpoint, string) 
 // endpointOf registers url for org (in the live environment).
 func (e *env) endpointOf(org feedtest.Org, url string, families ...string) (store.Endpoint, string) {
 	if len(families) == 0 {
-		families = store.Families()
+		families = feedtest.EventFamilies()
 	}
 	ep, secret, err := e.store.CreateEndpoint(e.ctx, e.clock.Now(), store.EndpointSpec{Org: org.ID, Env: "live", URL: url,
 		Families: families, Description: "test"}, 0)

@@ -13,22 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Families returns the record families a change event can belong to (the
-// change_events contract), in the order of docs/api.md "Tiers and families".
-func Families() []string {
-	return []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}
-}
-
-// IsFamily reports whether f is a change-event family.
-func IsFamily(f string) bool {
-	for _, x := range Families() {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
 // Event is one change_events row.
 type Event struct {
 	Seq           int64

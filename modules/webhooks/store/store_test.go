@@ -111,7 +111,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 	ctx := ctxT(t)
 	now := time.Now()
 	org := db.NewOrg(t, "a", "paid")
-	ep, _, err := s.CreateEndpoint(ctx, now, store.EndpointSpec{Org: org.ID, URL: "https://example.org/hook", Families: store.Families()}, 0)
+	ep, _, err := s.CreateEndpoint(ctx, now, store.EndpointSpec{Org: org.ID, URL: "https://example.org/hook", Families: feedtest.EventFamilies()}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 				defer wg.Done()
 				r := rand.New(rand.NewPCG(uint64(w), 7))
 				for range 25 {
-					fam := store.Families()[r.IntN(len(store.Families()))]
+					fam := feedtest.EventFamilies()[r.IntN(len(feedtest.EventFamilies()))]
 					rollback := r.IntN(5) == 0
 					var ids []int64
 					err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
@@ -238,7 +238,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 			default:
 			}
 			for {
-				evs, more, err := s.Changes(ctx, cursor, store.Families(), 5)
+				evs, more, err := s.Changes(ctx, cursor, feedtest.EventFamilies(), 5)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -283,7 +283,7 @@ func TestConcurrentWritersNeverMakeTheFeedSkip(t *testing.T) {
 		if err := db.Pool.QueryRow(ctx, `INSERT INTO change_events (family, record_id, type, record) VALUES ('bills', 'y', 'created', '{}') RETURNING id`).Scan(&idB); err != nil {
 			t.Fatal(err)
 		}
-		evs, _, err := s.Changes(ctx, idA-1, store.Families(), 10)
+		evs, _, err := s.Changes(ctx, idA-1, feedtest.EventFamilies(), 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,6 +74,12 @@ func Tiers() store.Tiers {
 	}
 }
 
+// EventFamilies is the change-event families the tests' backend writes: the
+// records service's, caddyfile/event-families.caddy.
+func EventFamilies() []string {
+	return []string{"bills", "members", "regulatory_filings", "federal_budgets", "lobbying_disclosures"}
+}
+
 // Org is an organization of the key store.
 type Org struct {
 	Name, ID string
