@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -59,59 +60,81 @@ func ValueEnd(b []byte, i int) int {
 // escapes is unescaped before the comparison. It does not allocate unless a
 // member name has an escape.
 func UniqueMember(doc []byte, name string) (value []byte, found, ok bool) {
+	twice := false
+	ok = Members(doc, func(quotedName, v []byte) bool {
+		if !MemberNameIs(quotedName, name) {
+			return true
+		}
+		if found {
+			twice = true
+			return false
+		}
+		value, found = v, true
+		return true
+	})
+	if !ok || twice {
+		return nil, false, false
+	}
+	return value, found, true
+}
+
+// Members calls yield with each top-level member of the JSON object doc, its
+// name as written (quoted, escapes undecoded) and its raw value, in order,
+// until yield returns false. It reports false when doc is not an object that
+// can be read up to where yield stopped (values are delimited, not
+// validated: see ValueEnd). It does not allocate.
+func Members(doc []byte, yield func(quotedName, value []byte) bool) bool {
 	i := SkipWS(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
-		return nil, false, false
+		return false
 	}
 	i = SkipWS(doc, i+1)
 	if i < len(doc) && doc[i] == '}' {
-		return nil, false, true
+		return true
 	}
 	for i < len(doc) {
 		if doc[i] != '"' {
-			return nil, false, false
+			return false
 		}
-		ks, ke, esc := ScanString(doc, i)
+		_, ke, _ := ScanString(doc, i)
 		if ke == len(doc) {
-			return nil, false, false
+			return false
 		}
-		quotedKey := doc[i : ke+1]
+		quotedName := doc[i : ke+1]
 		i = SkipWS(doc, ke+1)
 		if i >= len(doc) || doc[i] != ':' {
-			return nil, false, false
+			return false
 		}
 		start := SkipWS(doc, i+1)
 		end := ValueEnd(doc, start)
 		if end < 0 {
-			return nil, false, false
+			return false
 		}
-		if memberNameIs(quotedKey, doc[ks:ke], esc, name) {
-			if found {
-				return nil, false, false
-			}
-			value, found = doc[start:end], true
+		if !yield(quotedName, doc[start:end]) {
+			return true
 		}
 		i = SkipWS(doc, end)
 		if i >= len(doc) {
-			return nil, false, false
+			return false
 		}
 		switch doc[i] {
 		case ',':
 			i = SkipWS(doc, i+1)
 		case '}':
-			return value, found, true
+			return true
 		default:
-			return nil, false, false
+			return false
 		}
 	}
-	return nil, false, false
+	return false
 }
 
-// memberNameIs reports whether the member name quoted (contents raw, esc:
-// with a backslash) is name; an escaped one is decoded first, and one that
-// does not decode is no name.
-func memberNameIs(quoted, raw []byte, esc bool, name string) bool {
-	if !esc {
+// MemberNameIs reports whether the member name quoted (as written, with its
+// quotes) is name; one with escapes is decoded first (allocating), and one
+// that does not decode is no name.
+func MemberNameIs(quoted []byte, name string) bool {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw) == name
 	}
 	var s string

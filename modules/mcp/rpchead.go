@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/civicgate/civicgate/internal/rawjson"
 )
 
 // The router (transport.go) decides by a message's method and id what a
@@ -59,39 +61,12 @@ func readHead(body []byte) (rpcHead, error) {
 // names) but is spelled otherwise. A body that is not an object has none.
 func routedMembersPlain(body []byte) bool {
 	var seen [len(routedMembers)]bool
-	depth, inString, escaped, expectName := 0, false, false, false
-	start := 0 // the opening quote of the string being read
-	for i, b := range body {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-				if depth == 1 && expectName {
-					expectName = false
-					if !plainMember(body[start:i+1], &seen) {
-						return false
-					}
-				}
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString, start = true, i
-		case '{', '[':
-			depth++
-			expectName = depth == 1 && b == '{'
-		case '}', ']':
-			depth--
-		case ',':
-			expectName = depth == 1
-		}
-	}
-	return true
+	plain := true
+	rawjson.Members(body, func(quotedName, _ []byte) bool {
+		plain = plainMember(quotedName, &seen)
+		return plain
+	})
+	return plain
 }
 
 // plainMember checks one member name (quoted, as written) against
