@@ -102,8 +102,12 @@ func checkNameAndLabels(name string, labels map[string]string) error {
 
 // checkPrintable refuses s unless it is valid UTF-8 of at most max printable
 // characters (unicode.IsPrint: no control, format or line-separator
-// character, no tab or newline).
+// character, no tab or newline) holding nothing shaped like an API key (a
+// key pasted into a name would be stored and shown in the clear).
 func checkPrintable(what, s string, max int) error {
+	if ContainsKeyShape(s) {
+		return badLifecycle("%s holds something shaped like an API key; never put a key in a name or label", what)
+	}
 	if !utf8.ValidString(s) {
 		return badLifecycle("%s is not valid UTF-8", what)
 	}
