@@ -49,7 +49,7 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 		if !o.life.ExpiresAt.IsZero() {
 			fmt.Fprintf(out, "Expires: %s (then refused with 401 \"API key expired\")\n", stamp(o.life.ExpiresAt))
 		}
-		return change{iss.ID, o.env + ", tier " + o.tier + lifecycleDetail(o.life)}, nil
+		return change{iss.ID, o.env + ", tier " + o.tier + o.life.AuditDetail()}, nil
 	case "rotate":
 		spec := keystore.RotateSpec{Org: o.org, Tier: o.tier, Env: o.env, Overlap: o.overlap}
 		var rot keystore.Rotation
@@ -189,23 +189,6 @@ func printList(out io.Writer, keys []keystore.KeyInfo) error {
 			cmp.Or(keystore.FormatLabels(k.Labels), "-"), cmp.Or(k.Name, "-"))
 	}
 	return tw.Flush()
-}
-
-// lifecycleDetail is what the audit entry of an issue adds for the key's
-// lifecycle: its expiry, name and labels ("" for none). The name and the
-// labels are printable by Lifecycle.Check.
-func lifecycleDetail(l keystore.Lifecycle) string {
-	var b strings.Builder
-	if !l.ExpiresAt.IsZero() {
-		b.WriteString(", expires " + stamp(l.ExpiresAt))
-	}
-	if l.Name != "" {
-		b.WriteString(", name " + strconv.Quote(l.Name))
-	}
-	if len(l.Labels) > 0 {
-		b.WriteString(", labels " + keystore.FormatLabels(l.Labels))
-	}
-	return b.String()
 }
 
 // listedKey is one key of `keys list --json` (never a key or a hash).

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -207,6 +208,24 @@ func FormatLabels(labels map[string]string) string {
 		b.WriteString(k)
 		b.WriteByte('=')
 		b.WriteString(labels[k])
+	}
+	return b.String()
+}
+
+// AuditDetail is what the audit entry of an issue adds for the key's
+// lifecycle, the same from the key commands and the console: ", expires
+// <RFC 3339 UTC>", ", name <quoted>", ", labels k=v,k=v" ("" for none). The
+// name is quoted (strconv.Quote); Check keeps both printable.
+func (l Lifecycle) AuditDetail() string {
+	var b strings.Builder
+	if !l.ExpiresAt.IsZero() {
+		b.WriteString(", expires " + l.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if l.Name != "" {
+		b.WriteString(", name " + strconv.Quote(l.Name))
+	}
+	if len(l.Labels) > 0 {
+		b.WriteString(", labels " + FormatLabels(l.Labels))
 	}
 	return b.String()
 }
