@@ -164,6 +164,10 @@ func ParseExpiry(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, bad
 	}
+	// time.Parse takes an offset hour of 24, which RFC 3339 (00–23) does not.
+	if _, offset := t.Zone(); offset <= -24*60*60 || offset >= 24*60*60 {
+		return time.Time{}, bad
+	}
 	return t.UTC(), nil
 }
 

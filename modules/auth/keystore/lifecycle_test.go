@@ -262,6 +262,7 @@ func TestParseExpiry(t *testing.T) {
 		"2027-01-31T00:00:00Z":      time.Date(2027, 1, 31, 0, 0, 0, 0, time.UTC),
 		"2027-01-31T00:00:00+14:00": time.Date(2027, 1, 30, 10, 0, 0, 0, time.UTC),
 		"2027-01-31T00:00:00-12:00": time.Date(2027, 1, 31, 12, 0, 0, 0, time.UTC),
+		"2027-01-31T00:00:00+23:59": time.Date(2027, 1, 30, 0, 1, 0, 0, time.UTC),
 	} {
 		got, err := ParseExpiry(in, now)
 		if err != nil || !got.Equal(want) || got.Location() != time.UTC {
@@ -269,7 +270,7 @@ func TestParseExpiry(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "0", "0d", "-5d", "-1h", "d", "1.5d", "10000000d", "soon", "2027-01-31", "2027-01-31T00:00:00",
-		"2027-01-31 00:00:00Z", "10000-01-01T00:00:00Z", "2027-01-31T00:00:00+25:00", "2027-02-30T00:00:00Z", "1h\n"} {
+		"2027-01-31 00:00:00Z", "10000-01-01T00:00:00Z", "2027-01-31T00:00:00+25:00", "2027-01-31T00:00:00+24:00", "2027-01-31T00:00:00-24:00", "2027-02-30T00:00:00Z", "1h\n"} {
 		if got, err := ParseExpiry(in, now); !errors.Is(err, ErrBadLifecycle) {
 			t.Errorf("%q: %v %v, want refused", in, got, err)
 		} else if strings.ContainsAny(err.Error(), "\n\x1b") {
