@@ -138,7 +138,10 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 	if err := keystore.Audit(ctx, pool, keystore.AuditEntry{Actor: "cli:old", Role: keystore.RoleOperator, OrgID: is.OrgID, Action: "key.issue"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CreateLink(ctx, pool, LinkSpec{Org: "acme", Email: "a@acme.org", Role: keystore.RoleAdmin, CreatedBy: "cli:old"}); err != nil {
+	// As the old gateway made it: CreateLink reads the key columns of the
+	// key store's later files.
+	if _, err := pool.Exec(ctx, `INSERT INTO civicgate.console_links (token_hash, org_id, email, role, created_by, expires_at)
+		VALUES (sha256('old link'), $1, 'a@acme.org', 'admin', 'cli:old', now() + interval '1 hour')`, is.OrgID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO civicgate.usage_minute (key_id, org_id, start, admitted, mcp_calls)
