@@ -203,3 +203,38 @@ func TestExpiryKeysFileGateway(t *testing.T) {
 		t.Fatalf("after its expiry: %d %q", w.Code, w.Body)
 	}
 }
+
+// TestExpiredRefusalCostsWhatRevokedDoes: refusing an expired cached key
+// does the work refusing a revoked one does — no lookup, the same
+// allocations — so its timing tells a client nothing more (docs/design.md
+// D71).
+func TestExpiredRefusalCostsWhatRevokedDoes(t *testing.T) {
+	expiredKey, _ := keystore.NewKey("live")
+	revokedKey, _ := keystore.NewKey("live")
+	expired, revoked := activeRecord, activeRecord
+	expired.KeyID, expired.ExpiresAt, expired.Name, expired.Labels = "key_exp", time.Now().Add(-time.Minute), "n", map[string]string{"a": "b"}
+	revoked.KeyID, revoked.Status = "key_rev", keystore.StatusRevoked
+	st := &countingStore{store: indexStore(map[keystore.Hash]keystore.Record{keystore.HashKey(expiredKey): expired, keystore.HashKey(revokedKey): revoked})}
+	a, _ := unitApp(t, st, "off")
+	a.challenge = challenge
+	h := &Handler{app: a, logger: zap.NewNop()}
+	r := httptest.NewRequest(http.MethodGet, "/v1/graphql", nil)
+	w := &statusWriter{discardWriter: discardWriter{h: http.Header{}}}
+	next := nextFunc(func(http.ResponseWriter, *http.Request) error { t.Fatal("admitted"); return nil })
+	allocs := func(key string) float64 {
+		auth := []string{"Bearer " + key}
+		return testing.AllocsPerRun(200, func() {
+			r.Header["Authorization"] = auth
+			if err := h.ServeHTTP(w, r, next); err != nil || w.status != http.StatusUnauthorized {
+				t.Fatalf("%d %v", w.status, err)
+			}
+		})
+	}
+	exp, rev := allocs(expiredKey), allocs(revokedKey)
+	if exp != rev {
+		t.Errorf("an expired key's refusal allocates %v times, a revoked key's %v", exp, rev)
+	}
+	if n := st.n.Load(); n != 2 {
+		t.Errorf("%d lookups for two keys refused 400 times", n)
+	}
+}
