@@ -122,6 +122,7 @@ func TestKeysCLILifecycleRefusals(t *testing.T) {
 		{[]string{"--label", "Team=x"}, "--label"},
 		{[]string{"--label", strings.Repeat("k", 33) + "=x"}, "--label"},
 		{[]string{"--label", "k=" + strings.Repeat("v", 201)}, "--label"},
+		{[]string{"--label", "name=" + strings.Repeat("v", 201)}, "--label"}, // a label called name is still a label
 		{[]string{"--label", "k=a\nb"}, "--label"},
 		{[]string{"--label", "k=a", "--label", "k=b"}, "--label"},
 		{seventeen, "--label"},

@@ -1,6 +1,7 @@
 package keycmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,11 +41,14 @@ func (o opts) lifecycle(now time.Time) (keystore.Lifecycle, error) {
 	}
 	if err := l.Check(now); err != nil {
 		flag := "--label"
-		switch {
-		case strings.Contains(err.Error(), "expiry"):
-			flag = "--expires"
-		case strings.Contains(err.Error(), "name"):
-			flag = "--name"
+		var le *keystore.LifecycleError
+		if errors.As(err, &le) {
+			switch le.Field {
+			case keystore.FieldExpiry:
+				flag = "--expires"
+			case keystore.FieldName:
+				flag = "--name"
+			}
 		}
 		return l, bad(flag, err)
 	}

@@ -50,14 +50,26 @@ type Lifecycle struct {
 	ExpiresAt time.Time
 }
 
-// lifecycleError is a refusal of Check; it matches ErrBadLifecycle.
-type lifecycleError struct{ msg string }
+// The fields a LifecycleError names.
+const (
+	FieldName   = "name"
+	FieldLabels = "labels"
+	FieldExpiry = "expiry"
+)
 
-func (e *lifecycleError) Error() string        { return "keystore: " + e.msg }
-func (e *lifecycleError) Is(target error) bool { return target == ErrBadLifecycle }
+// LifecycleError is a refusal of Check, ParseLabel or ParseExpiry: Field says
+// which value (FieldName, FieldLabels, FieldExpiry). It matches
+// ErrBadLifecycle.
+type LifecycleError struct {
+	Field string
+	msg   string
+}
 
-func badLifecycle(format string, args ...any) error {
-	return &lifecycleError{msg: fmt.Sprintf(format, args...)}
+func (e *LifecycleError) Error() string        { return "keystore: " + e.msg }
+func (e *LifecycleError) Is(target error) bool { return target == ErrBadLifecycle }
+
+func badLifecycle(field, format string, args ...any) error {
+	return &LifecycleError{Field: field, msg: fmt.Sprintf(format, args...)}
 }
 
 // Check verifies l at now: a name of at most MaxNameLen printable characters,
@@ -73,9 +85,9 @@ func (l Lifecycle) Check(now time.Time) error {
 	if !l.ExpiresAt.IsZero() {
 		switch {
 		case !l.ExpiresAt.After(now):
-			return badLifecycle("expiry %s is not in the future", l.ExpiresAt.UTC().Format(time.RFC3339))
+			return badLifecycle(FieldExpiry, "expiry %s is not in the future", l.ExpiresAt.UTC().Format(time.RFC3339))
 		case l.ExpiresAt.Sub(now) > MaxExpiryAhead:
-			return badLifecycle("expiry is more than 100 years ahead")
+			return badLifecycle(FieldExpiry, "expiry is more than 100 years ahead")
 		}
 	}
 	return nil
@@ -84,17 +96,17 @@ func (l Lifecycle) Check(now time.Time) error {
 // checkNameAndLabels is Check without the expiry (a keys file's keys keep
 // their expiry once it has passed).
 func checkNameAndLabels(name string, labels map[string]string) error {
-	if err := checkPrintable("name", name, MaxNameLen); err != nil {
+	if err := checkPrintable(FieldName, "name", name, MaxNameLen); err != nil {
 		return err
 	}
 	if len(labels) > MaxLabels {
-		return badLifecycle("%d labels; at most %d", len(labels), MaxLabels)
+		return badLifecycle(FieldLabels, "%d labels; at most %d", len(labels), MaxLabels)
 	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if !labelKey.MatchString(k) {
-			return badLifecycle("a label key must be 1 to 32 of a-z 0-9 _ . - (got %d bytes)", len(k))
+			return badLifecycle(FieldLabels, "a label key must be 1 to 32 of a-z 0-9 _ . - (got %d bytes)", len(k))
 		}
-		if err := checkPrintable("label "+k, labels[k], MaxLabelValueLen); err != nil {
+		if err := checkPrintable(FieldLabels, "label "+k, labels[k], MaxLabelValueLen); err != nil {
 			return err
 		}
 	}
@@ -105,19 +117,19 @@ func checkNameAndLabels(name string, labels map[string]string) error {
 // characters (unicode.IsPrint: no control, format or line-separator
 // character, no tab or newline) holding nothing shaped like an API key (a
 // key pasted into a name would be stored and shown in the clear).
-func checkPrintable(what, s string, max int) error {
+func checkPrintable(field, what, s string, max int) error {
 	if ContainsKeyShape(s) {
-		return badLifecycle("%s holds something shaped like an API key; never put a key in a name or label", what)
+		return badLifecycle(field, "%s holds something shaped like an API key; never put a key in a name or label", what)
 	}
 	if !utf8.ValidString(s) {
-		return badLifecycle("%s is not valid UTF-8", what)
+		return badLifecycle(field, "%s is not valid UTF-8", what)
 	}
 	if n := utf8.RuneCountInString(s); n > max {
-		return badLifecycle("%s is %d characters; at most %d", what, n, max)
+		return badLifecycle(field, "%s is %d characters; at most %d", what, n, max)
 	}
 	for _, r := range s {
 		if !unicode.IsPrint(r) {
-			return badLifecycle("%s holds a control or invisible character (U+%04X); only printable characters are allowed", what, r)
+			return badLifecycle(field, "%s holds a control or invisible character (U+%04X); only printable characters are allowed", what, r)
 		}
 	}
 	return nil
@@ -127,10 +139,10 @@ func checkPrintable(what, s string, max int) error {
 func ParseLabel(s string) (key, value string, err error) {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok {
-		return "", "", badLifecycle("a label is key=value")
+		return "", "", badLifecycle(FieldLabels, "a label is key=value")
 	}
 	if !labelKey.MatchString(k) {
-		return "", "", badLifecycle("a label key must be 1 to 32 of a-z 0-9 _ . - (got %d bytes)", len(k))
+		return "", "", badLifecycle(FieldLabels, "a label key must be 1 to 32 of a-z 0-9 _ . - (got %d bytes)", len(k))
 	}
 	return k, v, nil
 }
@@ -140,7 +152,7 @@ func ParseLabel(s string) (key, value string, err error) {
 // its offset (2027-01-31T00:00:00Z); the result is in UTC and checked by
 // Lifecycle.Check.
 func ParseExpiry(s string, now time.Time) (time.Time, error) {
-	bad := badLifecycle("expiry %q is not a duration (90m, 720h, 30d) or an RFC 3339 time (2027-01-31T00:00:00Z)", clip(s))
+	bad := badLifecycle(FieldExpiry, "expiry %q is not a duration (90m, 720h, 30d) or an RFC 3339 time (2027-01-31T00:00:00Z)", clip(s))
 	if n, ok := strings.CutSuffix(s, "d"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
 		if len(n) > 6 {
 			return time.Time{}, bad
