@@ -113,6 +113,21 @@ type App struct {
 	done   chan struct{} // closed when the workers (LISTEN, recheck) have ended
 	// listens counts the LISTENs started (tests await the first).
 	listens *atomic.Int64
+	// clock is the time a key's deadlines (rotation overlap, expiry) are
+	// compared with; nil: time.Now. Set at Provision from clockOverride.
+	clock func() time.Time
+}
+
+// clockOverride, when set, is the clock of every App provisioned after it
+// (the tests of a key's expiry through Caddy move it instead of sleeping).
+var clockOverride atomic.Pointer[func() time.Time]
+
+// now is the app's clock.
+func (a *App) now() time.Time {
+	if a.clock != nil {
+		return a.clock()
+	}
+	return time.Now()
 }
 
 // KeysConfig selects the key store.
@@ -163,6 +178,9 @@ var familyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.listens = new(atomic.Int64)
+	if c := clockOverride.Load(); c != nil {
+		a.clock = *c
+	}
 	var err error
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.IdentitySecret, ""))

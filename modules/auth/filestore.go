@@ -160,7 +160,7 @@ func (a *App) reloadKeysFile(s *fileStore) {
 func (a *App) applyKeyChanges(old, cur map[keystore.Hash]keystore.Record) int {
 	n := 0
 	for h, r := range cur {
-		if o, ok := old[h]; !ok || o != r {
+		if o, ok := old[h]; !ok || !o.Equal(r) {
 			a.cache.deleteHash(h)
 			a.watches.notifyHash(h)
 			n++

@@ -158,7 +158,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyMalformedHeader, outcomeMalformed)
 	}
 
-	now := time.Now()
+	now := h.app.now()
 	e, wait, err := h.app.resolveFor(r, keystore.HashKey(token), now)
 	if err != nil {
 		return h.refuse(w, as, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
@@ -182,6 +182,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	default:
 		h.logger.Error("key has an unknown status", zap.String("key_id", e.rec.KeyID), zap.String("status", e.rec.Status))
 		return h.refuse(w, as, http.StatusUnauthorized, contract.BodyInvalidKey, outcomeInvalid)
+	}
+	// A live key's expiry, from the cached record and the request's time:
+	// refused at the instant, however long ago the record was cached, with
+	// no store work beyond any other refusal's (docs/design.md D71).
+	if e.rec.Expired(now) {
+		return h.refuseKnown(w, as, http.StatusUnauthorized, contract.BodyKeyExpired, outcomeExpired, e)
 	}
 	as.setOrg(e.rec.OrgID)
 	if e.rec.Env != h.app.Environment {

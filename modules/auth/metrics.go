@@ -15,6 +15,7 @@ const (
 	outcomeInvalid     = "invalid"
 	outcomeRevoked     = "revoked"
 	outcomeRotated     = "rotated"
+	outcomeExpired     = "expired" // the key's expiry has come (docs/design.md D71)
 	outcomeWrongEnv    = "wrong_env"
 	outcomeSuspended   = "suspended"
 	outcomeNotEntitled = "not_entitled"
@@ -35,7 +36,7 @@ var tokenOutcomes = func() map[accesstoken.Kind]string {
 }()
 
 var outcomes = []string{outcomeOK, outcomeMissing, outcomeMalformed, outcomeInvalid, outcomeRevoked, outcomeRotated,
-	outcomeWrongEnv, outcomeSuspended, outcomeNotEntitled, outcomeError, outcomeKeyInURL, outcomeThrottled, outcomeTokenDenied}
+	outcomeExpired, outcomeWrongEnv, outcomeSuspended, outcomeNotEntitled, outcomeError, outcomeKeyInURL, outcomeThrottled, outcomeTokenDenied}
 
 func init() {
 	for _, k := range accesstoken.Kinds() {

@@ -110,8 +110,10 @@ func (a *App) recheckOne(ctx context.Context, h keystore.Hash) recheckResult {
 // environment and organization. (Tier and family checks are not repeated: a
 // tier change does not end an admitted exchange.)
 func (a *App) invalidReason(rec keystore.Record) string {
-	switch rec.EffectiveStatus(time.Now()) { // a rotating key's overlap ends at its deadline
+	switch rec.EffectiveStatus(a.now()) { // a rotating key's overlap ends at its deadline, a key at its expiry
 	case keystore.StatusActive, keystore.StatusRotating:
+	case keystore.StatusExpired:
+		return contract.MsgKeyExpired
 	case keystore.StatusRevoked:
 		return contract.MsgKeyRevoked
 	case keystore.StatusRotated:

@@ -81,7 +81,7 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*res
 	switch {
 	case err == nil:
 		e := a.newEntry(h, rec, now)
-		if old != nil && old.found && old.rec == rec {
+		if old != nil && old.found && old.rec.Equal(rec) {
 			e.ident.Store(old.ident.Load())
 		}
 		a.cache.put(h, e)

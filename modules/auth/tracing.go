@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -66,7 +65,7 @@ func (h *Handler) cacheStatus(r *http.Request) string {
 	}
 	e := h.app.cache.get(keystore.HashKey(token))
 	switch {
-	case e == nil || !h.app.cache.fresh(e, time.Now()):
+	case e == nil || !h.app.cache.fresh(e, h.app.now()):
 		return "miss"
 	case e.found:
 		return "hit"

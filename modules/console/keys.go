@@ -29,6 +29,7 @@ type created struct {
 	Key, ID, Env, Tier string
 	Rotating           string // the key that stays accepted until Until (rotate with overlap)
 	Until              time.Time
+	Expires            time.Time // the new key's expiry (zero: none)
 }
 
 func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, m member, o orgCtx, code int, notice, refusal string, c *created) {
@@ -63,6 +64,8 @@ var overlapChoices = []string{"24h", "1h", "168h", "0s"}
 // pickedForm is what the member chose in the form that was sent: the page
 // answering it shows the same choices again, so a refused rotation keeps
 // the overlap the member picked.
+// The name, expiry and labels typed are not shown again: a refused one may
+// hold anything (docs/design.md D71).
 type pickedForm struct{ Env, Overlap, Tier string }
 
 func picked(r *http.Request) pickedForm {
@@ -77,6 +80,41 @@ func formEnv(r *http.Request) (string, bool) {
 	return env, keystore.ValidEnv(env)
 }
 
+// formLifecycle reads the issue form's name, expiry and labels (one
+// key=value per line) with the rules of `civicgate keys issue` (docs/design.md
+// D71); the refusal says which field and why, quoting no value.
+func formLifecycle(r *http.Request, now time.Time) (keystore.Lifecycle, string) {
+	l := keystore.Lifecycle{Name: strings.TrimSpace(r.PostForm.Get("name"))}
+	if s := strings.TrimSpace(r.PostForm.Get("expires")); s != "" {
+		t, err := keystore.ParseExpiry(s, now)
+		if err != nil {
+			return l, "Not issued: the expiry is not a duration (720h, 30d) or a time like 2027-01-31T00:00:00Z."
+		}
+		l.ExpiresAt = t
+	}
+	for line := range strings.Lines(r.PostForm.Get("labels")) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		k, v, err := keystore.ParseLabel(line)
+		if err != nil {
+			return l, "Not issued: write one label per line as key=value; keys are 1 to 32 of a-z 0-9 _ . -"
+		}
+		if _, dup := l.Labels[k]; dup {
+			return l, "Not issued: the label " + k + " is given twice."
+		}
+		if l.Labels == nil {
+			l.Labels = map[string]string{}
+		}
+		l.Labels[k] = v
+	}
+	if err := l.Check(now); err != nil {
+		return l, "Not issued: " + strings.TrimPrefix(err.Error(), "keystore: ") + "."
+	}
+	return l, ""
+}
+
 func (h *Handler) issueKey(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {
 	if !parseForm(w, r) {
 		return
@@ -84,6 +122,11 @@ func (h *Handler) issueKey(w http.ResponseWriter, r *http.Request, m member, o o
 	env, ok := formEnv(r)
 	if !ok {
 		h.renderKeys(w, r, m, o, http.StatusBadRequest, "", "Choose the live or test environment.", nil)
+		return
+	}
+	life, refusal := formLifecycle(r, time.Now())
+	if refusal != "" {
+		h.renderKeys(w, r, m, o, http.StatusBadRequest, "", refusal, nil)
 		return
 	}
 	live, err := consolestore.LiveKeys(r.Context(), h.pool, o.org.ID)
@@ -100,7 +143,7 @@ func (h *Handler) issueKey(w http.ResponseWriter, r *http.Request, m member, o o
 			"This organization has no live key to take a tier from. An operator issues its first key with a tier.", nil)
 		return
 	}
-	is, err := keystore.Issue(r.Context(), h.pool, o.org.Name, t, env)
+	is, err := keystore.IssueWith(r.Context(), h.pool, keystore.IssueSpec{Org: o.org.Name, Tier: t, Env: env, Lifecycle: life})
 	if errors.Is(err, keystore.ErrTooManyKeys) {
 		// The rule itself is on the page above the form: not repeated here.
 		h.renderKeys(w, r, m, o, http.StatusConflict, "", "Not issued: the organization already holds two live keys in the "+env+" environment.", nil)
@@ -110,9 +153,9 @@ func (h *Handler) issueKey(w http.ResponseWriter, r *http.Request, m member, o o
 		h.fail(w, r, err)
 		return
 	}
-	h.audit(r, m, o.org.ID, "key.issue", is.ID, env+", tier "+t)
+	h.audit(r, m, o.org.ID, "key.issue", is.ID, env+", tier "+t+life.AuditDetail())
 	h.renderKeys(w, r, m, o, http.StatusOK, "Key issued. Copy it now: it is shown only once.", "",
-		&created{Key: is.Key, ID: is.ID, Env: env, Tier: t})
+		&created{Key: is.Key, ID: is.ID, Env: env, Tier: t, Expires: life.ExpiresAt})
 }
 
 func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, m member, o orgCtx) {

@@ -13,6 +13,7 @@ const (
 	MsgInvalidKey       = "Invalid API key"
 	MsgKeyRevoked       = "API key revoked"
 	MsgKeyRotated       = "API key rotated out"
+	MsgKeyExpired       = "API key expired"
 	MsgWrongEnvironment = "API key not valid in this environment"
 	MsgOrgSuspended     = "Organization suspended"
 	MsgNotEntitled      = "Tier not entitled to this endpoint family"
@@ -43,6 +44,7 @@ var (
 	BodyInvalidKey       = []byte(`{"error":"Invalid API key"}`)
 	BodyKeyRevoked       = []byte(`{"error":"API key revoked"}`)
 	BodyKeyRotated       = []byte(`{"error":"API key rotated out"}`)
+	BodyKeyExpired       = []byte(`{"error":"API key expired"}`)
 	BodyWrongEnvironment = []byte(`{"error":"API key not valid in this environment"}`)
 	BodyOrgSuspended     = []byte(`{"error":"Organization suspended"}`)
 	BodyNotEntitled      = []byte(`{"error":"Tier not entitled to this endpoint family"}`)

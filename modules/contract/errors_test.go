@@ -16,7 +16,7 @@ import (
 func errorBodies() map[string][]byte {
 	return map[string][]byte{
 		MsgMissingBearer: BodyMissingBearer, MsgMalformedHeader: BodyMalformedHeader, MsgInvalidKey: BodyInvalidKey,
-		MsgKeyRevoked: BodyKeyRevoked, MsgKeyRotated: BodyKeyRotated, MsgWrongEnvironment: BodyWrongEnvironment,
+		MsgKeyRevoked: BodyKeyRevoked, MsgKeyRotated: BodyKeyRotated, MsgKeyExpired: BodyKeyExpired, MsgWrongEnvironment: BodyWrongEnvironment,
 		MsgOrgSuspended: BodyOrgSuspended, MsgNotEntitled: BodyNotEntitled, MsgRateLimited: BodyRateLimited,
 		MsgInternal: BodyInternal, MsgNotFound: BodyNotFound, MsgMethodNotAllowed: BodyMethodNotAllowed,
 		MsgMisdirected: BodyMisdirected, MsgBadGateway: BodyBadGateway, MsgGatewayTimeout: BodyGatewayTimeout,

@@ -25,7 +25,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "keys",
-		Usage: "migrate | issue --org NAME --tier TIER --env ENV | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | set-tier --org NAME --tier TIER | list [--org NAME] [--env ENV] [--tier TIER] [--json] | usage --org ORG … ; --file PATH for a keys file; --caddyfile PATH to check the tier",
+		Usage: "migrate | issue --org NAME --tier TIER --env ENV [--expires 30d] [--name NAME] [--label k=v]... | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | set-tier --org NAME --tier TIER | list [--org NAME] [--env ENV] [--tier TIER] [--expiring 7d] [--json] | usage --org ORG … ; --file PATH for a keys file; --caddyfile PATH to check the tier",
 		Short: "Manages civicgate API keys (database from DATABASE_URL, or a keys file with --file)",
 		Long: `
 Manages the API keys civic_auth accepts. Keys are printed once, at issue or
@@ -41,21 +41,29 @@ calls) by minute or hour.
 
 const usageText = `usage: civicgate keys <command> [flags]
   migrate                                          create or upgrade the key and usage tables
-  issue  --org NAME --tier TIER --env live|test    issue a key (creates the organization)
+  issue  --org NAME --tier TIER --env live|test [--expires WHEN] [--name NAME] [--label KEY=VALUE]...
+                                                   issue a key (creates the organization); --expires: a
+                                                   duration (720h, 30d) or an RFC 3339 time
+                                                   (2027-01-31T00:00:00Z), after which the key answers 401
+                                                   "API key expired"; --name (at most 100 printable characters)
+                                                   and --label (repeatable, at most 16; keys [a-z0-9_.-]{1,32},
+                                                   values at most 200 printable characters) say whose key it is
   rotate --org NAME --env live|test [--tier TIER] [--overlap 24h]
                                                    issue a new key; the oldest active key stays accepted as
                                                    "rotating" for the overlap (default 24h; 90m, 7d; 0: rotated
                                                    out at once); a key still rotating from an earlier rotate is
-                                                   rotated out now; refused with 2 active keys and an overlap
+                                                   rotated out now; refused with 2 active keys and an overlap;
+                                                   the new key keeps the old one's name, labels and expiry
   revoke KEY_ID                                    revoke a key (exit 1 if it already is)
   suspend --org NAME | resume --org NAME           suspend or resume an organization
   set-tier --org NAME --tier TIER                  move every live key of the organization to TIER (database only)
   delete-org --org NAME                            revoke every key of the organization, mark it deleted (kept
                                                    for audit; the name is not reused) and remove its webhook
                                                    endpoints and their deliveries, in one transaction
-  list [--org NAME] [--env live|test] [--tier TIER] [--json]
-                                                   list keys: ids, prefixes, tier, status, dates, end of overlap;
-                                                   never keys or hashes; each filter narrows the list
+  list [--org NAME] [--env live|test] [--tier TIER] [--expiring 7d] [--json]
+                                                   list keys: ids, prefixes, tier, status, dates, end of overlap,
+                                                   expiry, labels, name; never keys or hashes; each filter narrows
+                                                   the list; --expiring D keeps the live keys expiring within D
   usage --org ORG [--key KEY_ID] [--since 24h] [--by minute|hour] [--json]
                                                    requests per key and minute or hour: admitted, refused (429),
                                                    4xx, 5xx, cost, mcp (admitted requests made for an MCP tool
@@ -75,7 +83,23 @@ type opts struct {
 	caddyfile            string // the gateway's Caddyfile, to check the tier (tiers.go)
 	overlap              time.Duration
 	overlapSet, json     bool
+	// issue's lifecycle flags (docs/design.md D71), as given: checked by
+	// lifecycle, which makes the keystore.Lifecycle.
+	expires, name string
+	labels        labelFlags
+	nameSet       bool
+	// list --expiring, as given ("": no filter)
+	expiring string
+	// what run made of them
+	life           keystore.Lifecycle
+	expiringWithin time.Duration
 }
+
+// labelFlags collects the repeatable --label.
+type labelFlags []string
+
+func (l *labelFlags) String() string     { return strings.Join(*l, " ") }
+func (l *labelFlags) Set(v string) error { *l = append(*l, v); return nil }
 
 // Run executes one keys subcommand and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -101,6 +125,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.StringVar(&o.caddyfile, "caddyfile", "", "the gateway's Caddyfile: issue, rotate and set-tier refuse a tier it does not define (default $"+CaddyfileEnv+")")
 	overlap := fs.String("overlap", keystore.DefaultOverlap.String(), "rotate: how long the rotated key stays accepted (0: not at all)")
 	fs.BoolVar(&o.json, "json", false, "list: print JSON")
+	fs.StringVar(&o.expires, "expires", "", "issue: when the key expires (720h, 30d, or an RFC 3339 time)")
+	fs.StringVar(&o.name, "name", "", "issue: the key's name")
+	fs.Var(&o.labels, "label", "issue: a label key=value (repeatable)")
+	fs.StringVar(&o.expiring, "expiring", "", "list: only the live keys expiring within this duration (7d, 48h)")
 	// Flags may come before or after the arguments (revoke KEY_ID --file PATH).
 	var positional []string
 	for {
@@ -113,7 +141,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	fs.Visit(func(f *flag.Flag) { o.overlapSet = o.overlapSet || f.Name == "overlap" })
+	fs.Visit(func(f *flag.Flag) {
+		o.overlapSet = o.overlapSet || f.Name == "overlap"
+		o.nameSet = o.nameSet || f.Name == "name"
+	})
 	err := func() error {
 		d, err := parseOverlap(*overlap)
 		if err != nil {
@@ -205,6 +236,26 @@ func run(ctx context.Context, sub string, args []string, o opts, out, stderr io.
 	}
 	if o.json && sub != "list" {
 		return need(false, "--json is only for list (and usage)")
+	}
+	if (o.expires != "" || o.nameSet || len(o.labels) > 0) && sub != "issue" {
+		return need(false, "--expires, --name and --label are only for issue")
+	}
+	if o.expiring != "" && sub != "list" {
+		return need(false, "--expiring is only for list")
+	}
+	if sub == "issue" {
+		life, err := o.lifecycle(time.Now())
+		if err != nil {
+			return err
+		}
+		o.life = life
+	}
+	if o.expiring != "" {
+		d, err := parseExpiring(o.expiring)
+		if err != nil {
+			return err
+		}
+		o.expiringWithin = d
 	}
 	if o.caddyfile != "" && sub != "issue" && sub != "rotate" && sub != "set-tier" {
 		return need(false, "--caddyfile is only for issue, rotate and set-tier")

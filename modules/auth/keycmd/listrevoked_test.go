@@ -1,6 +1,7 @@
 package keycmd
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,12 +67,13 @@ func rotatesOutColumn(t *testing.T, table, id string) string {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	header := strings.Fields(lines[0])
-	if header[len(header)-1] != "ROTATES_OUT" {
-		t.Fatalf("last column %q, want ROTATES_OUT", header[len(header)-1])
+	col := slices.Index(header, "ROTATES_OUT")
+	if col < 0 {
+		t.Fatalf("no ROTATES_OUT column in %q", lines[0])
 	}
 	for _, l := range lines[1:] {
 		if f := strings.Fields(l); len(f) == len(header) && f[0] == id {
-			return f[len(f)-1]
+			return f[col]
 		}
 	}
 	t.Fatalf("no row for %s in\n%s", id, table)

@@ -1,6 +1,7 @@
 package keycmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,18 +34,22 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 		}
 		fmt.Fprintln(out, "key and usage tables are up to date")
 	case "issue":
+		spec := keystore.IssueSpec{Org: o.org, Tier: o.tier, Env: o.env, Lifecycle: o.life}
 		var iss keystore.Issued
 		var err error
 		if t.file != "" {
-			iss, err = keystore.IssueToFile(t.file, o.org, o.tier, o.env)
+			iss, err = keystore.IssueToFileWith(t.file, spec)
 		} else {
-			iss, err = keystore.Issue(ctx, t.pool, o.org, o.tier, o.env)
+			iss, err = keystore.IssueWith(ctx, t.pool, spec)
 		}
 		if err != nil {
 			return change{}, err
 		}
 		printIssued(out, iss)
-		return change{iss.ID, o.env + ", tier " + o.tier}, nil
+		if !o.life.ExpiresAt.IsZero() {
+			fmt.Fprintf(out, "Expires: %s (then refused with 401 \"API key expired\")\n", stamp(o.life.ExpiresAt))
+		}
+		return change{iss.ID, o.env + ", tier " + o.tier + o.life.AuditDetail()}, nil
 	case "rotate":
 		spec := keystore.RotateSpec{Org: o.org, Tier: o.tier, Env: o.env, Overlap: o.overlap}
 		var rot keystore.Rotation
@@ -135,7 +140,7 @@ func (t target) do(ctx context.Context, sub string, args []string, o opts, out i
 			o.org, del.OrgID, del.Revoked, hooks)
 		return change{o.org, keysChanged(int64(del.Revoked)) + " revoked"}, nil
 	case "list":
-		f := keystore.ListFilter{Org: o.org, Env: o.env, Tier: o.tier}
+		f := keystore.ListFilter{Org: o.org, Env: o.env, Tier: o.tier, ExpiringWithin: o.expiringWithin}
 		var keys []keystore.KeyInfo
 		var err error
 		if t.file != "" {
@@ -172,29 +177,35 @@ func stampOr(t *time.Time) string {
 }
 
 // printList prints the table of `keys list`: ROTATES_OUT is the end of a
-// rotation overlap (for a rotating key: when it stops being accepted).
+// rotation overlap (for a rotating key: when it stops being accepted),
+// EXPIRES the key's expiry, LABELS its labels (k=v,k=v) and NAME its name,
+// last since it may hold spaces ("-" for none).
 func printList(out io.Writer, keys []keystore.KeyInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tORG\tORG_STATUS\tENV\tTIER\tPREFIX\tSTATUS\tCREATED\tRETIRED\tROTATES_OUT")
+	fmt.Fprintln(tw, "ID\tORG\tORG_STATUS\tENV\tTIER\tPREFIX\tSTATUS\tCREATED\tRETIRED\tROTATES_OUT\tEXPIRES\tLABELS\tNAME")
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Org, k.OrgStatus, k.Env, k.Tier, k.Prefix, k.Status,
-			stamp(k.CreatedAt), stampOr(k.RetiredAt), stampOr(k.RotatesOutAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Org, k.OrgStatus, k.Env, k.Tier, k.Prefix, k.Status,
+			stamp(k.CreatedAt), stampOr(k.RetiredAt), stampOr(k.RotatesOutAt), stampOr(k.ExpiresAt),
+			cmp.Or(keystore.FormatLabels(k.Labels), "-"), cmp.Or(k.Name, "-"))
 	}
 	return tw.Flush()
 }
 
 // listedKey is one key of `keys list --json` (never a key or a hash).
 type listedKey struct {
-	ID           string     `json:"id"`
-	Org          string     `json:"org"`
-	OrgStatus    string     `json:"org_status"`
-	Env          string     `json:"env"`
-	Tier         string     `json:"tier"`
-	Prefix       string     `json:"prefix"`
-	Status       string     `json:"status"`
-	CreatedAt    time.Time  `json:"created_at"`
-	RetiredAt    *time.Time `json:"retired_at"`
-	RotatesOutAt *time.Time `json:"rotates_out_at"`
+	ID           string            `json:"id"`
+	Org          string            `json:"org"`
+	OrgStatus    string            `json:"org_status"`
+	Env          string            `json:"env"`
+	Tier         string            `json:"tier"`
+	Prefix       string            `json:"prefix"`
+	Status       string            `json:"status"`
+	CreatedAt    time.Time         `json:"created_at"`
+	RetiredAt    *time.Time        `json:"retired_at"`
+	RotatesOutAt *time.Time        `json:"rotates_out_at"`
+	ExpiresAt    *time.Time        `json:"expires_at"`
+	Name         string            `json:"name"`
+	Labels       map[string]string `json:"labels"`
 }
 
 // printListJSON prints {"keys":[…]} (an empty list is []).
@@ -210,8 +221,13 @@ func printListJSON(out io.Writer, keys []keystore.KeyInfo) error {
 		Keys []listedKey `json:"keys"`
 	}{Keys: make([]listedKey, 0, len(keys))}
 	for _, k := range keys {
+		labels := k.Labels
+		if labels == nil {
+			labels = map[string]string{} // always an object: {} rather than null
+		}
 		doc.Keys = append(doc.Keys, listedKey{ID: k.ID, Org: k.Org, OrgStatus: k.OrgStatus, Env: k.Env, Tier: k.Tier,
-			Prefix: k.Prefix, Status: k.Status, CreatedAt: k.CreatedAt.UTC(), RetiredAt: utc(k.RetiredAt), RotatesOutAt: utc(k.RotatesOutAt)})
+			Prefix: k.Prefix, Status: k.Status, CreatedAt: k.CreatedAt.UTC(), RetiredAt: utc(k.RetiredAt), RotatesOutAt: utc(k.RotatesOutAt),
+			ExpiresAt: utc(k.ExpiresAt), Name: k.Name, Labels: labels})
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")

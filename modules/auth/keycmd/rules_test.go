@@ -203,16 +203,19 @@ type keyList struct {
 }
 
 type listed struct {
-	ID           string     `json:"id"`
-	Org          string     `json:"org"`
-	OrgStatus    string     `json:"org_status"`
-	Env          string     `json:"env"`
-	Tier         string     `json:"tier"`
-	Prefix       string     `json:"prefix"`
-	Status       string     `json:"status"`
-	CreatedAt    time.Time  `json:"created_at"`
-	RetiredAt    *time.Time `json:"retired_at"`
-	RotatesOutAt *time.Time `json:"rotates_out_at"`
+	ID           string            `json:"id"`
+	Org          string            `json:"org"`
+	OrgStatus    string            `json:"org_status"`
+	Env          string            `json:"env"`
+	Tier         string            `json:"tier"`
+	Prefix       string            `json:"prefix"`
+	Status       string            `json:"status"`
+	CreatedAt    time.Time         `json:"created_at"`
+	RetiredAt    *time.Time        `json:"retired_at"`
+	RotatesOutAt *time.Time        `json:"rotates_out_at"`
+	ExpiresAt    *time.Time        `json:"expires_at"`
+	Name         string            `json:"name"`
+	Labels       map[string]string `json:"labels"`
 }
 
 func (l keyList) find(id string) listed {

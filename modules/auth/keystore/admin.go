@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,27 +77,48 @@ func (s RotateSpec) check() error {
 	return nil
 }
 
+// IssueSpec says what IssueWith creates: a key of Tier for the organization
+// named Org in Env, with its Lifecycle (name, labels, expiry; docs/design.md
+// D71).
+type IssueSpec struct {
+	Org, Tier, Env string
+	Lifecycle
+}
+
 // Issue creates a key of tier for the organization org in env, creating the
-// organization if needed. It refuses a third live key (ErrTooManyKeys).
+// organization if needed, with no name, labels or expiry (IssueWith).
 func Issue(ctx context.Context, pool *pgxpool.Pool, org, tier, env string) (Issued, error) {
-	if err := checkArgs(org, tier, env); err != nil {
+	return IssueWith(ctx, pool, IssueSpec{Org: org, Tier: tier, Env: env})
+}
+
+// IssueWith creates the key spec describes, creating the organization if
+// needed. It refuses a third live key (ErrTooManyKeys): active or rotating
+// keys that have not expired count (an expired key is refused everywhere,
+// so it holds no slot), and a Lifecycle that Check refuses.
+func IssueWith(ctx context.Context, pool *pgxpool.Pool, spec IssueSpec) (Issued, error) {
+	if err := checkArgs(spec.Org, spec.Tier, spec.Env); err != nil {
+		return Issued{}, err
+	}
+	t := now()
+	if err := spec.Lifecycle.Check(t); err != nil {
 		return Issued{}, err
 	}
 	var out Issued
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		orgID, err := lockOrg(ctx, tx, org, true)
+		orgID, err := lockOrg(ctx, tx, spec.Org, true)
 		if err != nil {
 			return err
 		}
 		var live int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM civicgate.api_keys
-			WHERE org_id = $1 AND env = $2 AND status IN ('active','rotating')`, orgID, env).Scan(&live); err != nil {
+			WHERE org_id = $1 AND env = $2 AND status IN ('active','rotating') AND (expires_at IS NULL OR expires_at > $3)`,
+			orgID, spec.Env, t).Scan(&live); err != nil {
 			return fmt.Errorf("keystore: count keys: %w", err)
 		}
 		if live >= MaxLiveKeys {
 			return ErrTooManyKeys
 		}
-		out, err = insertKey(ctx, tx, orgID, tier, env)
+		out, err = insertKey(ctx, tx, orgID, spec.Tier, spec.Env, spec.Lifecycle)
 		return err
 	})
 	return out, err
@@ -118,18 +140,26 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, spec RotateSpec) (Rotation,
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, tier, key_hash, status FROM civicgate.api_keys
-			WHERE org_id = $1 AND env = $2 AND status IN ('active','rotating') ORDER BY created_at, id`, orgID, spec.Env)
+		// Expired keys are not live: they are neither rotated nor counted.
+		rows, err := tx.Query(ctx, `SELECT id, tier, key_hash, status, name, labels, expires_at FROM civicgate.api_keys
+			WHERE org_id = $1 AND env = $2 AND status IN ('active','rotating') AND (expires_at IS NULL OR expires_at > $3)
+			ORDER BY created_at, id`, orgID, spec.Env, now())
 		if err != nil {
 			return fmt.Errorf("keystore: live keys: %w", err)
 		}
 		type live struct {
 			id, tier, status string
 			hash             []byte
+			life             Lifecycle
 		}
 		keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (live, error) {
 			var k live
-			return k, r.Scan(&k.id, &k.tier, &k.hash, &k.status)
+			var expires *time.Time
+			err := r.Scan(&k.id, &k.tier, &k.hash, &k.status, &k.life.Name, &k.life.Labels, &expires)
+			if expires != nil {
+				k.life.ExpiresAt = *expires
+			}
+			return k, err
 		})
 		if err != nil {
 			return fmt.Errorf("keystore: live keys: %w", err)
@@ -179,7 +209,9 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, spec RotateSpec) (Rotation,
 		if tier == "" {
 			tier = old.tier
 		}
-		out.Issued, err = insertKey(ctx, tx, orgID, tier, spec.Env)
+		// The new key replaces the old one's secret, not its grant: it keeps
+		// its name, labels and expiry (docs/design.md D71).
+		out.Issued, err = insertKey(ctx, tx, orgID, tier, spec.Env, old.life)
 		return err
 	})
 	return out, err
@@ -193,9 +225,9 @@ func Revoke(ctx context.Context, pool *pgxpool.Pool, keyID string) (Revocation, 
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var h []byte
 		var status string
-		var retired, until *time.Time
-		err := tx.QueryRow(ctx, `SELECT key_hash, status, retired_at, rotates_out_at FROM civicgate.api_keys WHERE id = $1 FOR UPDATE`, keyID).
-			Scan(&h, &status, &retired, &until)
+		var retired, until, expires *time.Time
+		err := tx.QueryRow(ctx, `SELECT key_hash, status, retired_at, rotates_out_at, expires_at FROM civicgate.api_keys WHERE id = $1 FOR UPDATE`, keyID).
+			Scan(&h, &status, &retired, &until, &expires)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNoSuchKey
 		}
@@ -209,6 +241,9 @@ func Revoke(ctx context.Context, pool *pgxpool.Pool, keyID string) (Revocation, 
 		out = Revocation{KeyID: keyID, Was: status}
 		if status == StatusRotating && until != nil {
 			out.Was = effectiveStatus(status, *until, t)
+		}
+		if expires != nil {
+			out.Was = lifeStatus(out.Was, *expires, t)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE civicgate.api_keys SET status = 'revoked',
 			retired_at = coalesce(retired_at, CASE WHEN rotates_out_at <= $2 THEN rotates_out_at END, $2) WHERE id = $1`, keyID, t); err != nil {
@@ -280,6 +315,23 @@ func DeleteOrg(ctx context.Context, pool *pgxpool.Pool, org string) (Deletion, e
 // ListFilter narrows List; empty fields match everything.
 type ListFilter struct {
 	Org, Env, Tier string
+	// ExpiringWithin, when positive, keeps only the live keys (active or
+	// rotating, not yet expired or rotated out) whose expiry comes within it
+	// (`keys list --expiring 7d`).
+	ExpiringWithin time.Duration
+}
+
+// keep reports whether f keeps k (listed at now): List and ListFile apply
+// the same filter.
+func (f ListFilter) keep(k KeyInfo, now time.Time) bool {
+	if f.Org != "" && k.Org != f.Org || f.Env != "" && k.Env != f.Env || f.Tier != "" && k.Tier != f.Tier {
+		return false
+	}
+	if f.ExpiringWithin > 0 {
+		live := k.Status == StatusActive || k.Status == StatusRotating
+		return live && k.ExpiresAt != nil && k.ExpiresAt.Sub(now) <= f.ExpiringWithin
+	}
+	return true
 }
 
 // List returns the keys (never keys or hashes) matching f, by organization
@@ -289,9 +341,10 @@ type ListFilter struct {
 func List(ctx context.Context, pool *pgxpool.Pool, f ListFilter) ([]KeyInfo, error) {
 	t := now()
 	rows, err := pool.Query(ctx, `SELECT k.id, o.name, o.status, k.env, k.tier, k.key_prefix,
-			CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= $4 THEN 'rotated' ELSE k.status END,
+			CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= $4 THEN 'rotated'
+				WHEN k.status IN ('active','rotating') AND k.expires_at <= $4 THEN 'expired' ELSE k.status END,
 			k.created_at, coalesce(k.retired_at, CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= $4 THEN k.rotates_out_at END),
-			k.rotates_out_at
+			k.rotates_out_at, k.expires_at, k.name, k.labels
 		FROM civicgate.api_keys k JOIN civicgate.organizations o ON o.id = k.org_id
 		WHERE ($1 = '' OR o.name = $1) AND ($2 = '' OR k.env = $2) AND ($3 = '' OR k.tier = $3)
 		ORDER BY o.name, k.created_at, k.id`, f.Org, f.Env, f.Tier, t)
@@ -300,12 +353,19 @@ func List(ctx context.Context, pool *pgxpool.Pool, f ListFilter) ([]KeyInfo, err
 	}
 	infos, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (KeyInfo, error) {
 		var k KeyInfo
-		err := row.Scan(&k.ID, &k.Org, &k.OrgStatus, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RetiredAt, &k.RotatesOutAt)
+		err := row.Scan(&k.ID, &k.Org, &k.OrgStatus, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RetiredAt, &k.RotatesOutAt,
+			&k.ExpiresAt, &k.Name, &k.Labels)
 		k.RotatesOutAt = rotatesOut(k)
+		if len(k.Labels) == 0 {
+			k.Labels = nil
+		}
 		return k, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("keystore: list: %w", err)
+	}
+	if f.ExpiringWithin > 0 {
+		infos = slices.DeleteFunc(infos, func(k KeyInfo) bool { return !f.keep(k, t) })
 	}
 	return infos, nil
 }

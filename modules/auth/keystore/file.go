@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -18,7 +19,8 @@ import (
 //	  "prefix":"cg_live_AbCd","created_at":"…"}]}
 //
 // plus, when set, "retired_at" and "rotates_out_at" (the end of a rotating
-// key's overlap). Every `civicgate keys … --file PATH` command edits it with
+// key's overlap), and the key's lifecycle (docs/design.md D71):
+// "expires_at", "name" and "labels" ({"team":"data"}). Every `civicgate keys … --file PATH` command edits it with
 // the same rules as PostgreSQL (file_admin.go); a gateway reads it at
 // provision and then again whenever it changes (modules/auth, filestore.go).
 type File struct {
@@ -39,6 +41,10 @@ type FileKey struct {
 	CreatedAt    time.Time  `json:"created_at"`
 	RetiredAt    *time.Time `json:"retired_at,omitempty"`
 	RotatesOutAt *time.Time `json:"rotates_out_at,omitempty"`
+	// The key's lifecycle (Lifecycle): its expiry, name and labels.
+	ExpiresAt *time.Time        `json:"expires_at,omitempty"`
+	Name      string            `json:"name,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
 }
 
 // MaxFileSize bounds a keys file (about 200 000 keys): a larger file is
@@ -162,6 +168,9 @@ func (f *File) Check() error {
 		default:
 			return fmt.Errorf("keystore: keys file: key %s: status must be active, rotating, rotated or revoked", k.ID)
 		}
+		if err := checkNameAndLabels(k.Name, k.Labels); err != nil {
+			return fmt.Errorf("keystore: keys file: key %s: %s", k.ID, strings.TrimPrefix(err.Error(), "keystore: "))
+		}
 		switch k.OrgStatus {
 		case "", OrgActive, OrgSuspended, OrgDeleted:
 		default:
@@ -205,6 +214,13 @@ func (f *File) Index() (map[Hash]Record, error) {
 		r := Record{KeyID: k.ID, OrgID: k.OrgID, OrgName: k.OrgName, OrgStatus: st, Env: k.Env, Tier: k.Tier, Status: k.Status}
 		if k.Status == StatusRotating && k.RotatesOutAt != nil {
 			r.RotatesOut = *k.RotatesOutAt
+		}
+		if k.ExpiresAt != nil {
+			r.ExpiresAt = *k.ExpiresAt
+		}
+		r.Name = k.Name
+		if len(k.Labels) > 0 {
+			r.Labels = k.Labels
 		}
 		m[h] = r
 	}

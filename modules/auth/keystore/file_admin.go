@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,9 +21,19 @@ import (
 // sees the old or the new content, never half of one.
 
 // IssueToFile appends a new key to the keys file at path (created 0600 if
-// missing), applying the same live-key limit as the database.
+// missing), applying the same live-key limit as the database, with no name,
+// labels or expiry (IssueToFileWith).
 func IssueToFile(path, org, tier, env string) (Issued, error) {
+	return IssueToFileWith(path, IssueSpec{Org: org, Tier: tier, Env: env})
+}
+
+// IssueToFileWith is IssueWith on the keys file at path.
+func IssueToFileWith(path string, spec IssueSpec) (Issued, error) {
+	org, tier, env := spec.Org, spec.Tier, spec.Env
 	if err := checkArgs(org, tier, env); err != nil {
+		return Issued{}, err
+	}
+	if err := spec.Lifecycle.Check(now()); err != nil {
 		return Issued{}, err
 	}
 	var out Issued
@@ -38,7 +49,7 @@ func IssueToFile(path, org, tier, env string) (Issued, error) {
 		if f.live(orgID, env, t) >= MaxLiveKeys {
 			return ErrTooManyKeys
 		}
-		out, err = f.add(orgID, org, tier, env, t)
+		out, err = f.add(orgID, org, tier, env, t, spec.Lifecycle)
 		return err
 	})
 	return out, err
@@ -57,6 +68,9 @@ func RotateFile(path string, spec RotateSpec) (Rotation, error) {
 		}
 		var active, rotating []int
 		for _, i := range f.byAge(orgID, spec.Env) {
+			if f.Keys[i].expired(t) { // not live: neither rotated nor counted
+				continue
+			}
 			switch f.Keys[i].Status {
 			case StatusActive:
 				active = append(active, i)
@@ -89,7 +103,8 @@ func RotateFile(path string, spec RotateSpec) (Rotation, error) {
 			old.Status, old.RotatesOutAt = StatusRotating, &until
 			out.Rotating, out.Until = old.ID, until
 		}
-		out.Issued, err = f.add(orgID, spec.Org, tier, spec.Env, t)
+		// The new key keeps the old one's name, labels and expiry (Rotate).
+		out.Issued, err = f.add(orgID, spec.Org, tier, spec.Env, t, old.lifecycle())
 		return err
 	})
 	return out, err
@@ -110,6 +125,9 @@ func RevokeFile(path, keyID string) (Revocation, error) {
 			out = Revocation{KeyID: keyID, Was: k.Status}
 			if k.Status == StatusRotating {
 				out.Was = effectiveStatus(k.Status, *k.RotatesOutAt, t)
+			}
+			if k.ExpiresAt != nil {
+				out.Was = lifeStatus(out.Was, *k.ExpiresAt, t)
 			}
 			k.Status, k.RetiredAt = StatusRevoked, retiredAt(k, t)
 			return nil
@@ -173,11 +191,9 @@ func ListFile(path string, filter ListFilter) ([]KeyInfo, error) {
 	t := now()
 	var out []KeyInfo
 	for _, k := range f.Keys {
-		if filter.Org != "" && k.OrgName != filter.Org || filter.Env != "" && k.Env != filter.Env || filter.Tier != "" && k.Tier != filter.Tier {
-			continue
-		}
 		info := KeyInfo{ID: k.ID, Org: k.OrgName, OrgStatus: k.OrgStatus, Env: k.Env, Tier: k.Tier, Prefix: k.Prefix,
-			Status: k.Status, CreatedAt: k.CreatedAt, RetiredAt: k.RetiredAt, RotatesOutAt: k.RotatesOutAt}
+			Status: k.Status, CreatedAt: k.CreatedAt, RetiredAt: k.RetiredAt, RotatesOutAt: k.RotatesOutAt,
+			ExpiresAt: k.ExpiresAt, Name: k.Name, Labels: k.Labels}
 		if info.OrgStatus == "" {
 			info.OrgStatus = OrgActive
 		}
@@ -186,7 +202,13 @@ func ListFile(path string, filter ListFilter) ([]KeyInfo, error) {
 				info.RetiredAt = k.RotatesOutAt
 			}
 		}
+		if k.ExpiresAt != nil {
+			info.Status = lifeStatus(info.Status, *k.ExpiresAt, t)
+		}
 		info.RotatesOutAt = rotatesOut(info)
+		if !filter.keep(info, t) {
+			continue
+		}
 		out = append(out, info)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -236,15 +258,29 @@ func (f *File) expire(t time.Time) {
 	}
 }
 
-// live counts the organization's live keys in env at t.
+// live counts the organization's live keys in env at t: active or rotating
+// within its overlap, and not expired.
 func (f *File) live(orgID, env string, t time.Time) int {
 	n := 0
 	for _, k := range f.Keys {
-		if k.OrgID == orgID && k.Env == env && (k.Status == StatusActive || k.Status == StatusRotating && t.Before(*k.RotatesOutAt)) {
+		if k.OrgID == orgID && k.Env == env && !k.expired(t) &&
+			(k.Status == StatusActive || k.Status == StatusRotating && t.Before(*k.RotatesOutAt)) {
 			n++
 		}
 	}
 	return n
+}
+
+// expired reports whether k's expiry has come at t.
+func (k *FileKey) expired(t time.Time) bool { return k.ExpiresAt != nil && !t.Before(*k.ExpiresAt) }
+
+// lifecycle is k's name, labels and expiry.
+func (k *FileKey) lifecycle() Lifecycle {
+	l := Lifecycle{Name: k.Name, Labels: k.Labels}
+	if k.ExpiresAt != nil {
+		l.ExpiresAt = *k.ExpiresAt
+	}
+	return l
 }
 
 // byAge returns the indexes of the organization's keys in env, oldest first.
@@ -265,8 +301,8 @@ func (f *File) byAge(orgID, env string) []int {
 	return idx
 }
 
-// add appends a new active key and returns it (shown once).
-func (f *File) add(orgID, org, tier, env string, t time.Time) (Issued, error) {
+// add appends a new active key with lifecycle l and returns it (shown once).
+func (f *File) add(orgID, org, tier, env string, t time.Time, l Lifecycle) (Issued, error) {
 	key, err := NewKey(env)
 	if err != nil {
 		return Issued{}, err
@@ -275,8 +311,16 @@ func (f *File) add(orgID, org, tier, env string, t time.Time) (Issued, error) {
 	if err != nil {
 		return Issued{}, err
 	}
-	f.Keys = append(f.Keys, FileKey{ID: id, OrgID: orgID, OrgName: org, OrgStatus: OrgActive, Env: env, Tier: tier,
-		Status: StatusActive, SHA256: HashKey(key).String(), Prefix: key[:PrefixLen], CreatedAt: t})
+	fk := FileKey{ID: id, OrgID: orgID, OrgName: org, OrgStatus: OrgActive, Env: env, Tier: tier,
+		Status: StatusActive, SHA256: HashKey(key).String(), Prefix: key[:PrefixLen], CreatedAt: t, Name: l.Name}
+	if len(l.Labels) > 0 {
+		fk.Labels = maps.Clone(l.Labels)
+	}
+	if !l.ExpiresAt.IsZero() {
+		e := l.ExpiresAt.UTC()
+		fk.ExpiresAt = &e
+	}
+	f.Keys = append(f.Keys, fk)
 	return Issued{ID: id, OrgID: orgID, Key: key}, nil
 }
 

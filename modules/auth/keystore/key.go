@@ -145,12 +145,30 @@ type Record struct {
 	// RotatesOut is when a rotating key stops being accepted (zero unless
 	// Status is StatusRotating).
 	RotatesOut time.Time
+	// ExpiresAt is when the key stops being accepted (zero: never), compared
+	// with the clock at each request, cached or not (docs/design.md D71).
+	ExpiresAt time.Time
+	// Name and Labels say whose key it is (Lifecycle); Labels is nil when
+	// the key has none and is never modified once in a Record (the cache
+	// shares it between requests).
+	Name   string
+	Labels map[string]string
 }
 
 // EffectiveStatus is the key's status at now: a rotating key whose deadline
-// has come is rotated out, without anyone running a command.
+// has come is rotated out, and an active or rotating key whose expiry has
+// come is expired, without anyone running a command.
 func (r *Record) EffectiveStatus(now time.Time) string {
-	return effectiveStatus(r.Status, r.RotatesOut, now)
+	return lifeStatus(effectiveStatus(r.Status, r.RotatesOut, now), r.ExpiresAt, now)
+}
+
+// lifeStatus is status (already effective as to rotation), expired when the
+// key is still live and its expiry has come.
+func lifeStatus(status string, expiresAt, now time.Time) string {
+	if (status == StatusActive || status == StatusRotating) && expired(expiresAt, now) {
+		return StatusExpired
+	}
+	return status
 }
 
 func effectiveStatus(status string, rotatesOut, now time.Time) string {
@@ -171,13 +189,18 @@ type KeyInfo struct {
 	Env       string
 	Tier      string
 	Prefix    string
-	Status    string // the effective status (a rotating key past its deadline is "rotated")
+	Status    string // the effective status (a rotating key past its deadline is "rotated", a live key past its expiry "expired")
 	CreatedAt time.Time
 	RetiredAt *time.Time
 	// RotatesOutAt is the end of the key's rotation overlap: nil unless the
 	// key was rotated with one, and nil for a key revoked before its overlap
 	// ended (it never rotates out: the revocation, RetiredAt, ended it).
 	RotatesOutAt *time.Time
+	// ExpiresAt is the key's expiry (nil: none), Name and Labels its
+	// lifecycle (docs/design.md D71).
+	ExpiresAt *time.Time
+	Name      string
+	Labels    map[string]string
 }
 
 // rotatesOut is k's RotatesOutAt as List reports it (see KeyInfo).

@@ -31,10 +31,11 @@ func Lookup(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, h Hash) (Record, error) {
 	var r Record
-	var until *time.Time
-	err := q.QueryRow(ctx, `SELECT k.id, k.org_id, o.name, o.status, k.env, k.tier, k.status, k.rotates_out_at
+	var until, expires *time.Time
+	err := q.QueryRow(ctx, `SELECT k.id, k.org_id, o.name, o.status, k.env, k.tier, k.status, k.rotates_out_at,
+			k.expires_at, k.name, k.labels
 		FROM civicgate.api_keys k JOIN civicgate.organizations o ON o.id = k.org_id WHERE k.key_hash = $1`, h[:]).
-		Scan(&r.KeyID, &r.OrgID, &r.OrgName, &r.OrgStatus, &r.Env, &r.Tier, &r.Status, &until)
+		Scan(&r.KeyID, &r.OrgID, &r.OrgName, &r.OrgStatus, &r.Env, &r.Tier, &r.Status, &until, &expires, &r.Name, &r.Labels)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Record{}, ErrNotFound
 	}
@@ -43,6 +44,12 @@ func Lookup(ctx context.Context, q interface {
 	}
 	if until != nil && r.Status == StatusRotating {
 		r.RotatesOut = *until
+	}
+	if expires != nil {
+		r.ExpiresAt = *expires
+	}
+	if len(r.Labels) == 0 {
+		r.Labels = nil
 	}
 	return r, nil
 }
@@ -95,7 +102,7 @@ func lockOrg(ctx context.Context, tx pgx.Tx, org string, create bool) (string, e
 	return id, nil
 }
 
-func insertKey(ctx context.Context, tx pgx.Tx, orgID, tier, env string) (Issued, error) {
+func insertKey(ctx context.Context, tx pgx.Tx, orgID, tier, env string, l Lifecycle) (Issued, error) {
 	key, err := NewKey(env)
 	if err != nil {
 		return Issued{}, err
@@ -105,8 +112,17 @@ func insertKey(ctx context.Context, tx pgx.Tx, orgID, tier, env string) (Issued,
 		return Issued{}, err
 	}
 	h := HashKey(key)
-	if _, err := tx.Exec(ctx, `INSERT INTO civicgate.api_keys (id, org_id, env, tier, key_hash, key_prefix) VALUES ($1, $2, $3, $4, $5, $6)`,
-		id, orgID, env, tier, h[:], key[:PrefixLen]); err != nil {
+	labels := l.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	var expires *time.Time
+	if !l.ExpiresAt.IsZero() {
+		expires = &l.ExpiresAt
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO civicgate.api_keys (id, org_id, env, tier, key_hash, key_prefix, name, labels, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		id, orgID, env, tier, h[:], key[:PrefixLen], l.Name, labels, expires); err != nil {
 		return Issued{}, fmt.Errorf("keystore: insert key: %w", err)
 	}
 	// A gateway may hold a negative cache entry for this hash.

@@ -134,14 +134,14 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 	if err := oldledger.Build(ctx, pool, oldledger.Versions); err != nil {
 		t.Fatal(err)
 	}
-	is, err := keystore.Issue(ctx, pool, "acme", "free", keystore.EnvLive)
-	if err != nil {
-		t.Fatal(err)
-	}
+	is := oldKey(t, pool, "acme")
 	if err := keystore.Audit(ctx, pool, keystore.AuditEntry{Actor: "cli:old", Role: keystore.RoleOperator, OrgID: is.OrgID, Action: "key.issue"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CreateLink(ctx, pool, LinkSpec{Org: "acme", Email: "a@acme.org", Role: keystore.RoleAdmin, CreatedBy: "cli:old"}); err != nil {
+	// As the old gateway made it: CreateLink reads the key columns of the
+	// key store's later files.
+	if _, err := pool.Exec(ctx, `INSERT INTO civicgate.console_links (token_hash, org_id, email, role, created_by, expires_at)
+		VALUES (sha256('old link'), $1, 'a@acme.org', 'admin', 'cli:old', now() + interval '1 hour')`, is.OrgID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO civicgate.usage_minute (key_id, org_id, start, admitted, mcp_calls)
@@ -165,17 +165,22 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 	for _, want := range []struct {
 		table string
 		old   map[int]int // version → the old version
+		fresh int         // versions newer than the old ledger, applied by this run
 	}{
-		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}},
-		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}},
-		{"civicgate.console_migrations", map[int]int{1: 4}},
+		// keystore 5: the key lifecycle (docs/design.md D71), after the old ledger
+		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}, 1},
+		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, 0},
+		{"civicgate.console_migrations", map[int]int{1: 4}, 0},
 	} {
 		rows := ledgerOf(t, pool, want.table)
-		if len(rows) != len(want.old) {
-			t.Errorf("%s lists %v, want the versions of %v", want.table, versionsOf(rows), want.old)
+		if len(rows) != len(want.old)+want.fresh {
+			t.Errorf("%s lists %v, want the versions of %v and %d more", want.table, versionsOf(rows), want.old, want.fresh)
 			continue
 		}
 		for _, r := range rows {
+			if _, handed := want.old[r.Version]; !handed {
+				continue
+			}
 			if at, ok := old[want.old[r.Version]]; !ok || !r.AppliedAt.Equal(at) {
 				t.Errorf("%s version %d (%s) applied at %v, want the old version %d's %v", want.table, r.Version, r.Name, r.AppliedAt, want.old[r.Version], at)
 			}
@@ -209,10 +214,10 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 	}
 
 	for _, l := range []pgmigrate.Ledger{
-		withFile(t, keystore.Ledger(), "0005_later.sql", `ALTER TABLE civicgate.api_keys ADD COLUMN note text NOT NULL DEFAULT ''`),
+		withFile(t, keystore.Ledger(), "0006_later.sql", `ALTER TABLE civicgate.api_keys ADD COLUMN note text NOT NULL DEFAULT ''`),
 		withFile(t, Ledger(), "0002_later.sql", `ALTER TABLE civicgate.console_links ADD COLUMN note text NOT NULL DEFAULT ''`),
 	} {
-		later := 5
+		later := 6
 		if l.Table == "civicgate.console_migrations" {
 			later = 2
 		}
@@ -223,6 +228,27 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 			t.Errorf("%s, the later file again: applied %v %v", l.Table, applied, err)
 		}
 	}
+}
+
+// oldKey inserts a live key of the organization named org, creating it, as
+// the gateway of the old ledger did (its columns only: keystore.Issue writes
+// the columns of the key store's later files).
+func oldKey(t *testing.T, pool *pgxpool.Pool, org string) keystore.Issued {
+	t.Helper()
+	key, err := keystore.NewKey(keystore.EnvLive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := keystore.Issued{ID: "key_old" + org, OrgID: "org_old" + org, Key: key}
+	h := keystore.HashKey(key)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO civicgate.organizations (id, name) VALUES ($1, $2)`, is.OrgID, org); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `INSERT INTO civicgate.api_keys (id, org_id, env, tier, key_hash, key_prefix)
+		VALUES ($1, $2, 'live', 'free', $3, $4)`, is.ID, is.OrgID, h[:], key[:keystore.PrefixLen]); err != nil {
+		t.Fatal(err)
+	}
+	return is
 }
 
 // TestHandoverFromAnOlderDatabase: a database of an older gateway (old
@@ -238,7 +264,7 @@ func TestHandoverFromAnOlderDatabase(t *testing.T) {
 		ledger       pgmigrate.Ledger
 		seeded, runs []int
 	}{
-		{keystore.Ledger(), []int{1, 2}, []int{3, 4}},
+		{keystore.Ledger(), []int{1, 2}, []int{3, 4, 5}},
 		{usage.Ledger(), []int{1}, []int{2, 3}},
 		{Ledger(), nil, []int{1}},
 	} {
@@ -276,7 +302,7 @@ func TestMigrateFreshAndConcurrently(t *testing.T) {
 		t.Error(err)
 	}
 	for table, want := range map[string]int{
-		"civicgate.keystore_migrations":       4,
+		"civicgate.keystore_migrations":       5,
 		"civicgate.usage_migrations":          3,
 		"civicgate.console_migrations":        1,
 		"civicgate.civic_webhooks_migrations": 5,

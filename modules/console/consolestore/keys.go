@@ -3,6 +3,8 @@ package consolestore
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +22,21 @@ type Key struct {
 	RetiredAt    *time.Time
 	RotatesOutAt *time.Time
 	LastUsed     *time.Time // the last minute (or, past 48 h, hour) with counted usage
+	// The key's lifecycle (keystore.Lifecycle; KeysPage only): its expiry
+	// (nil: none), name and labels.
+	ExpiresAt *time.Time
+	Name      string
+	Labels    map[string]string
+}
+
+// LabelList is k's labels as key=value in key order, as the keys page
+// shows them (a value may hold a comma: one string per label).
+func (k Key) LabelList() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(k.Labels)) {
+		out = append(out, name+"="+k.Labels[name])
+	}
+	return out
 }
 
 // KeyCursor is where a keys page starts: after the key created at
@@ -41,11 +58,13 @@ func KeysPage(ctx context.Context, pool *pgxpool.Pool, orgID string, after KeyCu
 		page = `(k.created_at, k.id) < ($3, $2)`
 	}
 	rows, err := pool.Query(ctx, `SELECT k.id, k.env, k.tier, k.key_prefix,
-			CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN 'rotated' ELSE k.status END,
+			CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN 'rotated'
+				WHEN k.status IN ('active','rotating') AND k.expires_at <= now() THEN 'expired' ELSE k.status END,
 			k.created_at, coalesce(k.retired_at, CASE WHEN k.status = 'rotating' AND k.rotates_out_at <= now() THEN k.rotates_out_at END),
 			k.rotates_out_at,
 			coalesce((SELECT max(m.start) FROM civicgate.usage_minute m WHERE m.key_id = k.id),
-				(SELECT max(h.start) FROM civicgate.usage_hour h WHERE h.key_id = k.id))
+				(SELECT max(h.start) FROM civicgate.usage_hour h WHERE h.key_id = k.id)),
+			k.expires_at, k.name, k.labels
 		FROM civicgate.api_keys k
 		WHERE k.org_id = $1 AND `+page+`
 		ORDER BY k.created_at DESC, k.id DESC LIMIT $4`, orgID, after.ID, after.CreatedAt, limit+1)
@@ -54,7 +73,8 @@ func KeysPage(ctx context.Context, pool *pgxpool.Pool, orgID string, after KeyCu
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
 		var k Key
-		err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RetiredAt, &k.RotatesOutAt, &k.LastUsed)
+		err := r.Scan(&k.ID, &k.Env, &k.Tier, &k.Prefix, &k.Status, &k.CreatedAt, &k.RetiredAt, &k.RotatesOutAt, &k.LastUsed,
+			&k.ExpiresAt, &k.Name, &k.Labels)
 		k.CreatedAt = k.CreatedAt.UTC()
 		return k, err
 	})

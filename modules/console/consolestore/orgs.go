@@ -18,14 +18,16 @@ type Org struct {
 	CreatedAt time.Time
 	// UsableKeys counts the keys accepted now, in either environment: active,
 	// or rotating with its overlap not yet ended (a rotating key past its
-	// rotates_out_at is refused though its status is not rewritten).
+	// rotates_out_at is refused though its status is not rewritten), and not
+	// expired (docs/design.md D71).
 	UsableKeys int
 	Tiers      []string // the tiers of its usable keys, sorted
 }
 
 // usableKey is the condition on api_keys k of a key accepted now, as
 // LiveKeys and the gateways' key check have it.
-const usableKey = `(k.status = 'active' OR (k.status = 'rotating' AND k.rotates_out_at > now()))`
+const usableKey = `((k.status = 'active' OR (k.status = 'rotating' AND k.rotates_out_at > now()))
+	AND (k.expires_at IS NULL OR k.expires_at > now()))`
 
 const orgColumns = `o.id, o.name, o.status, o.created_at,
 	(SELECT count(*) FROM civicgate.api_keys k WHERE k.org_id = o.id AND ` + usableKey + `),
