@@ -9,6 +9,7 @@ import (
 
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 )
 
 const shapeSDL = `
@@ -38,7 +39,7 @@ union SearchResult = Book | Author
 func loadShape(t *testing.T, query string) (*ast.Schema, *ast.QueryDocument) {
 	t.Helper()
 	schema := gqlparser.MustLoadSchema(&ast.Source{Name: "shape.graphqls", Input: shapeSDL})
-	doc, errs := gqlparser.LoadQuery(schema, query)
+	doc, errs := gqlparser.LoadQueryWithRules(schema, query, rules.NewDefaultRules())
 	if len(errs) > 0 {
 		t.Fatalf("query does not validate: %v", errs)
 	}
@@ -138,7 +139,7 @@ query Q($t: String = "default secret", $n: Int = 12345) {
 	if compact(s.Normalized) != want {
 		t.Errorf("normalized\n got %s\nwant %s", s.Normalized, want)
 	}
-	if _, errs := gqlparser.LoadQuery(schema, s.Normalized); len(errs) > 0 {
+	if _, errs := gqlparser.LoadQueryWithRules(schema, s.Normalized, rules.NewDefaultRules()); len(errs) > 0 {
 		t.Errorf("normalized text does not validate: %v", errs)
 	}
 	// The parsed document the compiled operation keeps is unchanged.
@@ -159,7 +160,7 @@ func TestOperationShapeCap(t *testing.T) {
 	}
 	sdl.WriteString("  zlast: Int @deprecated\n}\n")
 	schema := gqlparser.MustLoadSchema(&ast.Source{Input: sdl.String()})
-	doc, errs := gqlparser.LoadQuery(schema, "{"+sel.String()+" zlast }")
+	doc, errs := gqlparser.LoadQueryWithRules(schema, "{"+sel.String()+" zlast }", rules.NewDefaultRules())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
