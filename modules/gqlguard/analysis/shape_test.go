@@ -94,6 +94,16 @@ func TestOperationShapeDeprecatedField(t *testing.T) {
 	}
 }
 
+// Variables' default values are literals of the document: their input
+// fields and enum values are coordinates.
+func TestOperationShapeVariableDefaults(t *testing.T) {
+	schema, doc := loadShape(t, `query($o: Order = TITLE, $f: BookFilter = {oldTag: "x"}) { books(order: $o, filter: $f) { id } }`)
+	s := OperationShape(doc, doc.Operations[0], schema)
+	if !slices.Equal(s.Deprecated, []string{"BookFilter.oldTag", "Order.TITLE"}) {
+		t.Errorf("deprecated = %q", s.Deprecated)
+	}
+}
+
 func TestOperationShapeOnlyTheSelectedOperation(t *testing.T) {
 	schema, doc := loadShape(t, `
 query A { books { ...B } }
