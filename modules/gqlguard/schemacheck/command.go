@@ -132,8 +132,8 @@ func writeText(w io.Writer, schema string, since time.Time, checked int, breaks 
 	for _, k := range byKey {
 		orgs[k.OrgID] = true
 	}
-	fmt.Fprintf(w, "%s would break %d of the %d operations used since %s, sent by %d keys of %d organizations\n",
-		schema, len(breaks), checked, since.UTC().Format(time.RFC3339), len(byKey), len(orgs))
+	fmt.Fprintf(w, "%s would break %d of the %d operations used since %s, sent by %s of %s\n",
+		schema, len(breaks), checked, since.UTC().Format(time.RFC3339), plural(len(byKey), "key"), plural(len(orgs), "organization"))
 	org := ""
 	for i, k := range byKey {
 		if i == 0 || k.OrgID != org {
@@ -157,6 +157,13 @@ func writeText(w io.Writer, schema string, since time.Time, checked int, breaks 
 			}
 		}
 	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func cmpName(name string) string {
@@ -197,11 +204,11 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+			return now.Add(-time.Duration(n) * 24 * time.Hour).UTC().Truncate(time.Second), nil
 		}
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
+		return now.Add(-d).UTC().Truncate(time.Second), nil
 	}
 	return time.Time{}, clirun.Usage(fmt.Sprintf("--since: want a duration (90m, 24h, 30d) or an RFC 3339 time, got %q", s))
 }
