@@ -2,9 +2,12 @@ package gqlguard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 )
 
 // shapeNext records the operation the guard published for the next handler.
@@ -111,5 +115,57 @@ func TestDeprecationsConfigRefusedAtProvision(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", coord, err, want)
 		}
+	}
+}
+
+// A document naming more coordinates than an operation's shape keeps is
+// admitted with MaxCoordinates of them; the rest are counted once, when
+// the document is compiled, not per request.
+func TestShapeCoordinatesDroppedCounted(t *testing.T) {
+	var sdl, sel strings.Builder
+	sdl.WriteString("type Query {\n")
+	n := analysis.MaxCoordinates + 8
+	for i := range n {
+		fmt.Fprintf(&sdl, "  f%04d: Int\n", i)
+		fmt.Fprintf(&sel, " f%04d", i)
+	}
+	sdl.WriteString("}\n")
+	path := filepath.Join(t.TempDir(), "wide.graphqls")
+	if err := os.WriteFile(path, []byte(sdl.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	g := &Guard{Schema: path, MaxRootFields: int64(n)}
+	if err := g.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dropped := func() float64 {
+		families, err := ctx.GetMetricsRegistry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "civicgate_graphql_guard_shape_coordinates_dropped_total" {
+				return f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+	before := dropped()
+	body := q("{" + sel.String() + " }")
+	for range 3 {
+		next := &shapeNext{}
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		if err := g.ServeHTTP(httptest.NewRecorder(), r, next); err != nil {
+			t.Fatal(err)
+		}
+		if next.op == nil || len(next.op.Shape.Coordinates) != analysis.MaxCoordinates {
+			t.Fatalf("shape not published or not capped: %v", next.op)
+		}
+	}
+	if got := dropped() - before; got != float64(n-analysis.MaxCoordinates) {
+		t.Errorf("dropped +%v, want +%d (once per compiled document)", got, n-analysis.MaxCoordinates)
 	}
 }
