@@ -25,6 +25,7 @@ var onceOnly = map[string]string{
 	"introspection": "off", "measure_only": "", "schema_view": "entitled", "entitlements": "{civic.families}",
 	"operations": "query", "methods": "GET POST", "trusted_documents": "/m.json", "trusted_only": "free",
 	"subscriptions": "{\n max_per_key 3\n }", "persisted_queries": "{\n max_entries 10\n }",
+	"deprecations": "{\n Query.old since 2025-01-01T00:00:00Z\n }",
 }
 
 // TestCaddyfileErrors: each configuration is refused with its message.
@@ -64,6 +65,15 @@ func TestCaddyfileErrors(t *testing.T) {
 		"init_timeout short":        {guard("subscriptions {\n init_timeout 10ms\n }"), `graphql_guard subscriptions: init_timeout: want a duration from 1s to 10m0s, got "10ms"`},
 		"apq unknown":               {guard("persisted_queries {\n redis_url x\n }"), `graphql_guard persisted_queries: unknown option "redis_url"`},
 		"apq bytes":                 {guard("persisted_queries {\n max_bytes 1\n }"), `graphql_guard persisted_queries: max_bytes: want a size from 1.0 KiB to 16 GiB (e.g. 128KiB), got "1"`},
+		"deprecations argument":     {guard("deprecations on {\n Query.old\n }"), "wrong argument count or unexpected line ending after 'on'"},
+		"deprecation setting":       {guard("deprecations {\n Query.old until 2026-01-01T00:00:00Z\n }"), `graphql_guard deprecations: Query.old: unknown setting "until" (since, sunset, link)`},
+		"deprecation odd args":      {guard("deprecations {\n Query.old since\n }"), "wrong argument count or unexpected line ending after 'since'"},
+		"deprecation date":          {guard("deprecations {\n Query.old since 2026-01-01\n }"), `graphql_guard deprecations: Query.old: since: want an RFC 3339 time (2026-01-31T00:00:00Z), got "2026-01-01"`},
+		"deprecation sunset first":  {guard("deprecations {\n Query.old since 2026-01-01T00:00:00Z sunset 2025-01-01T00:00:00Z\n }"), "graphql_guard deprecations: Query.old: sunset is before since"},
+		"deprecation link":          {guard("deprecations {\n Query.old link /docs\n }"), `graphql_guard deprecations: Query.old: link: want an absolute http(s) URL without <>"',; or white space, got "/docs"`},
+		"deprecation link markup":   {guard("deprecations {\n Query.old link \"https://x.example/>;rel=x\"\n }"), `graphql_guard deprecations: Query.old: link: want an absolute http(s) URL`},
+		"deprecation setting twice": {guard("deprecations {\n Query.old link https://a.example link https://b.example\n }"), "graphql_guard deprecations: Query.old: link given twice"},
+		"deprecation twice":         {guard("deprecations {\n Query.old\n Query.old\n }"), "graphql_guard deprecations: Query.old given twice"},
 		"apq twice inside":          {guard("persisted_queries {\n ttl 1h\n ttl 2h\n }"), "graphql_guard persisted_queries: ttl given twice"},
 	}
 	for opt, v := range onceOnly {

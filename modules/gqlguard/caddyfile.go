@@ -60,6 +60,9 @@ func init() {
 //	    }
 //	    trusted_documents <manifest path>
 //	    trusted_only      [<tier>...]  # no tier: every caller
+//	    deprecations {                 # docs/design.md D69
+//	        <coordinate> [since <RFC3339>] [sunset <RFC3339>] [link <url>]   # repeated
+//	    }
 //	}
 //
 // Every option but family may be given once.
@@ -106,6 +109,7 @@ func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"subscriptions":     g.subscriptionsBlock(),
 		"persisted_queries": g.persistedQueriesBlock(),
 		"trusted_documents": caddyopt.String(&g.TrustedDocuments),
+		"deprecations":      g.deprecationsBlock(),
 		"trusted_only": caddyopt.Func(func(a *caddyopt.Args) error {
 			tiers := a.Dispenser().RemainingArgs()
 			if len(tiers) == 0 {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -104,6 +105,10 @@ type Guard struct {
 	// "full" (default) the whole schema, "entitled" the part its tier's
 	// families reach (docs/design.md D67).
 	SchemaView string `json:"schema_view,omitempty"`
+	// Deprecations dates and documents the coordinates the schema marks
+	// @deprecated, for the Deprecation, Sunset and Link headers of the
+	// responses to the operations that use them (docs/design.md D69).
+	Deprecations map[string]DeprecationConfig `json:"deprecations,omitempty"`
 
 	schema      *document.Schema
 	compiler    *document.Compiler
@@ -182,15 +187,25 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}
 	g.parses = new(atomic.Int64)
+	deprecation, err := g.provisionDeprecations(time.Now())
+	if err != nil {
+		return fmt.Errorf("graphql_guard: %w (schema %s)", err, g.Schema)
+	}
+	g.metrics, err = newGuardMetrics(ctx.GetMetricsRegistry())
+	if err != nil {
+		return fmt.Errorf("graphql_guard: metrics: %w", err)
+	}
 	cfg := document.Config{
-		Schema:          s,
-		Introspection:   *g.Introspection,
-		MaxTokens:       g.MaxTokens,
-		MeasureOnly:     g.MeasureOnly,
-		LimitArgument:   g.LimitArgument,
-		DefaultListSize: g.DefaultListSize,
-		Families:        g.fieldFamily,
-		OnParse:         func() { g.parses.Add(1) },
+		Schema:               s,
+		Introspection:        *g.Introspection,
+		MaxTokens:            g.MaxTokens,
+		MeasureOnly:          g.MeasureOnly,
+		LimitArgument:        g.LimitArgument,
+		DefaultListSize:      g.DefaultListSize,
+		Families:             g.fieldFamily,
+		OnParse:              func() { g.parses.Add(1) },
+		Deprecation:          deprecation,
+		OnCoordinatesDropped: func(n int) { g.metrics.coordinatesDropped.Add(float64(n)) },
 	}
 	if g.manifest != nil {
 		cfg.Trusted = g.manifest.Contains
@@ -202,10 +217,6 @@ func (g *Guard) Provision(ctx caddy.Context) error {
 		}
 	}
 	g.cache = document.NewCache(g.CacheSize)
-	g.metrics, err = newGuardMetrics(ctx.GetMetricsRegistry())
-	if err != nil {
-		return fmt.Errorf("graphql_guard: metrics: %w", err)
-	}
 	if g.subs, err = subscribe.New(ctx, g.Subscriptions, g, g.MaxBody); err != nil {
 		return fmt.Errorf("graphql_guard: %w", err)
 	}

@@ -33,6 +33,9 @@ type guardMetrics struct {
 	measured  *prometheus.CounterVec // limit
 	cacheHits prometheus.Counter
 	cacheMiss prometheus.Counter
+	// coordinatesDropped counts the schema coordinates over
+	// analysis.MaxCoordinates left out of compiled operations' shapes.
+	coordinatesDropped prometheus.Counter
 }
 
 // newGuardMetrics registers the guard's collectors in reg, reusing the
@@ -56,6 +59,10 @@ func newGuardMetrics(reg prometheus.Registerer) (*guardMetrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "cache_misses_total",
 			Help: "Documents parsed and validated (not found in the cache).",
 		}),
+		coordinatesDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "shape_coordinates_dropped_total",
+			Help: "Schema coordinates over the per-operation cap left out of compiled operations' shapes (docs/design.md D69).",
+		}),
 	}
 	if reg == nil {
 		m.allowed = m.requests.WithLabelValues(outcomeAllowed)
@@ -72,6 +79,9 @@ func newGuardMetrics(reg prometheus.Registerer) (*guardMetrics, error) {
 		return nil, err
 	}
 	if m.cacheMiss, err = collectors.Register(reg, m.cacheMiss); err != nil {
+		return nil, err
+	}
+	if m.coordinatesDropped, err = collectors.Register(reg, m.coordinatesDropped); err != nil {
 		return nil, err
 	}
 	m.allowed = m.requests.WithLabelValues(outcomeAllowed)

@@ -59,14 +59,19 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		setContentLength(r.Header, len(body))
 		r.GetBody = rb.fresh
 	}
+	// An operation using a deprecated coordinate says so in its response:
+	// set here, before the upstream's headers are added to the same map
+	// (docs/design.md D69).
+	adm.op.Deprecation.Set(w.Header())
+	// The decoded request, for the handlers after the guard: a response
+	// cache keys by it instead of parsing the request again (D40), usage
+	// records its operation's shape (D69) — an event stream's too.
+	r, q := contract.AttachRequest(r)
+	q.SetGraphQL(adm.request)
 	if adm.via == viaEventStream {
 		return g.subs.ServeEventStream(w, r, next, g.eventStream(&adm))
 	}
 	g.metrics.allowed.Inc()
-	// The decoded request, for the handlers after the guard: a response
-	// cache keys by it instead of parsing the request again (D40).
-	r, q := contract.AttachRequest(r)
-	q.SetGraphQL(adm.request)
 	return next.ServeHTTP(w, r)
 }
 

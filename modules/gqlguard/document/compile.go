@@ -76,8 +76,17 @@ type Operation struct {
 	// once, so forwarding adds no closure and no replacer map entries).
 	Placeholders func(name string) (any, bool)
 	// Published is the operation as the guard hands it to later handlers
-	// (contract.GraphQLRequest.Operation), built once like the placeholders.
+	// (contract.GraphQLRequest.Operation), built once like the placeholders;
+	// its Shape points at shape.
 	Published contract.GraphQLOperation
+	// Dropped is the number of schema coordinates over
+	// analysis.MaxCoordinates, not in Published.Shape (docs/design.md D69).
+	Dropped int
+	// Deprecation is the response headers of an operation that uses a
+	// deprecated coordinate; nil when it uses none (docs/design.md D69).
+	Deprecation *DeprecationHeaders
+
+	shape contract.OperationShape
 
 	// Per-request values computed once: the boxed name for
 	// {graphql.operation_name}, the root field names for
@@ -107,6 +116,13 @@ type Config struct {
 	// OnParse, when set, is called for every parse (tests: a cache hit
 	// parses nothing).
 	OnParse func()
+	// Deprecation tells what is known of a deprecated schema coordinate:
+	// the deprecation headers of the operations that use it (nil: none are
+	// sent, docs/design.md D69).
+	Deprecation func(coordinate string) Deprecation
+	// OnCoordinatesDropped, when set, is told of an operation compiled with
+	// coordinates over analysis.MaxCoordinates (the guard counts them).
+	OnCoordinatesDropped func(n int)
 }
 
 // Compiler turns documents into Docs for one guard configuration.
@@ -121,6 +137,8 @@ type Compiler struct {
 	trusted       func(string) bool
 	onParse       func()
 	introspection bool
+	deprecation   func(string) Deprecation
+	onDropped     func(int)
 }
 
 // NewCompiler returns the compiler of cfg; the validation rules are built
@@ -137,14 +155,16 @@ func NewCompiler(cfg Config) *Compiler {
 		trusted:       cfg.Trusted,
 		onParse:       cfg.OnParse,
 		introspection: cfg.Introspection,
+		deprecation:   cfg.Deprecation,
+		onDropped:     cfg.OnCoordinatesDropped,
 	}
 }
 
 // Compile lexes, parses and validates query and measures its operations:
 // the lexer's token count and string literals, then the parser, the
 // validation-work safety valve, gqlparser's validation, and per operation
-// the analysis step's measures, its families and the variables step's
-// preparation.
+// the analysis step's measures, its families, its shape and deprecation
+// headers (docs/design.md D69) and the variables step's preparation.
 func (c *Compiler) Compile(query string) *Doc {
 	doc := &Doc{Query: query}
 	scan := scanTokens(query, c.maxTokens, !c.measureOnly)
@@ -204,8 +224,16 @@ func (c *Compiler) Compile(query string) *Doc {
 			},
 		})
 	}
-	for _, op := range doc.Ops {
+	for i, op := range doc.Ops {
 		op.Placeholders = op.placeholder
+		shape := analysis.OperationShape(parsed, parsed.Operations[i], c.schema)
+		op.shape = contract.OperationShape{Coordinates: shape.Coordinates, Deprecated: shape.Deprecated, Normalized: shape.Normalized}
+		op.Published.Shape = &op.shape
+		op.Dropped = shape.Dropped
+		if shape.Dropped > 0 && c.onDropped != nil {
+			c.onDropped(shape.Dropped)
+		}
+		op.Deprecation = deprecationHeaders(shape.Deprecated, c.deprecation)
 	}
 	doc.Trusted = c.trusted != nil && c.trusted(query)
 	return doc
