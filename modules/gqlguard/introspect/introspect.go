@@ -25,12 +25,22 @@ import (
 // __schema, __type and __typename.
 var ErrNotIntrospection = errors.New("introspect: the operation selects a field that is not introspection")
 
-// Schema is one schema prepared for introspection: its type and directive
-// names in the order they are listed. Build it once per schema (view).
+// Schema is one schema prepared for introspection: its types by name and
+// in the order they are listed, its directives in order. Build it once per
+// schema (view).
+//
+// A mutation or subscription root type without a field (as a view of no
+// mutation holds it) is not answered: mutationType or subscriptionType is
+// null and the type is neither listed nor found by __type. A schema with a
+// field-less object type is invalid (graphql-js's buildClientSchema and
+// validateSchema refuse it), and it holds nothing to select.
 type Schema struct {
-	s          *ast.Schema
-	types      []*ast.Definition
-	directives []*ast.DirectiveDefinition
+	s            *ast.Schema
+	byName       map[string]*ast.Definition
+	mutation     *ast.Definition
+	subscription *ast.Definition
+	types        []*ast.Definition
+	directives   []*ast.DirectiveDefinition
 	// deprecatedDefault is the reason of a bare @deprecated: the default of
 	// the directive's reason argument ("No longer supported").
 	deprecatedDefault *string
@@ -39,8 +49,13 @@ type Schema struct {
 // New prepares s for introspection. s is not modified and must not be
 // modified while the Schema is used.
 func New(s *ast.Schema) *Schema {
-	out := &Schema{s: s}
-	for _, def := range s.Types {
+	out := &Schema{s: s, byName: make(map[string]*ast.Definition, len(s.Types))}
+	out.mutation, out.subscription = withFields(s.Mutation), withFields(s.Subscription)
+	for name, def := range s.Types {
+		if (def == s.Mutation && out.mutation == nil) || (def == s.Subscription && out.subscription == nil) {
+			continue
+		}
+		out.byName[name] = def
 		out.types = append(out.types, def)
 	}
 	slices.SortFunc(out.types, func(a, b *ast.Definition) int { return strings.Compare(a.Name, b.Name) })
@@ -94,7 +109,7 @@ func (s *Schema) Execute(doc *ast.QueryDocument, op *ast.OperationDefinition, va
 			if !ok {
 				return nil, errors.New("introspect: __type needs a name")
 			}
-			def := s.s.Types[typeName]
+			def := s.byName[typeName]
 			if def == nil {
 				e.null()
 				break
@@ -119,6 +134,29 @@ func (s *Schema) rootType(op ast.Operation) *ast.Definition {
 		return s.s.Subscription
 	}
 	return s.s.Query
+}
+
+// withFields is def, or nil when def is nil or has no field but the
+// introspection ones.
+func withFields(def *ast.Definition) *ast.Definition {
+	if def == nil {
+		return nil
+	}
+	for _, f := range def.Fields {
+		if !strings.HasPrefix(f.Name, "__") {
+			return def
+		}
+	}
+	return nil
+}
+
+// Visible is s as this package answers it: without a field-less mutation
+// or subscription root type. Tests hand it to another engine to compare.
+func (s *Schema) Visible() *ast.Schema {
+	out := *s.s
+	out.Types = s.byName
+	out.Mutation, out.Subscription = s.mutation, s.subscription
+	return &out
 }
 
 // withDefaults is vars with the defaults of the variables they lack.

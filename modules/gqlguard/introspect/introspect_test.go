@@ -207,3 +207,19 @@ func TestRootSelections(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldlessRootsNotAnswered: a view without mutations or subscriptions
+// answers mutationType and subscriptionType null and lists neither type, as
+// a schema without them would.
+func TestFieldlessRootsNotAnswered(t *testing.T) {
+	v := view.Build(loadSchema(t, "catalog.graphqls"), catalogViews["books only"])
+	got := string(ourData(t, v, `{ __schema { mutationType { name } subscriptionType { name } } m: __type(name: "Mutation") { name } s: __type(name: "Subscription") { name } q: __type(name: "Query") { fields { name } } }`, nil))
+	want := `{"__schema":{"mutationType":null,"subscriptionType":null},"m":null,"s":null,"q":{"fields":[{"name":"books"}]}}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	types := string(ourData(t, v, `{ __schema { types { name } } }`, nil))
+	if strings.Contains(types, `"Mutation"`) || strings.Contains(types, `"Subscription"`) || !strings.Contains(types, `"Query"`) {
+		t.Errorf("types: %s", types)
+	}
+}

@@ -26,7 +26,7 @@ func (s *Schema) wrap(t *ast.Type) typeRef {
 		return typeRef{}
 	}
 	if !t.NonNull && t.Elem == nil {
-		return typeRef{def: s.s.Types[t.NamedType]}
+		return typeRef{def: s.byName[t.NamedType]}
 	}
 	return typeRef{typ: t}
 }
@@ -112,9 +112,9 @@ func (e *executor) schemaObject(sets []ast.SelectionSet) error {
 		case "queryType":
 			return e.typeObject(typeRef{def: s.s.Query}, sub)
 		case "mutationType":
-			return e.typeObject(typeRef{def: s.s.Mutation}, sub)
+			return e.typeObject(typeRef{def: s.mutation}, sub)
 		case "subscriptionType":
-			return e.typeObject(typeRef{def: s.s.Subscription}, sub)
+			return e.typeObject(typeRef{def: s.subscription}, sub)
 		case "directives":
 			return e.list(len(s.directives), func(i int) error { return e.directiveObject(s.directives[i], sub) })
 		default:
@@ -242,7 +242,7 @@ func (e *executor) specifiedByURL(def *ast.Definition) {
 func (e *executor) namedTypes(names []string, sub []ast.SelectionSet) error {
 	defs := make([]*ast.Definition, 0, len(names))
 	for _, n := range names {
-		if def := e.schema.s.Types[n]; def != nil {
+		if def := e.schema.byName[n]; def != nil {
 			defs = append(defs, def)
 		}
 	}
