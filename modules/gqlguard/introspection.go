@@ -50,7 +50,7 @@ func (g *Guard) screenMixedIntrospection(w http.ResponseWriter, doc *document.Do
 	if !g.answersIntrospection(v) || (doc.Refusal != nil && doc.RefusalKind != document.RefusedValidation) {
 		return ""
 	}
-	if !strings.Contains(doc.Query, "__schema") && !strings.Contains(doc.Query, "__type") {
+	if !mentionsIntrospection(doc) {
 		return ""
 	}
 	parsed, err := parser.ParseQuery(&ast.Source{Input: doc.Query})
@@ -69,6 +69,42 @@ func (g *Guard) screenMixedIntrospection(w http.ResponseWriter, doc *document.Do
 		Message: msgIntrospectionMixed, Locations: document.LocationsOf(pos), Code: codeIntrospectionMixed,
 	}}))
 	return outcomeIntrospectionMixed
+}
+
+// mentionsIntrospection reports whether doc may select __schema or __type:
+// for a valid document, whether an operation does (the analysis found it);
+// for one that failed validation, whether its text names either (__typename,
+// which many clients add everywhere, does not count). Only then is the text
+// parsed again.
+func mentionsIntrospection(doc *document.Doc) bool {
+	if doc.Refusal == nil {
+		for _, op := range doc.Ops {
+			if op.Measures.Introspection != nil {
+				return true
+			}
+		}
+		return false
+	}
+	return namesWord(doc.Query, "__schema") || namesWord(doc.Query, "__type")
+}
+
+// namesWord reports whether text holds word not followed by a name
+// character.
+func namesWord(text, word string) bool {
+	for {
+		i := strings.Index(text, word)
+		if i < 0 {
+			return false
+		}
+		text = text[i+len(word):]
+		if text == "" || !isNameByte(text[0]) {
+			return true
+		}
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // requestOperationName is the request's operationName, decoded.

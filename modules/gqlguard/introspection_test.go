@@ -129,3 +129,20 @@ func TestIntrospectionOverWebSocketRefused(t *testing.T) {
 		t.Fatalf("the upstream saw the introspection: %v", got)
 	}
 }
+
+func TestNamesWord(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{`{ __typename books { __typename } }`, false},
+		{`{ __type(name: "A") { name } }`, true},
+		{`{ __typename __type (name: "A") { name } }`, true},
+		{`{ x: __type`, true},
+		{`{ __types }`, false},
+	} {
+		if got := namesWord(c.text, "__type"); got != c.want {
+			t.Errorf("%s: %v", c.text, got)
+		}
+	}
+}
