@@ -2,6 +2,8 @@ package gqlguard
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,12 +109,14 @@ func TestSchemaViewOff(t *testing.T) {
 // max_cost 10000, the defaults), the same with limits graphql-js's
 // IntrospectionQuery (13 deep, a cost of 168179 here) fits at /lib/deep,
 // with introspection off at /lib/off, and with every root field in a
-// family at /lib/all (a caller owning both families sees the whole schema).
+// family at /lib/all (a caller owning both families sees the whole schema),
+// and with GET allowed at /lib/get.
 func introspectionRoutes(t *testing.T) string {
 	deep := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/deep", 1), "schema_view entitled", "schema_view entitled\n\t\t\tmax_depth 20\n\t\t\tmax_cost 1000000", 1)
 	off := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/off", 1), "schema_view entitled", "schema_view entitled\n\t\t\tintrospection off", 1)
 	all := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/all", 1), "Subscription.loanEvents", "Mutation.returnBook Subscription.loanEvents", 1)
-	return viewRoute(t) + deep + off + all
+	get := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/get", 1), "schema_view entitled", "schema_view entitled\n\t\t\tmethods GET POST", 1)
+	return viewRoute(t) + deep + off + all + get
 }
 
 // catalogIntrospection is the guard's answer to query from the catalog
@@ -203,6 +207,12 @@ func TestSchemaViewIntrospection(t *testing.T) {
 		if resp.StatusCode != 400 || !strings.Contains(body, `"code":"INTROSPECTION_MIXED"`) {
 			t.Errorf("mixed: %d %s", resp.StatusCode, body)
 		}
+	})
+
+	t.Run("over GET, variables in the URL", func(t *testing.T) {
+		v := url.Values{"query": {byName}, "variables": {`{"n":"Book"}`}}
+		resp, body := s.do(t, call{method: http.MethodGet, path: "/lib/get?" + v.Encode(), ctype: "-", headers: catalog})
+		expect(t, "GET", resp, body, 200, `{"data":{"__type":{"name":"Book"}}}`)
 	})
 
 	t.Run("an event stream is refused as before", func(t *testing.T) {
