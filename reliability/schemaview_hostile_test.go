@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -161,5 +162,147 @@ func TestSchemaViewHostile(t *testing.T) {
 			t.Fatalf("partner: %d %s", st, body)
 		}
 	})
+
+	// Introspection answered from the reader's view (docs/design.md D68).
+	t.Run("introspection recovers the view exactly", func(t *testing.T) {
+		full, err := os.ReadFile(filepath.Join(a.s.Root, "modules", "gqlguard", "introspect", "testdata", "introspection_query.graphql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		query := `{"query":` + jsonString(string(full)) + `}`
+		// The example's max_depth 6 refuses graphql-js's IntrospectionQuery
+		// (13 deep) as any operation that deep; limits are not waived.
+		if st, body := a.post(reader, query); st != 200 || !strings.Contains(body, `"code":"QUERY_TOO_DEEP"`) {
+			t.Fatalf("under max_depth 6: %d %s", st, body)
+		}
+		raiseLimits(t, a)
+		before := a.Up.requestCount()
+		st, body := a.post(reader, query)
+		if st != 200 || !strings.HasPrefix(body, `{"data":{"__schema":`) {
+			t.Fatalf("IntrospectionQuery: %d %.300s", st, body)
+		}
+		recovered := introspectedNames(t, body)
+
+		// Every word of the list, by __type: a name outside the view answers
+		// byte for byte as a made-up one.
+		const byName = `{ __type(name: "@N@") { name fields(includeDeprecated: true) { name args(includeDeprecated: true) { name } } inputFields { name } enumValues(includeDeprecated: true) { name } } }`
+		for _, w := range schemaWords(t, filepath.Join(a.s.Root, "examples", "other-backend", "library.graphqls")) {
+			st, body := answer(reader, byName, w)
+			if st != 200 {
+				t.Fatalf("__type(name: %q): %d %s", w, st, body)
+			}
+			if body == `{"data":{"__type":null}}` {
+				continue
+			}
+			if slices.Contains(outside, w) {
+				t.Errorf("__type(name: %q) answers %s", w, body)
+			}
+			for _, n := range introspectedNames(t, body) {
+				if !slices.Contains(recovered, n) {
+					recovered = append(recovered, n)
+				}
+			}
+		}
+		for _, w := range outside {
+			st, body := answer(reader, byName, w)
+			mst, mbody := answer(reader, byName, madeUpLike(w))
+			if st != mst || body != mbody || body != `{"data":{"__type":null}}` {
+				t.Errorf("__type(name: %q): %d %s\nmade-up %q: %d %s", w, st, body, madeUpLike(w), mst, mbody)
+			}
+		}
+		slices.Sort(recovered)
+		want := slices.DeleteFunc(slices.Clone(readerView), func(n string) bool { return n == "Mutation" || n == "Subscription" })
+		slices.Sort(want)
+		if !slices.Equal(recovered, want) {
+			t.Errorf("introspection recovered %v\nthe reader's view is %v (its field-less Mutation and Subscription are not answered)", recovered, want)
+		}
+		if got := a.Up.requestCount(); got != before {
+			t.Errorf("%d introspection requests reached the engine", got-before)
+		}
+	})
 	a.alive(reader)
+}
+
+// raiseLimits reloads the gateway with max_depth and max_cost that fit
+// graphql-js's IntrospectionQuery, through Caddy's admin API (civicgate
+// reload): the harness's Caddyfile has the example's max_depth 6.
+func raiseLimits(t *testing.T, a *anyBackend) {
+	t.Helper()
+	cf := filepath.Join(a.s.Dir, "Caddyfile")
+	src, err := os.ReadFile(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raised := strings.Replace(string(src), "max_depth 6", "max_depth 20\n\t\t\tmax_cost 1000000", 1)
+	if raised == string(src) {
+		t.Fatal("the harness's Caddyfile has no max_depth 6")
+	}
+	deep := filepath.Join(a.s.Dir, "Caddyfile.deep")
+	if err := os.WriteFile(deep, []byte(raised), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.s.Run(bins.Civicgate, "reload", "--config", deep, "--adapter", "caddyfile")
+}
+
+// introspectedNames are the names an introspection answer tells: the
+// types' names and their fields', arguments', input fields' and enum
+// values' names, the introspection system's own (__Type …) and the
+// directives (in every schema) left out.
+func introspectedNames(t *testing.T, body string) []string {
+	t.Helper()
+	type named struct {
+		Name string `json:"name"`
+	}
+	type typ struct {
+		Name   string `json:"name"`
+		Fields []struct {
+			Name string  `json:"name"`
+			Args []named `json:"args"`
+		} `json:"fields"`
+		InputFields []named `json:"inputFields"`
+		EnumValues  []named `json:"enumValues"`
+	}
+	var resp struct {
+		Data struct {
+			Schema *struct {
+				Types []typ `json:"types"`
+			} `json:"__schema"`
+			Type *typ `json:"__type"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatalf("%v: %.300s", err, body)
+	}
+	var types []typ
+	if resp.Data.Schema != nil {
+		types = resp.Data.Schema.Types
+	}
+	if resp.Data.Type != nil {
+		types = append(types, *resp.Data.Type)
+	}
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, ty := range types {
+		if strings.HasPrefix(ty.Name, "__") {
+			continue
+		}
+		add(ty.Name)
+		for _, f := range ty.Fields {
+			add(f.Name)
+			for _, a := range f.Args {
+				add(a.Name)
+			}
+		}
+		for _, f := range ty.InputFields {
+			add(f.Name)
+		}
+		for _, v := range ty.EnumValues {
+			add(v.Name)
+		}
+	}
+	return names
 }

@@ -2,8 +2,19 @@ package gqlguard
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/civicgate/civicgate/modules/gqlguard/introspect"
+	"github.com/civicgate/civicgate/modules/gqlguard/view"
 )
 
 // graphql_guard with schema_view entitled in front of the lending library,
@@ -54,8 +65,10 @@ func TestSchemaViewTwoTiers(t *testing.T) {
 			echoed("query", "books,loans", "catalog,loans", "", q(`{ books { endCursor } loans(memberId: "m1") { id } }`))},
 		{"catalog: a fragment on Loan names an unknown type", catalog, `{ book(id: "b1") { ... on Loan { id } } }`, 200,
 			`{"data":null,"errors":[{"message":"Unknown type \"Loan\".","locations":[{"line":1,"column":24}],"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`},
-		{"catalog: __type of an outside type is refused as any introspection", catalog, `{ __type(name: "Loan") { name } }`, 200, bodyIntrospectionView},
-		{"catalog: __type of a nonexistent type", catalog, `{ __type(name: "Zzzz") { name } }`, 200, bodyIntrospectionView},
+		{"catalog: __type of an outside type is null", catalog, `{ __type(name: "Loan") { name } }`, 200, `{"data":{"__type":null}}`},
+		{"catalog: __type of a nonexistent type is null", catalog, `{ __type(name: "Zzzz") { name } }`, 200, `{"data":{"__type":null}}`},
+		{"catalog: __type of a type of the view", catalog, `{ __type(name: "Book") { name fields { name } } }`, 200,
+			`{"data":{"__type":{"name":"Book","fields":[{"name":"id"},{"name":"title"},{"name":"author"}]}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := s.do(t, call{path: "/lib/view", headers: tc.headers, body: q(tc.query)})
@@ -63,10 +76,6 @@ func TestSchemaViewTwoTiers(t *testing.T) {
 		})
 	}
 }
-
-// bodyIntrospectionView: a caller whose view is not the whole schema gets
-// no introspection (docs/design.md D67).
-const bodyIntrospectionView = `{"data":null,"errors":[{"message":"GraphQL introspection is not allowed","locations":[{"line":1,"column":3}],"extensions":{"code":"INTROSPECTION_DISABLED"}}]}`
 
 // TestSchemaViewCacheByView: one document, valid for one tier and not for
 // the other, alternately from both: the compiled-document cache never hands
@@ -94,4 +103,123 @@ func TestSchemaViewOff(t *testing.T) {
 	s := startCaddy(t, strings.Replace(viewRoute(t), "schema_view entitled", "schema_view full", 1))
 	resp, body := s.do(t, call{path: "/lib/view", headers: families("catalog"), body: q(`{ loans(memberId: "m1") { id } }`)})
 	expect(t, "full view", resp, body, 403, bodyNotEntitled)
+}
+
+// introspectionRoutes are viewRoute at /lib/view (max_depth 10 and
+// max_cost 10000, the defaults), the same with limits graphql-js's
+// IntrospectionQuery (13 deep, a cost of 168179 here) fits at /lib/deep,
+// with introspection off at /lib/off, and with every root field in a
+// family at /lib/all (a caller owning both families sees the whole schema),
+// and with GET allowed at /lib/get.
+func introspectionRoutes(t *testing.T) string {
+	deep := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/deep", 1), "schema_view entitled", "schema_view entitled\n\t\t\tmax_depth 20\n\t\t\tmax_cost 1000000", 1)
+	off := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/off", 1), "schema_view entitled", "schema_view entitled\n\t\t\tintrospection off", 1)
+	all := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/all", 1), "Subscription.loanEvents", "Mutation.returnBook Subscription.loanEvents", 1)
+	get := strings.Replace(strings.Replace(viewRoute(t), "/lib/view", "/lib/get", 1), "schema_view entitled", "schema_view entitled\n\t\t\tmethods GET POST", 1)
+	return viewRoute(t) + deep + off + all + get
+}
+
+// catalogIntrospection is the guard's answer to query from the catalog
+// tier's view of testdata/library.graphqls, computed without Caddy.
+func catalogIntrospection(t *testing.T, query string) string {
+	t.Helper()
+	src, err := os.ReadFile(testdataPath(t, "library.graphqls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gqlparser.LoadSchema(&ast.Source{Name: "library.graphqls", Input: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := introspect.New(view.Build(s, map[string][]string{"Query": {"books", "book"}})).Execute(doc, doc.Operations[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `{"data":` + string(data) + `}`
+}
+
+// TestSchemaViewIntrospection: a caller whose view is not the whole schema
+// has introspection answered by the guard from its view (docs/design.md
+// D68); the engine behind never sees it.
+func TestSchemaViewIntrospection(t *testing.T) {
+	s := startCaddy(t, introspectionRoutes(t))
+	catalog := families("catalog")
+	full, err := os.ReadFile(filepath.Join("introspect", "testdata", "introspection_query.graphql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := `{"data":null,"errors":[{"message":"Introspection must be its own operation on this route","locations":[{"line":1,"column":3}],"extensions":{"code":"INTROSPECTION_MIXED"}}]}`
+	disabled := `{"data":null,"errors":[{"message":"GraphQL introspection is not allowed","locations":[{"line":1,"column":3}],"extensions":{"code":"INTROSPECTION_DISABLED"}}]}`
+	byName := `query T($n: String!) { __type(name: $n) { name } }`
+
+	for _, tc := range []struct {
+		name    string
+		path    string
+		headers map[string]string
+		body    string
+		want    string
+	}{
+		{"graphql-js's IntrospectionQuery from the view", "/lib/deep", catalog, q(string(full)), catalogIntrospection(t, string(full))},
+		{"names, aliases and __typename", "/lib/view", catalog, q(`{ __typename s: __schema { types { name } } }`),
+			`{"data":{"__typename":"Query","s":{"types":[{"name":"Book"},{"name":"BookConnection"},{"name":"Boolean"},{"name":"Float"},{"name":"ID"},{"name":"Int"},{"name":"Query"},{"name":"String"},` +
+				`{"name":"__Directive"},{"name":"__DirectiveLocation"},{"name":"__EnumValue"},{"name":"__Field"},{"name":"__InputValue"},{"name":"__Schema"},{"name":"__Type"},{"name":"__TypeKind"}]}}}`},
+		{"a variable names the type", "/lib/view", catalog, q(byName, `"variables":{"n":"Book"}`), `{"data":{"__type":{"name":"Book"}}}`},
+		{"a variable names an outside type", "/lib/view", catalog, q(byName, `"variables":{"n":"Loan"}`), `{"data":{"__type":null}}`},
+		{"a variable names a made-up type", "/lib/view", catalog, q(byName, `"variables":{"n":"Zqzq"}`), `{"data":{"__type":null}}`},
+		{"mixed with a field of the view", "/lib/view", catalog, q(`{ __schema { description } books { endCursor } }`), mixed},
+		{"mixed with a field outside the view", "/lib/view", catalog, q(`{ __schema { description } loans(memberId: "m1") { id } }`), mixed},
+		{"mixed with a made-up field", "/lib/view", catalog, q(`{ __schema { description } zqzqz(memberId: "m1") { id } }`), mixed},
+		{"mixed through a fragment", "/lib/view", catalog, q(`{ __type(name: "Book") { name } ...F } fragment F on Query { books { endCursor } }`), mixed},
+		{"over max_depth", "/lib/view", catalog, q(string(full)), "QUERY_TOO_DEEP"},
+		{"both families: still a view (returnBook is in no family)", "/lib/view", families("catalog,loans"), q(`{ __type(name: "Loan") { name } }`),
+			`{"data":{"__type":{"name":"Loan"}}}`},
+		{"introspection off", "/lib/off", catalog, q(`{ __type(name: "Book") { name } }`), disabled},
+		{"the whole schema's caller is forwarded", "/lib/all", families("catalog,loans"), q(`{ __type(name: "Loan") { name } }`),
+			echoed("query", "", "", "", q(`{ __type(name: "Loan") { name } }`))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := s.do(t, call{path: tc.path, headers: tc.headers, body: tc.body})
+			if tc.want == "QUERY_TOO_DEEP" {
+				if resp.StatusCode != 200 || !strings.Contains(body, `"code":"QUERY_TOO_DEEP"`) {
+					t.Fatalf("got %d %s", resp.StatusCode, body)
+				}
+				return
+			}
+			expect(t, tc.name, resp, body, 200, tc.want)
+			if strings.HasPrefix(tc.want, `{"data":{`) && resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
+			}
+		})
+	}
+
+	t.Run("application/graphql-response+json", func(t *testing.T) {
+		h := map[string]string{"X-Families": "catalog", "Accept": "application/graphql-response+json"}
+		resp, body := s.do(t, call{path: "/lib/view", headers: h, body: q(`{ __type(name: "Book") { name } }`)})
+		expect(t, "answer", resp, body, 200, `{"data":{"__type":{"name":"Book"}}}`)
+		if ct := resp.Header.Get("Content-Type"); ct != "application/graphql-response+json" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		resp, body = s.do(t, call{path: "/lib/view", headers: h, body: q(`{ __schema { description } books { endCursor } }`)})
+		if resp.StatusCode != 400 || !strings.Contains(body, `"code":"INTROSPECTION_MIXED"`) {
+			t.Errorf("mixed: %d %s", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("over GET, variables in the URL", func(t *testing.T) {
+		v := url.Values{"query": {byName}, "variables": {`{"n":"Book"}`}}
+		resp, body := s.do(t, call{method: http.MethodGet, path: "/lib/get?" + v.Encode(), ctype: "-", headers: catalog})
+		expect(t, "GET", resp, body, 200, `{"data":{"__type":{"name":"Book"}}}`)
+	})
+
+	t.Run("an event stream is refused as before", func(t *testing.T) {
+		h := map[string]string{"X-Families": "catalog", "Accept": "text/event-stream"}
+		_, body := s.do(t, call{path: "/lib/view", headers: h, body: q(`{ __type(name: "Book") { name } }`)})
+		if !strings.Contains(body, "INTROSPECTION_DISABLED") || strings.Contains(body, "type=") {
+			t.Errorf("got %s", body)
+		}
+	})
 }

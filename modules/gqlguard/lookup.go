@@ -65,16 +65,20 @@ func (g *Guard) compileAndCache(compiler *document.Compiler, key document.CacheK
 }
 
 // screenDocument refuses a document holding the bearer token in one of its
-// strings (when the request has one) or one that failed to compile; it
-// returns the outcome, or "" to go on.
-func screenDocument(w http.ResponseWriter, doc *document.Doc, token string, hasToken bool) string {
-	if hasToken {
+// strings (when the request has one), an operation mixing introspection the
+// guard answers with other fields (introspection.go), or a document that
+// failed to compile; it returns the outcome, or "" to go on.
+func (g *Guard) screenDocument(w http.ResponseWriter, doc *document.Doc, scope *requestScope, req *request.Located) string {
+	if scope.hasToken {
 		for _, s := range doc.Strings {
-			if strings.Contains(s, token) {
+			if strings.Contains(s, scope.token) {
 				writeJSON(w, http.StatusBadRequest, messageBody(msgBearerInDocument))
 				return outcomeBearer
 			}
 		}
+	}
+	if outcome := g.screenMixedIntrospection(w, doc, req, scope.view); outcome != "" {
+		return outcome
 	}
 	if doc.Refusal != nil {
 		writeJSON(w, http.StatusOK, doc.Refusal)
@@ -85,8 +89,10 @@ func screenDocument(w http.ResponseWriter, doc *document.Doc, token string, hasT
 
 // selectOperation picks the operation req names from doc, refusing an
 // unknown or ambiguous name, anything but a query, and introspection when
-// it is off; it returns the operation, or the refusal's outcome.
-func (g *Guard) selectOperation(w http.ResponseWriter, doc *document.Doc, req *request.Located, v *view.Compiled) (*document.Operation, string) {
+// it is off, or when the caller's view is not the whole schema and the
+// guard cannot answer it from the view (introspection.go); it returns the
+// operation, or the refusal's outcome.
+func (g *Guard) selectOperation(w http.ResponseWriter, doc *document.Doc, req *request.Located, scope *requestScope) (*document.Operation, string) {
 	var (
 		op  *document.Operation
 		err error
@@ -106,7 +112,8 @@ func (g *Guard) selectOperation(w http.ResponseWriter, doc *document.Doc, req *r
 		}}))
 		return nil, outcomeOperation
 	}
-	if op.Measures.Introspection != nil && (!*g.Introspection || !v.Whole()) {
+	v := scope.view
+	if op.Measures.Introspection != nil && (!*g.Introspection || (!v.Whole() && !(g.answersIntrospection(v) && answerableVia(scope.via)))) {
 		writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{
 			Message: msgIntrospectionDisabled, Locations: document.LocationsOf(op.Measures.Introspection), Code: codeIntrospectionOff,
 		}}))

@@ -19,12 +19,16 @@ const (
 	outcomeValidationFailed = "validation_failed"
 	outcomeOperation        = "operation_not_allowed"
 	outcomeIntrospection    = "introspection_disabled"
-	outcomeLimit            = "limit_exceeded"
-	outcomeNotEntitled      = "not_entitled"
-	outcomeInternal         = "internal_error"
-	outcomeUntrusted        = "untrusted_document"
-	outcomePersistedMissing = "persisted_query_not_found"
-	outcomeSubscriptionCap  = "subscription_limit"
+	// introspection answered from the caller's schema view, and refused
+	// for mixing it with other root fields (introspection.go)
+	outcomeIntrospectionAnswered = "introspection_answered"
+	outcomeIntrospectionMixed    = "introspection_mixed"
+	outcomeLimit                 = "limit_exceeded"
+	outcomeNotEntitled           = "not_entitled"
+	outcomeInternal              = "internal_error"
+	outcomeUntrusted             = "untrusted_document"
+	outcomePersistedMissing      = "persisted_query_not_found"
+	outcomeSubscriptionCap       = "subscription_limit"
 )
 
 type guardMetrics struct {

@@ -46,6 +46,11 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		g.metrics.requests.WithLabelValues(outcome).Inc()
 		return nil
 	}
+	if adm.answer != nil {
+		writeIntrospectionAnswer(w, r, adm.answer)
+		g.metrics.requests.WithLabelValues(outcomeIntrospectionAnswered).Inc()
+		return nil
+	}
 	if adm.query != nil {
 		r.URL.RawQuery = adm.query.Encode()
 		r.RequestURI = r.URL.RequestURI()
@@ -214,6 +219,9 @@ type admitted struct {
 	keyID string
 	// request is the request as decoded, published to later handlers.
 	request contract.GraphQLRequest
+	// answer is the "data" of an introspection the guard answers from the
+	// caller's view instead of forwarding (introspection.go).
+	answer []byte
 }
 
 // checkLocated runs every check after the request's members are located:
@@ -230,10 +238,10 @@ func (g *Guard) checkLocated(w http.ResponseWriter, scope *requestScope, body []
 		return admitted{}, outcome
 	}
 	doc := g.lookupDocument(req, scope.view)
-	if outcome = screenDocument(w, doc, scope.token, scope.hasToken); outcome != "" {
+	if outcome = g.screenDocument(w, doc, scope, req); outcome != "" {
 		return admitted{}, outcome
 	}
-	op, outcome := g.selectOperation(w, doc, req, scope.view)
+	op, outcome := g.selectOperation(w, doc, req, scope)
 	if outcome != "" {
 		return admitted{}, outcome
 	}
@@ -251,6 +259,16 @@ func (g *Guard) checkLocated(w http.ResponseWriter, scope *requestScope, body []
 		return admitted{}, outcome
 	}
 	g.registerPersisted(scope, reg, doc)
+	if op.Measures.Introspection != nil && !scope.view.Whole() {
+		// Answered here from the view, never forwarded (introspection.go).
+		data, err := answerIntrospection(scope.view, doc, op, req)
+		if err != nil {
+			g.logger.Error("graphql_guard: " + err.Error())
+			writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
+			return admitted{}, outcomeInternal
+		}
+		return admitted{op: op, co: co, via: scope.via, keyID: scope.keyID, answer: data}, ""
+	}
 	fwd := body
 	if req.ResolvedBy() != "" && body != nil {
 		fwd = forwardBody(body, req, doc)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/civicgate/civicgate/modules/gqlguard/analysis"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
+	"github.com/civicgate/civicgate/modules/gqlguard/introspect"
 )
 
 // MaxFamilies is the most families a route with schema views may configure:
@@ -28,6 +29,10 @@ type Compiled struct {
 	Compiler *document.Compiler
 	// Full: the view is the whole schema (the caller owns every root field).
 	Full bool
+	// Introspection answers __schema and __type from the view (nil when
+	// Full: the backend answers them from the whole schema; docs/design.md
+	// D68).
+	Introspection *introspect.Schema
 }
 
 // Views builds and keeps the view of each set of owned families, once per
@@ -116,7 +121,7 @@ func (v *Views) build(mask uint64) *Compiled {
 	binary.LittleEndian.PutUint64(buf[8:], mask)
 	sum := sha256.Sum256(buf[:])
 	s := &document.Schema{AST: Build(v.schema.AST, roots), Hash: binary.LittleEndian.Uint64(sum[:8])}
-	return &Compiled{Schema: s, Compiler: v.compile(s)}
+	return &Compiled{Schema: s, Compiler: v.compile(s), Introspection: introspect.New(s.AST)}
 }
 
 // Whole reports whether the caller sees the whole schema: a nil view (no
