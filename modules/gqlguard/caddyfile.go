@@ -30,6 +30,7 @@ func init() {
 //	    default_list_size <n>
 //	    limit_argument    <name>
 //	    introspection     on|off
+//	    introspection_max_depth <n>   # default 15; an introspection answered from a view (docs/design.md D75)
 //	    measure_only
 //	    entitlements      <placeholder expression>
 //	    family            <name> <rootField>...   # repeated; Type.field or a bare name
@@ -69,21 +70,22 @@ func init() {
 func (g *Guard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	// No inline schema argument: a path would be read as a path matcher.
 	return caddyopt.Read(d, "graphql_guard", caddyopt.Block{
-		"schema":            caddyopt.String(&g.Schema),
-		"max_body":          caddyopt.Size(&g.MaxBody, 1, 1<<40),
-		"max_depth":         caddyopt.Positive(&g.MaxDepth),
-		"max_aliases":       caddyopt.Positive(&g.MaxAliases),
-		"max_root_fields":   caddyopt.Positive(&g.MaxRootFields),
-		"max_tokens":        caddyopt.Positive(&g.MaxTokens),
-		"max_directives":    caddyopt.Positive(&g.MaxDirectives),
-		"max_cost":          caddyopt.Positive(&g.MaxCost),
-		"default_list_size": caddyopt.Positive(&g.DefaultListSize),
-		"cache_size":        caddyopt.Positive(&g.CacheSize),
-		"limit_argument":    caddyopt.String(&g.LimitArgument),
-		"introspection":     caddyopt.OnOff(&g.Introspection),
-		"measure_only":      caddyopt.Flag(&g.MeasureOnly),
-		"entitlements":      caddyopt.String(&g.Entitlements),
-		"schema_view":       caddyopt.OneOf(&g.SchemaView, SchemaViewFull, SchemaViewEntitled),
+		"schema":                  caddyopt.String(&g.Schema),
+		"max_body":                caddyopt.Size(&g.MaxBody, 1, 1<<40),
+		"max_depth":               caddyopt.Positive(&g.MaxDepth),
+		"max_aliases":             caddyopt.Positive(&g.MaxAliases),
+		"max_root_fields":         caddyopt.Positive(&g.MaxRootFields),
+		"max_tokens":              caddyopt.Positive(&g.MaxTokens),
+		"max_directives":          caddyopt.Positive(&g.MaxDirectives),
+		"max_cost":                caddyopt.Positive(&g.MaxCost),
+		"introspection_max_depth": caddyopt.Positive(&g.IntrospectionMaxDepth),
+		"default_list_size":       caddyopt.Positive(&g.DefaultListSize),
+		"cache_size":              caddyopt.Positive(&g.CacheSize),
+		"limit_argument":          caddyopt.String(&g.LimitArgument),
+		"introspection":           caddyopt.OnOff(&g.Introspection),
+		"measure_only":            caddyopt.Flag(&g.MeasureOnly),
+		"entitlements":            caddyopt.String(&g.Entitlements),
+		"schema_view":             caddyopt.OneOf(&g.SchemaView, SchemaViewFull, SchemaViewEntitled),
 		"operations": caddyopt.Func(func(a *caddyopt.Args) error {
 			words, err := a.AtLeast(1)
 			if err != nil {

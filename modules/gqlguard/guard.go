@@ -45,6 +45,10 @@ const (
 	DefaultEntitlements    = "{" + contract.CivicFamilies + "}"
 	DefaultCacheSize       = 4096
 	introspectionByDefault = true
+	// DefaultIntrospectionMaxDepth is the depth limit of an introspection
+	// the guard answers from a view (docs/design.md D75): graphql-js's
+	// IntrospectionQuery is 13 deep, its ofType chain one object wide.
+	DefaultIntrospectionMaxDepth = 15
 )
 
 // Guard is the graphql_guard HTTP handler. Zero limits take the defaults.
@@ -68,6 +72,9 @@ type Guard struct {
 	// Introspection allows __schema and __type (default true). When false,
 	// validation messages carry no "Did you mean" suggestions either.
 	Introspection *bool `json:"introspection,omitempty"`
+	// IntrospectionMaxDepth replaces MaxDepth for an introspection the guard
+	// answers from the caller's schema view (default 15; docs/design.md D75).
+	IntrospectionMaxDepth int64 `json:"introspection_max_depth,omitempty"`
 	// MeasureOnly logs and counts limit violations instead of refusing them.
 	MeasureOnly bool `json:"measure_only,omitempty"`
 	// Entitlements is the placeholder expression for the comma-separated
@@ -231,6 +238,7 @@ func (g *Guard) setDefaults() {
 	setDefault(&g.MaxTokens, DefaultMaxTokens)
 	setDefault(&g.MaxDirectives, DefaultMaxDirectives)
 	setDefault(&g.MaxCost, DefaultMaxCost)
+	setDefault(&g.IntrospectionMaxDepth, DefaultIntrospectionMaxDepth)
 	setDefault(&g.DefaultListSize, DefaultListSize)
 	setDefault(&g.LimitArgument, DefaultLimitArgument)
 	setDefault(&g.Entitlements, DefaultEntitlements)
@@ -255,6 +263,7 @@ func (g *Guard) Validate() error {
 		"max_body": g.MaxBody, "max_depth": g.MaxDepth, "max_aliases": g.MaxAliases,
 		"max_root_fields": g.MaxRootFields, "max_tokens": int64(g.MaxTokens),
 		"max_directives": g.MaxDirectives, "max_cost": g.MaxCost, "default_list_size": g.DefaultListSize,
+		"introspection_max_depth": g.IntrospectionMaxDepth,
 	} {
 		if v < 0 {
 			return fmt.Errorf("graphql_guard: %s must not be negative", name)

@@ -3,6 +3,7 @@ package gqlguard
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/gqlguard/document"
 	"github.com/civicgate/civicgate/modules/gqlguard/introspect"
 	"github.com/civicgate/civicgate/modules/gqlguard/request"
@@ -132,18 +134,51 @@ func operationNamed(doc *ast.QueryDocument, name string) *ast.OperationDefinitio
 // passed every check; the client gets the 500 body, the log no detail.
 var errIntrospectionAnswer = errors.New("introspection answer failed")
 
-// answerIntrospection returns the "data" of op, an introspection-only
-// operation of doc that passed every check, answered from view v with the
-// request's variables.
-func answerIntrospection(v *view.Compiled, doc *document.Doc, op *document.Operation, req *request.Located) ([]byte, error) {
+// Bounds of an introspection answered from a view (docs/design.md D75),
+// besides IntrospectionMaxDepth and the document limits every operation
+// meets.
+const (
+	// maxIntrospectionLists bounds nested list fields (introspect.ListNesting):
+	// an answer grows with the schema's size to this power.
+	maxIntrospectionLists = 3
+	// introspectionCost is what such an answer is charged: it reaches no
+	// backend, and its work is bounded by the schema, not by list sizes.
+	introspectionCost = 1
+)
+
+// answerFromView answers op, an introspection-only operation of doc that
+// passed the policy, from view v: its "data", or the outcome of a refusal or
+// a failure it wrote.
+func (g *Guard) answerFromView(w http.ResponseWriter, v *view.Compiled, doc *document.Doc, op *document.Operation, req *request.Located) ([]byte, string) {
 	parsed, err := parser.ParseQuery(&ast.Source{Input: doc.Query})
-	if err != nil {
-		return nil, errIntrospectionAnswer
+	var target *ast.OperationDefinition
+	if err == nil {
+		target = operationNamed(parsed, op.Name)
 	}
-	target := operationNamed(parsed, op.Name)
 	if target == nil {
-		return nil, errIntrospectionAnswer
+		g.logger.Error("graphql_guard: " + errIntrospectionAnswer.Error())
+		writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
+		return nil, outcomeInternal
 	}
+	if n := introspect.ListNesting(parsed, target); n > maxIntrospectionLists {
+		writeJSON(w, http.StatusOK, document.ErrorBody([]document.Error{{
+			Message:   fmt.Sprintf("Introspection list nesting %d exceeds the maximum of %d", n, maxIntrospectionLists),
+			Locations: document.LocationsOf(op.Pos), Code: codeTooDeep,
+		}}))
+		return nil, outcomeLimit
+	}
+	data, err := answerIntrospection(v, parsed, target, req)
+	if err != nil {
+		g.logger.Error("graphql_guard: " + err.Error())
+		writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
+		return nil, outcomeInternal
+	}
+	return data, ""
+}
+
+// answerIntrospection returns the "data" of target, an introspection-only
+// operation of parsed, answered from view v with the request's variables.
+func answerIntrospection(v *view.Compiled, parsed *ast.QueryDocument, target *ast.OperationDefinition, req *request.Located) ([]byte, error) {
 	raw, vars, decoded := req.Variables()
 	if !decoded && len(raw) > 0 {
 		if err := json.Unmarshal(raw, &vars); err != nil {

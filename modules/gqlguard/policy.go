@@ -15,9 +15,9 @@ import (
 // the document limits (docs/design.md D12).
 
 // overAny reports whether violations would list anything.
-func (g *Guard) overAny(doc *document.Doc, op *document.Operation, cost int64) bool {
+func (g *Guard) overAny(doc *document.Doc, op *document.Operation, cost, maxDepth int64) bool {
 	m := op.Measures
-	return doc.TokenOver != nil || m.Depth > g.MaxDepth || m.Aliases > g.MaxAliases ||
+	return doc.TokenOver != nil || m.Depth > maxDepth || m.Aliases > g.MaxAliases ||
 		m.RootFields > g.MaxRootFields || m.Directives > g.MaxDirectives || cost > g.MaxCost
 }
 
@@ -40,7 +40,7 @@ func (g *Guard) ownedFamilies(repl *caddy.Replacer) (owned string, check bool) {
 }
 
 // violations lists every limit the operation exceeds.
-func (g *Guard) violations(doc *document.Doc, op *document.Operation, cost int64) []document.Error {
+func (g *Guard) violations(doc *document.Doc, op *document.Operation, cost, maxDepth int64) []document.Error {
 	var errs []document.Error
 	loc := document.LocationsOf(op.Pos)
 	m := op.Measures
@@ -55,7 +55,7 @@ func (g *Guard) violations(doc *document.Doc, op *document.Operation, cost int64
 			})
 		}
 	}
-	check(m.Depth, g.MaxDepth, codeTooDeep, "Query depth")
+	check(m.Depth, maxDepth, codeTooDeep, "Query depth")
 	check(m.Aliases, g.MaxAliases, codeTooManyAliases, "Alias count")
 	check(m.RootFields, g.MaxRootFields, codeTooManyRootFields, "Root field count")
 	check(m.Directives, g.MaxDirectives, codeTooManyDirectives, "Directive count")

@@ -255,20 +255,25 @@ func (g *Guard) checkLocated(w http.ResponseWriter, scope *requestScope, body []
 	if outcome != "" {
 		return admitted{}, outcome
 	}
-	if outcome = g.applyPolicy(w, scope, doc, op, co.Cost); outcome != "" {
+	// An introspection answered here from the view, never forwarded, has
+	// bounds of its own and costs one point (introspection.go, D75).
+	here := op.Measures.Introspection != nil && !scope.view.Whole()
+	maxDepth := g.MaxDepth
+	if here {
+		maxDepth, co.Cost = g.IntrospectionMaxDepth, introspectionCost
+	}
+	if outcome = g.applyPolicy(w, scope, doc, op, co.Cost, maxDepth); outcome != "" {
 		return admitted{}, outcome
 	}
-	g.registerPersisted(scope, reg, doc)
-	if op.Measures.Introspection != nil && !scope.view.Whole() {
-		// Answered here from the view, never forwarded (introspection.go).
-		data, err := answerIntrospection(scope.view, doc, op, req)
-		if err != nil {
-			g.logger.Error("graphql_guard: " + err.Error())
-			writeJSON(w, http.StatusInternalServerError, contract.BodyInternal)
-			return admitted{}, outcomeInternal
+	if here {
+		data, outcome := g.answerFromView(w, scope.view, doc, op, req)
+		if outcome != "" {
+			return admitted{}, outcome
 		}
+		g.registerPersisted(scope, reg, doc)
 		return admitted{op: op, co: co, via: scope.via, keyID: scope.keyID, answer: data}, ""
 	}
+	g.registerPersisted(scope, reg, doc)
 	fwd := body
 	if req.ResolvedBy() != "" && body != nil {
 		fwd = forwardBody(body, req, doc)
@@ -279,15 +284,15 @@ func (g *Guard) checkLocated(w http.ResponseWriter, scope *requestScope, body []
 // applyPolicy refuses an operation the caller is not entitled to (403) or
 // one over a document limit; under measure_only an over-limit operation is
 // counted and logged and goes on. It returns the outcome, or "" to go on.
-func (g *Guard) applyPolicy(w http.ResponseWriter, scope *requestScope, doc *document.Doc, op *document.Operation, cost int64) string {
+func (g *Guard) applyPolicy(w http.ResponseWriter, scope *requestScope, doc *document.Doc, op *document.Operation, cost, maxDepth int64) string {
 	if !op.Families.Entitled(scope.owned, scope.checkOwned) {
 		writeNotEntitled(w, op.Families.Refused(scope.owned))
 		return outcomeNotEntitled
 	}
-	if !g.overAny(doc, op, cost) {
+	if !g.overAny(doc, op, cost, maxDepth) {
 		return ""
 	}
-	errs := g.violations(doc, op, cost)
+	errs := g.violations(doc, op, cost, maxDepth)
 	if !g.MeasureOnly {
 		writeJSON(w, http.StatusOK, document.ErrorBody(errs))
 		return outcomeLimit
