@@ -21,7 +21,7 @@ func guard(lines ...string) string {
 // onceOnly: every option but family, each with a valid value.
 var onceOnly = map[string]string{
 	"schema": "/x", "max_body": "1MiB", "max_depth": "3", "max_aliases": "4", "max_root_fields": "2", "max_tokens": "100",
-	"max_directives": "5", "max_cost": "50", "default_list_size": "10", "cache_size": "16", "limit_argument": "first",
+	"max_directives": "5", "max_cost": "50", "introspection_max_depth": "13", "default_list_size": "10", "cache_size": "16", "limit_argument": "first",
 	"introspection": "off", "measure_only": "", "schema_view": "entitled", "entitlements": "{civic.families}",
 	"operations": "query", "methods": "GET POST", "trusted_documents": "/m.json", "trusted_only": "free",
 	"subscriptions": "{\n max_per_key 3\n }", "persisted_queries": "{\n max_entries 10\n }",
