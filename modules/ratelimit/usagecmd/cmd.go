@@ -166,9 +166,9 @@ func printTable(out io.Writer, a any) error {
 				o.Requests, o.Errors, o.Cost, o.P50, o.P95, o.LastSeen)
 		}
 	case FieldsAnswer:
-		fmt.Fprintln(tw, "COORDINATE\tREQUESTS\tOPERATIONS\tKEYS\tLAST SEEN")
+		fmt.Fprintln(tw, "COORDINATE\tREQUESTS\tOPERATIONS\tLAST SEEN")
 		for _, f := range a.Fields {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", f.Coordinate, f.Requests, f.Operations, f.Keys, day(f.LastSeen))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", f.Coordinate, f.Requests, f.Operations, day(f.LastSeen))
 		}
 	case CoordinateAnswer:
 		fmt.Fprintln(tw, "ORG\tKEY\tREQUESTS\tLAST SEEN")

@@ -120,7 +120,7 @@ func TestUsageCLI(t *testing.T) {
 		var got []string
 		for _, f := range a.Fields {
 			got = append(got, f.Coordinate)
-			if f.Requests != 5 || f.Keys != 2 {
+			if f.Requests != 5 || f.Operations != 1 {
 				t.Fatalf("field %+v", f)
 			}
 		}
