@@ -137,3 +137,28 @@ func BenchmarkHandlerOperationUsage(b *testing.B) {
 		})
 	}
 }
+
+// TestUsageOperationSettings: operations are counted by default with usage,
+// off when asked, with the documented bounds.
+func TestUsageOperationSettings(t *testing.T) {
+	off := false
+	for _, c := range []struct {
+		cfg  UsageConfig
+		want usageSettings
+	}{
+		{UsageConfig{Postgres: "postgres://db"}, usageSettings{dsn: "postgres://db", interval: 5 * time.Second, cells: 100_000,
+			operations: true, opCells: usage.DefaultMaxOperationCells, opsPerKey: usage.DefaultMaxOperationsPerKey}},
+		{UsageConfig{Postgres: "postgres://db", Operations: &off, MaxOperations: 7, MaxOperationsPerKey: 3},
+			usageSettings{dsn: "postgres://db", interval: 5 * time.Second, cells: 100_000, opCells: 7, opsPerKey: 3}},
+	} {
+		a := App{Usage: &c.cfg}
+		got, err := a.usageSettings(caddy.NewReplacer())
+		if err != nil || got != c.want {
+			t.Fatalf("%+v: %+v %v, want %+v", c.cfg, got, err, c.want)
+		}
+	}
+	a := App{Usage: &UsageConfig{Postgres: "postgres://db", MaxOperations: -1}}
+	if _, err := a.usageSettings(caddy.NewReplacer()); err == nil {
+		t.Fatal("a negative max_operations was accepted")
+	}
+}

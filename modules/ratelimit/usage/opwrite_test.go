@@ -42,9 +42,9 @@ func operationHours(t *testing.T, pool *pgxpool.Pool) map[string]OperationRow {
 	return out
 }
 
-// TestWriteOperationsTwoGatewaysAdd: two gateways (two meters, two pools)
-// count the same keys, hours and operations and flush twice each,
-// concurrently; the operation hours hold the exact sums, buckets added
+// TestWriteOperationsTwoGatewaysAdd: two gateways (two meters and two
+// Flushers on two pools of one database) count the same keys, hours and
+// operations and flush twice each, concurrently; the operation hours hold the exact sums, buckets added
 // element-wise, and each operation and coordinate is written once.
 func TestWriteOperationsTwoGatewaysAdd(t *testing.T) {
 	dsn := migratedDB(t)
@@ -63,13 +63,12 @@ func TestWriteOperationsTwoGatewaysAdd(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 2 {
-		m, pool := NewOperationMeter(0, 0), newPool(t, dsn)
+		m := NewOperationMeter(0, 0)
+		f := NewFlusher(NewMeter(0), newPool(t, dsn), time.Hour, nil).WithOperations(m)
 		wg.Go(func() {
 			for range 2 {
 				count(m)
-				ops, recs := m.Drain()
-				_, err := WriteFlush(ctx, pool, NewBatchID(), Batch{Operations: ops, Records: recs})
-				errs <- err
+				errs <- f.FlushNow(ctx)
 			}
 		})
 	}
