@@ -21,7 +21,7 @@ import (
 // POST and by GET (the guard admits both; recordsd answers the GET 405) is
 // one operation — one row of `civicgate usage operations` with 2 requests,
 // 1 error — and its access log lines name the operation and its document
-// hash beside the key id.
+// hash beside the key id. The admin endpoint answers what the command does.
 
 // routesWithGET copies the shipped Caddyfiles into a temporary directory
 // with the guard of routes.caddy accepting GET too, and returns the copy of
@@ -113,6 +113,21 @@ func TestUsageOperationPostAndGet(t *testing.T) {
 	op := ops[0]
 	if op.KeyID != id || op.Name != "RecentBills" || op.Type != "query" || op.Errors != 1 || len(op.Hash) != 64 {
 		t.Fatalf("operation %+v", op)
+	}
+
+	// The admin endpoint answers the same, as JSON (admin.api.civic_usage).
+	resp, err := http.Get("http://" + s.Getenv("CIVICGATE_ADMIN") + "/civicgate/usage/operations?org=opsco&since=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var adminAnswer struct {
+		Operations []operation `json:"operations"`
+	}
+	if err := json.Unmarshal(adminBody, &adminAnswer); resp.StatusCode != http.StatusOK || err != nil ||
+		len(adminAnswer.Operations) != 1 || adminAnswer.Operations[0] != op {
+		t.Fatalf("admin answer %d %s (%v), want %+v", resp.StatusCode, adminBody, err, op)
 	}
 
 	// The access log lines of both requests name the operation and its hash.
