@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"cmp"
 	"math/bits"
 	"strings"
 	"sync"
@@ -189,8 +190,8 @@ type OperationMeter struct {
 // NewOperationMeter returns a meter holding at most maxCells cells and
 // maxPerKey distinct operations per key and hour (defaults when ≤ 0).
 func NewOperationMeter(maxCells, maxPerKey int) *OperationMeter {
-	maxCells = cmpOr(maxCells, DefaultMaxOperationCells)
-	maxPerKey = cmpOr(maxPerKey, DefaultMaxOperationsPerKey)
+	maxCells = cmp.Or(max(maxCells, 0), DefaultMaxOperationCells)
+	maxPerKey = cmp.Or(max(maxPerKey, 0), DefaultMaxOperationsPerKey)
 	m := &OperationMeter{
 		seed: uint64(time.Now().UnixNano()) | 1, max: int64(maxCells), maxPerKey: int32(min(maxPerKey, 1<<30)),
 		maxRecords: DefaultMaxOperationRecords, pending: make(map[string]*OperationRecord),
@@ -202,14 +203,6 @@ func NewOperationMeter(maxCells, maxPerKey int) *OperationMeter {
 		m.shards[i].seen = make(map[opCellKey]struct{})
 	}
 	return m
-}
-
-// cmpOr is v when positive, else def.
-func cmpOr(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 func hourOf(at time.Time) int64 {
