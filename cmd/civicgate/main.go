@@ -2,8 +2,8 @@
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
 // webhooks, the organization console, the response cache, MCP, tracing), plus the `civicgate keys` key-management,
 // `civicgate tokens` access-token deny list,
-// `civicgate webhooks` migration, `civicgate console link`, `civicgate audit` and
-// `civicgate schema check` commands. `civicgate version` prints civicgate's version and
+// `civicgate webhooks` migration, `civicgate console link`, `civicgate audit`,
+// `civicgate usage` and `civicgate schema check` commands. `civicgate version` prints civicgate's version and
 // commit beside Caddy's.
 package main
 
@@ -24,6 +24,8 @@ import (
 	_ "github.com/civicgate/civicgate/modules/logredact"
 	_ "github.com/civicgate/civicgate/modules/mcp"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
+	_ "github.com/civicgate/civicgate/modules/ratelimit/usageadmin"
+	_ "github.com/civicgate/civicgate/modules/ratelimit/usagecmd"
 	_ "github.com/civicgate/civicgate/modules/tracing"
 	_ "github.com/civicgate/civicgate/modules/webhooks"
 	_ "github.com/civicgate/civicgate/modules/webhooks/webhookcmd"

@@ -13,7 +13,7 @@ package contract
 //	Identity      civic_auth          graphql_guard (a fresh X-Civic-Identity for a terminated subscription's upstream reconnect)
 //	Charger       civic_rate_limit    graphql_guard (each subscribe of a WebSocket)
 //	CostBudget    civic_rate_limit    graphql_guard (the document's cost, D27)
-//	GraphQL       graphql_guard       graphql_cache (the request as the guard decoded it, D40)
+//	GraphQL       graphql_guard       graphql_cache (the request as the guard decoded it, D40), civic_rate_limit (usage per operation, D70)
 //	Transport     civic_mcp           civic_rate_limit's usage accounting (a tool call's request)
 //
 // A slot is written by its owner before the owner calls the next handler and

@@ -89,6 +89,13 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 	if u == nil || x.keyID == "" {
 		return next.ServeHTTP(w, r)
 	}
+	var started time.Time
+	if u.ops != nil {
+		// the request value the guard publishes the operation in (no
+		// allocation when civic_auth attached it, as it does)
+		r, _ = contract.AttachRequest(r)
+		started = time.Now()
+	}
 	err := next.ServeHTTP(x, r)
 	delta := usage.Delta{Admitted: 1, MCP: mcpCall(r)}
 	if x.budget != nil {
@@ -109,6 +116,9 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		at = h.limiter.clock()
 	}
 	u.add(x.keyID, (*replacerOrg)(repl), at, delta)
+	if u.ops != nil && delta.Admitted == 1 {
+		u.addOperation(r, x.keyID, (*replacerOrg)(repl), at, delta, time.Since(started))
+	}
 	return err
 }
 

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/civicgate/civicgate/internal/redisconn"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 func init() {
@@ -73,7 +75,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if strings.ContainsAny(a.KeyPrefix, "{}") {
 		return fmt.Errorf("civic_rate_limit: key_prefix must not contain { or } (the key is the Redis hash tag)")
 	}
-	usageDSN, usageInterval, usageCells, err := a.usageSettings(repl)
+	usageSet, err := a.usageSettings(repl)
 	if err != nil {
 		return err
 	}
@@ -122,16 +124,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 		redisKey = target.Key()
 	}
 	a.poolKey = fmt.Sprintf("%s|%s|%s|%v|%d|%s|%d", redisKey, a.KeyPrefix, timeout, share, failures, cooldown, maxKeys) +
-		"|" + a.OnStoreError + fmt.Sprintf("|%q|%s|%d", usageDSN, usageInterval, usageCells)
+		"|" + a.OnStoreError + fmt.Sprintf("|%q|%s|%d|%t|%d|%d", usageSet.dsn, usageSet.interval, usageSet.cells,
+		usageSet.operations, usageSet.opCells, usageSet.opsPerKey)
 	reporter, err := redisconn.NewReporter("ratelimit", ctx.GetMetricsRegistry(), ctx.Logger())
 	if err != nil {
 		return fmt.Errorf("civic_rate_limit: metrics: %w", err)
 	}
 	val, _, err := limiters.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
 		var sink *usageSink
-		if usageDSN != "" {
+		if usageSet.dsn != "" {
 			var err error
-			if sink, err = newUsageSink(usageDSN, usageInterval, usageCells, ctx.Logger().Named("usage")); err != nil {
+			if sink, err = newUsageSink(usageSet, ctx.Logger().Named("usage")); err != nil {
 				return nil, err
 			}
 		}
@@ -174,30 +177,31 @@ func (a *App) Start() error {
 }
 
 // usageSettings validates the usage block: the resolved DSN ("" = off), the
-// flush interval and the cell bound.
-func (a *App) usageSettings(repl *caddy.Replacer) (string, time.Duration, int, error) {
+// flush interval, the cell bound and the operation counting (on unless
+// operations off; docs/design.md D70).
+func (a *App) usageSettings(repl *caddy.Replacer) (usageSettings, error) {
 	if a.Usage == nil {
-		return "", 0, 0, nil
+		return usageSettings{}, nil
 	}
 	dsn := repl.ReplaceKnown(a.Usage.Postgres, "")
 	if dsn == "" {
-		return "", 0, 0, fmt.Errorf("civic_rate_limit: usage needs postgres <dsn> (e.g. {env.DATABASE_URL}), which resolved to empty")
+		return usageSettings{}, fmt.Errorf("civic_rate_limit: usage needs postgres <dsn> (e.g. {env.DATABASE_URL}), which resolved to empty")
 	}
 	interval := time.Duration(a.Usage.FlushInterval)
 	if interval == 0 {
 		interval = 5 * time.Second
 	}
 	if interval < time.Second || interval > time.Minute {
-		return "", 0, 0, fmt.Errorf("civic_rate_limit: usage flush_interval %s must be in [1s, 1m]", interval)
+		return usageSettings{}, fmt.Errorf("civic_rate_limit: usage flush_interval %s must be in [1s, 1m]", interval)
 	}
-	cells := a.Usage.MaxCells
-	if cells == 0 {
-		cells = 100_000
+	set := usageSettings{dsn: dsn, interval: interval, cells: cmp.Or(a.Usage.MaxCells, 100_000),
+		operations: a.Usage.Operations == nil || *a.Usage.Operations,
+		opCells:    cmp.Or(a.Usage.MaxOperations, usage.DefaultMaxOperationCells),
+		opsPerKey:  cmp.Or(a.Usage.MaxOperationsPerKey, usage.DefaultMaxOperationsPerKey)}
+	if set.cells < 0 || set.opCells < 0 || set.opsPerKey < 0 {
+		return usageSettings{}, fmt.Errorf("civic_rate_limit: usage max_cells, max_operations and max_operations_per_key must be positive")
 	}
-	if cells < 0 {
-		return "", 0, 0, fmt.Errorf("civic_rate_limit: usage max_cells must be positive")
-	}
-	return dsn, interval, cells, nil
+	return set, nil
 }
 
 // Stop is a no-op: the limiter outlives the config until Cleanup.

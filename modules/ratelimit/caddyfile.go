@@ -81,6 +81,9 @@ func rateList(dst *string) caddyopt.Option {
 //	        postgres       <dsn>            # {env.DATABASE_URL}
 //	        flush_interval <duration>       # 1s … 1m, default 5s
 //	        max_cells      <n>              # (key, minute) cells between flushes, default 100000
+//	        operations     on|off           # per key, hour and operation (docs/design.md D70), default on
+//	        max_operations <n>              # (key, hour, operation) cells between flushes, default 100000
+//	        max_operations_per_key <n>      # a key's operations an hour before "other", default 1000
 //	    }
 //	}
 //
@@ -107,9 +110,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 func (a *App) usageBlock() caddyopt.Option {
 	c := new(UsageConfig)
 	return caddyopt.Sub(caddyopt.Block{
-		"postgres":       caddyopt.String(&c.Postgres),
-		"flush_interval": caddyopt.DurationIn(&c.FlushInterval, time.Second, time.Minute),
-		"max_cells":      caddyopt.Positive(&c.MaxCells),
+		"postgres":               caddyopt.String(&c.Postgres),
+		"flush_interval":         caddyopt.DurationIn(&c.FlushInterval, time.Second, time.Minute),
+		"max_cells":              caddyopt.Positive(&c.MaxCells),
+		"operations":             caddyopt.OnOff(&c.Operations),
+		"max_operations":         caddyopt.Positive(&c.MaxOperations),
+		"max_operations_per_key": caddyopt.Positive(&c.MaxOperationsPerKey),
 	}).Then(func() { a.Usage = c })
 }
 

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -27,6 +28,24 @@ type UsageConfig struct {
 	FlushInterval caddy.Duration `json:"flush_interval,omitempty"`
 	// Bound on (key, minute) cells held between flushes (default 100000).
 	MaxCells int `json:"max_cells,omitempty"`
+	// Operations counts each key's GraphQL operations per hour and document
+	// hash (docs/design.md D70); nil means on.
+	Operations *bool `json:"operations,omitempty"`
+	// Bound on (key, hour, operation) cells held between flushes
+	// (default usage.DefaultMaxOperationCells).
+	MaxOperations int `json:"max_operations,omitempty"`
+	// Bound on one key's distinct operations per hour; beyond it they are
+	// counted under "other" (default usage.DefaultMaxOperationsPerKey).
+	MaxOperationsPerKey int `json:"max_operations_per_key,omitempty"`
+}
+
+// usageSettings are a usage block's values, checked and defaulted.
+type usageSettings struct {
+	dsn                string // "" = usage off
+	interval           time.Duration
+	cells              int
+	operations         bool
+	opCells, opsPerKey int
 }
 
 // usageSink is the limiter's usage counting: the meter every request adds
@@ -35,14 +54,15 @@ type UsageConfig struct {
 // Start to the limiter's Destruct (a last flush).
 type usageSink struct {
 	meter   *usage.Meter
+	ops     *usage.OperationMeter // nil: operations not counted
 	pool    *pgxpool.Pool
 	flusher *usage.Flusher
 	mu      sync.Mutex
 	started bool
 }
 
-func newUsageSink(dsn string, interval time.Duration, maxCells int, logger *zap.Logger) (*usageSink, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
+func newUsageSink(set usageSettings, logger *zap.Logger) (*usageSink, error) {
+	cfg, err := pgxpool.ParseConfig(set.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("usage postgres DSN does not parse") // never echo the DSN
 	}
@@ -51,14 +71,37 @@ func newUsageSink(dsn string, interval time.Duration, maxCells int, logger *zap.
 	if err != nil {
 		return nil, fmt.Errorf("usage postgres: %w", err)
 	}
-	m := usage.NewMeter(maxCells)
-	return &usageSink{meter: m, pool: pool, flusher: usage.NewFlusher(m, pool, interval, logger)}, nil
+	m := usage.NewMeter(set.cells)
+	u := &usageSink{meter: m, pool: pool, flusher: usage.NewFlusher(m, pool, set.interval, logger)}
+	if set.operations {
+		u.ops = usage.NewOperationMeter(set.opCells, set.opsPerKey)
+		u.flusher.WithOperations(u.ops)
+	}
+	return u, nil
 }
 
 // add counts one request (or one socket operation) of keyID, whose
 // organization org names if the meter needs it.
 func (u *usageSink) add(keyID string, org usage.OrgSource, at time.Time, d usage.Delta) {
 	u.meter.AddFrom(keyID, org, at, d)
+}
+
+// addOperation counts the GraphQL operation the guard admitted for r, if it
+// published one (docs/design.md D70): its hash, type and name, whether the
+// answer's HTTP status was an error, its cost and how long the handler
+// chain took. Variables and credentials are not read.
+func (u *usageSink) addOperation(r *http.Request, keyID string, org usage.OrgSource, at time.Time, d usage.Delta, took time.Duration) {
+	q, ok := contract.RequestFrom(r.Context())
+	if !ok {
+		return
+	}
+	g, ok := q.GraphQL()
+	if !ok {
+		return
+	}
+	s := usage.OperationSample{KeyID: keyID, Org: org, At: at, Operation: &g.Operation,
+		Error: d.ClientErrors+d.ServerErrors > 0, Cost: d.Cost, Latency: took}
+	u.ops.Add(&s)
 }
 
 // replacerOrg reads {civic.org} from a request's replacer, only when asked.

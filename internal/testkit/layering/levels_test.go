@@ -21,7 +21,7 @@ var moduleLevels = [][]string{
 	{"auth/keystore", "auth/keystore/oldledger", "auth/accesstoken", "auth/denyable", "ratelimit/usage", "webhooks/store", "webhooks/secretbox",
 		"webhooks/signature", "webhooks/egress", "gqlguard/..."},
 	// 2: the Caddy modules (apps, handlers, encoders) and the commands.
-	{"auth", "auth/keycmd", "ratelimit", "gqlguard", "gqlcache", "mcp", "mcp/...", "tracing", "logredact",
+	{"auth", "auth/keycmd", "ratelimit", "ratelimit/usagecmd", "ratelimit/usageadmin", "gqlguard", "gqlcache", "mcp", "mcp/...", "tracing", "logredact",
 		"webhooks", "webhooks/..."},
 	// 3: the organization console, over the key store, usage and webhooks.
 	{"console", "console/..."},

@@ -24,12 +24,13 @@ const PruneEvery = time.Hour
 // to the one batch held.
 type Flusher struct {
 	meter    *Meter
+	ops      *OperationMeter // nil: operations are not counted
 	pool     *pgxpool.Pool
 	interval time.Duration
 	timeout  time.Duration // for one flush of the running loop
 	logger   *zap.Logger
-	// write is WriteBatch; a test makes it lose an acknowledgement.
-	write func(ctx context.Context, pool *pgxpool.Pool, id string, rows []Row) (bool, error)
+	// write is WriteFlush; a test makes it lose an acknowledgement.
+	write func(ctx context.Context, pool *pgxpool.Pool, id string, b Batch) (bool, error)
 
 	mu          sync.Mutex // one flush at a time; guards the fields below
 	pending     *batch     // a batch not known to be written
@@ -54,10 +55,17 @@ func NewFlusher(m *Meter, pool *pgxpool.Pool, interval time.Duration, logger *za
 		logger = zap.NewNop()
 	}
 	return &Flusher{
-		meter: m, pool: pool, interval: interval, logger: logger, write: WriteBatch,
+		meter: m, pool: pool, interval: interval, logger: logger, write: WriteFlush,
 		timeout: max(2*interval, 5*time.Second),
 		stop:    make(chan struct{}), done: make(chan struct{}), started: make(chan struct{}),
 	}
+}
+
+// WithOperations makes f flush ops too, in the same batches as the
+// minute counts (docs/design.md D70); call it before Start. It returns f.
+func (f *Flusher) WithOperations(ops *OperationMeter) *Flusher {
+	f.ops = ops
+	return f
 }
 
 // Start runs the flush loop in a goroutine: every interval a flush, and about
@@ -111,8 +119,17 @@ func (f *Flusher) Stop(ctx context.Context) error {
 
 // batch is rows written, or retried, under one id.
 type batch struct {
-	id   string
-	rows []Row
+	id string
+	Batch
+}
+
+// drain takes what the meters hold.
+func (f *Flusher) drain() Batch {
+	b := Batch{Rows: f.meter.Drain()}
+	if f.ops != nil {
+		b.Operations, b.Records = f.ops.Drain()
+	}
+	return b
 }
 
 // FlushNow writes the batch a failed flush kept, if any, then what the Meter
@@ -125,23 +142,23 @@ func (f *Flusher) FlushNow(ctx context.Context) error {
 	// two rounds: the batch an outage kept, then the counts added meanwhile
 	for range 2 {
 		if f.pending == nil {
-			rows := f.meter.Drain()
-			if len(rows) == 0 {
+			b := f.drain()
+			if b.empty() {
 				return nil
 			}
-			f.pending = &batch{id: NewBatchID(), rows: rows}
+			f.pending = &batch{id: NewBatchID(), Batch: b}
 		}
-		if _, err := f.write(ctx, f.pool, f.pending.id, f.pending.rows); err != nil {
+		if _, err := f.write(ctx, f.pool, f.pending.id, f.pending.Batch); err != nil {
 			f.failures++
 			if !f.failing {
 				f.failing, f.failedSince = true, time.Now()
 				f.logger.Warn("usage: flush to PostgreSQL failed; counts kept in memory and retried every interval",
-					zap.String("error", describe(err)), zap.Int("rows", len(f.pending.rows)),
+					zap.String("error", describe(err)), zap.Int("rows", len(f.pending.Rows)), zap.Int("operation_rows", len(f.pending.Operations)),
 					zap.Duration("interval", f.interval), zap.Int64("dropped_total", f.meter.Dropped()))
 			}
 			return err
 		}
-		rows := len(f.pending.rows)
+		rows := len(f.pending.Rows)
 		f.pending = nil
 		if f.failing {
 			f.logger.Info("usage: flush to PostgreSQL recovered",

@@ -117,8 +117,8 @@ func TestFlusherLostAcknowledgementCountsOnce(t *testing.T) {
 	m := NewMeter(0)
 	f := NewFlusher(m, pool, time.Hour, logger)
 	lose := true
-	f.write = func(ctx context.Context, pool *pgxpool.Pool, id string, rows []Row) (bool, error) {
-		applied, err := WriteBatch(ctx, pool, id, rows)
+	f.write = func(ctx context.Context, pool *pgxpool.Pool, id string, b Batch) (bool, error) {
+		applied, err := WriteFlush(ctx, pool, id, b)
 		if err == nil && lose {
 			lose = false
 			return false, errors.New("read tcp 127.0.0.1:5432: connection reset by peer")

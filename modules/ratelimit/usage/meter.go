@@ -1,8 +1,11 @@
-// Package usage counts requests per API key and minute in memory and flushes
-// the counts to PostgreSQL (civicgate.usage_minute and civicgate.usage_hour)
-// with additive upserts, so several gateways can write the same rows. It is a
-// plain library: civic_rate_limit calls Meter.Add per request and runs a
-// Flusher; `civicgate keys usage` reads the tables with Query. See README.md.
+// Package usage counts requests per API key and minute, and GraphQL
+// operations per key and hour (OperationMeter, docs/design.md D70), in memory
+// and flushes the counts to PostgreSQL (civicgate.usage_minute,
+// civicgate.usage_hour, civicgate.usage_operation_hour) with additive upserts,
+// so several gateways can write the same rows. It is a plain library:
+// civic_rate_limit calls Meter.Add and OperationMeter.Add per request and runs
+// a Flusher; `civicgate keys usage` reads the tables with Query, `civicgate
+// usage` with Operations, FieldsOf, CoordinateUsers and Unused. See README.md.
 package usage
 
 import (

@@ -116,7 +116,8 @@ func resolveOrg(ctx context.Context, pool *pgxpool.Pool, org string) (string, er
 		return "", fmt.Errorf("usage: look up organization: %w", schemaErr(err))
 	}
 	var counted bool
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM civicgate.usage_hour WHERE org_id = $1)`, org).Scan(&counted); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM civicgate.usage_hour WHERE org_id = $1)
+		OR EXISTS (SELECT 1 FROM civicgate.usage_operation_hour WHERE org_id = $1)`, org).Scan(&counted); err != nil {
 		return "", fmt.Errorf("usage: look up organization: %w", schemaErr(err))
 	}
 	if !counted {

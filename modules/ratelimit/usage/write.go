@@ -70,11 +70,33 @@ func NewBatchID() string {
 // so several gateways may write the same (key, minute). Rows of the same key
 // and bucket are summed first.
 func WriteBatch(ctx context.Context, pool *pgxpool.Pool, id string, rows []Row) (applied bool, err error) {
-	if len(rows) == 0 {
+	return WriteFlush(ctx, pool, id, Batch{Rows: rows})
+}
+
+// Batch is what one flush writes: the minute counts, the operation hours
+// and the operation records (docs/design.md D70).
+type Batch struct {
+	Rows       []Row
+	Operations []OperationRow
+	Records    []OperationRecord
+}
+
+func (b *Batch) empty() bool {
+	return len(b.Rows) == 0 && len(b.Operations) == 0 && len(b.Records) == 0
+}
+
+// WriteFlush is WriteBatch for a whole Batch: the minute and hour rows, the
+// operation hours (civicgate.usage_operation_hour, added to as the hour rows
+// are) and the operation records (civicgate.operations and its coordinates,
+// written once per hash), all in one transaction under the batch id.
+func WriteFlush(ctx context.Context, pool *pgxpool.Pool, id string, b Batch) (applied bool, err error) {
+	if b.empty() {
 		return false, nil
 	}
+	rows := b.Rows
 	minutes := rollup(rows, time.Minute)
 	hours := rollup(rows, time.Hour)
+	ops := rollupOperations(b.Operations)
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO civicgate.usage_flushes (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, id)
 		if err != nil {
@@ -94,10 +116,10 @@ func WriteBatch(ctx context.Context, pool *pgxpool.Pool, id string, rows []Row) 
 				}
 			}
 		}
-		return nil
+		return writeOperations(ctx, tx, ops, b.Records)
 	})
 	if err != nil {
-		return false, fmt.Errorf("usage: write %d rows: %w", len(rows), schemaErr(err))
+		return false, fmt.Errorf("usage: write %d rows, %d operation rows: %w", len(rows), len(b.Operations), schemaErr(err))
 	}
 	return applied, nil
 }
@@ -142,7 +164,8 @@ func rollup(rows []Row, unit time.Duration) []Row {
 }
 
 // Prune deletes minute rows that started more than MinuteRetention before now,
-// hour rows that started more than HourRetention before now, and the ids of
+// hour rows and operation hours that started more than HourRetention before
+// now, operations last seen before that (with their coordinates), and the ids of
 // batches applied more than MinuteRetention before now.
 func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -151,6 +174,9 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_hour WHERE start < $1`, now.Add(-HourRetention)); err != nil {
 			return fmt.Errorf("hour rows: %w", err)
+		}
+		if err := pruneOperations(ctx, tx, now.Add(-HourRetention)); err != nil {
+			return err
 		}
 		// a batch is retried only while its gateway runs: kept as long as minutes
 		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_flushes WHERE applied_at < $1`, now.Add(-MinuteRetention)); err != nil {

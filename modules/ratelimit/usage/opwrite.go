@@ -1,0 +1,137 @@
+package usage
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// upsertOperationsSQL adds operation hours: the columns as arrays, the
+// latency buckets as one flat array, LatencyBuckets per row, added element-wise
+// on conflict (docs/design.md D70).
+const upsertOperationsSQL = `INSERT INTO civicgate.usage_operation_hour AS u
+	(key_id, org_id, start, op_hash, op_type, op_name, requests, errors, cost, latency_buckets, last_seen)
+SELECT k, o, s, h, ty, na, rq, er, c, ($10::bigint[])[(n - 1) * 16 + 1 : n * 16], ls
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $11::timestamptz[])
+	WITH ORDINALITY AS t(k, o, s, h, ty, na, rq, er, c, ls, n)
+ORDER BY n
+ON CONFLICT (key_id, start, op_hash) DO UPDATE SET
+	requests        = u.requests + EXCLUDED.requests,
+	errors          = u.errors + EXCLUDED.errors,
+	cost            = u.cost + EXCLUDED.cost,
+	latency_buckets = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
+		FROM unnest(u.latency_buckets, EXCLUDED.latency_buckets) WITH ORDINALITY AS x(a, b, i) ORDER BY i),
+	last_seen       = greatest(u.last_seen, EXCLUDED.last_seen)`
+
+// upsertRecordsSQL writes each operation once; a later write only fills a
+// text missing until the guard computed shapes, and moves last_seen (the
+// meter sends a hash at most once an hour).
+const upsertRecordsSQL = `INSERT INTO civicgate.operations AS o (op_hash, op_type, op_name, normalized, first_seen, last_seen)
+SELECT h, ty, na, nz, s, s
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS t(h, ty, na, nz, s, n)
+ORDER BY n
+ON CONFLICT (op_hash) DO UPDATE SET
+	normalized = CASE WHEN o.normalized = '' THEN EXCLUDED.normalized ELSE o.normalized END,
+	first_seen = least(o.first_seen, EXCLUDED.first_seen),
+	last_seen  = greatest(o.last_seen, EXCLUDED.last_seen)
+WHERE (o.normalized = '' AND EXCLUDED.normalized <> '') OR o.last_seen < EXCLUDED.last_seen OR o.first_seen > EXCLUDED.first_seen`
+
+const insertCoordinatesSQL = `INSERT INTO civicgate.operation_coordinates (op_hash, coordinate)
+SELECT h, c FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(h, c, n) ORDER BY n
+ON CONFLICT DO NOTHING`
+
+// writeOperations writes ops (rolled up) and recs in tx, in key, hour,
+// hash order and hash order: the lock order every writer uses.
+func writeOperations(ctx context.Context, tx pgx.Tx, ops []OperationRow, recs []OperationRecord) error {
+	for chunk := range slices.Chunk(ops, batchRows) {
+		n := len(chunk)
+		keys, orgs, starts, hashes, types, names := make([]string, n), make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n), make([]string, n)
+		reqs, errs, costs, lastSeen := make([]int64, n), make([]int64, n), make([]int64, n), make([]time.Time, n)
+		buckets := make([]int64, 0, n*LatencyBuckets)
+		for i, r := range chunk {
+			keys[i], orgs[i], starts[i], hashes[i], types[i], names[i] = r.KeyID, r.OrgID, r.Start, r.Hash, r.Type, r.Name
+			reqs[i], errs[i], costs[i], lastSeen[i] = r.Requests, r.Errors, r.Cost, r.LastSeen
+			buckets = append(buckets, r.Latency[:]...)
+		}
+		if _, err := tx.Exec(ctx, upsertOperationsSQL, keys, orgs, starts, hashes, types, names, reqs, errs, costs, buckets, lastSeen); err != nil {
+			return fmt.Errorf("upsert into civicgate.usage_operation_hour: %w", err)
+		}
+	}
+	recs = uniqueRecords(recs)
+	for chunk := range slices.Chunk(recs, batchRows) {
+		n := len(chunk)
+		hashes, types, names, texts, seen := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+		var coordHashes, coords []string
+		for i, r := range chunk {
+			hashes[i], types[i], names[i], texts[i], seen[i] = r.Hash, r.Type, r.Name, r.Normalized, r.Seen
+			for _, c := range r.Coordinates {
+				coordHashes, coords = append(coordHashes, r.Hash), append(coords, c)
+			}
+		}
+		if _, err := tx.Exec(ctx, upsertRecordsSQL, hashes, types, names, texts, seen); err != nil {
+			return fmt.Errorf("upsert into civicgate.operations: %w", err)
+		}
+		if len(coords) > 0 {
+			if _, err := tx.Exec(ctx, insertCoordinatesSQL, coordHashes, coords); err != nil {
+				return fmt.Errorf("insert into civicgate.operation_coordinates: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// rollupOperations sums rows per (key, hour, hash), sorted that way. The
+// type and name are the first row's; last seen the latest.
+func rollupOperations(rows []OperationRow) []OperationRow {
+	type cellID struct {
+		key, hash string
+		start     int64
+	}
+	idx := make(map[cellID]int, len(rows))
+	out := make([]OperationRow, 0, len(rows))
+	for _, r := range rows {
+		r.Start = r.Start.UTC().Truncate(time.Hour)
+		id := cellID{r.KeyID, r.Hash, r.Start.Unix()}
+		if i, ok := idx[id]; ok {
+			o := &out[i]
+			o.Requests, o.Errors, o.Cost = o.Requests+r.Requests, o.Errors+r.Errors, o.Cost+r.Cost
+			o.Latency.Plus(&r.Latency)
+			if r.LastSeen.After(o.LastSeen) {
+				o.LastSeen = r.LastSeen
+			}
+			continue
+		}
+		idx[id] = len(out)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b OperationRow) int {
+		return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), a.Start.Compare(b.Start), cmp.Compare(a.Hash, b.Hash))
+	})
+	return out
+}
+
+// uniqueRecords keeps one record per hash (a shaped one over one without,
+// the earliest Seen), sorted by hash.
+func uniqueRecords(recs []OperationRecord) []OperationRecord {
+	out := slices.Clone(recs)
+	slices.SortFunc(out, func(a, b OperationRecord) int {
+		return cmp.Or(cmp.Compare(a.Hash, b.Hash), cmp.Compare(len(b.Normalized), len(a.Normalized)), a.Seen.Compare(b.Seen))
+	})
+	return slices.CompactFunc(out, func(a, b OperationRecord) bool { return a.Hash == b.Hash })
+}
+
+// pruneOperations deletes operation hours that started before cutoff and
+// operations last seen before it (their coordinates cascade).
+func pruneOperations(ctx context.Context, tx pgx.Tx, cutoff time.Time) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_operation_hour WHERE start < $1`, cutoff); err != nil {
+		return fmt.Errorf("operation hours: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.operations WHERE last_seen < $1`, cutoff); err != nil {
+		return fmt.Errorf("operations: %w", err)
+	}
+	return nil
+}
