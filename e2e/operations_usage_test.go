@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -165,7 +167,8 @@ func TestUsageOperationPostAndGet(t *testing.T) {
 	})
 	s.CheckLogs(t, key)
 
-	// What the operation read, once the guard records shapes: its fields.
+	// What the operation read (the guard's shape, docs/design.md D69): its
+	// fields, each counted with the operation's two requests.
 	out := s.Run(s.Bins.Civicgate, "usage", "fields", "--org", "opsco", "--json")
 	var fields struct {
 		Fields []struct {
@@ -176,12 +179,59 @@ func TestUsageOperationPostAndGet(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &fields); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for _, f := range fields.Fields { // none until the guard records shapes
-		if f.Requests != 2 {
-			t.Fatalf("field %+v, want 2 requests", f)
+	got := map[string]int64{}
+	for _, f := range fields.Fields {
+		got[f.Coordinate] = f.Requests
+	}
+	for _, c := range []string{"Query.bills", "Query.bills(input:)", "Bill.id"} {
+		if got[c] != 2 {
+			t.Fatalf("fields %v: want %s with 2 requests", got, c)
 		}
 	}
-	if len(fields.Fields) > 0 && !strings.Contains(out, `"Query.bills"`) {
-		t.Fatalf("fields recorded without Query.bills: %s", out)
+
+	// civicgate schema check reads the recorded operation from the same
+	// tables: a candidate without Bill.id breaks it, for exactly this key.
+	src, err := os.ReadFile(filepath.Join(s.Root, "backend", "schema", "records.graphqls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := filepath.Join(t.TempDir(), "current.graphqls")
+	candidate := filepath.Join(t.TempDir(), "candidate.graphqls")
+	dropped := strings.Replace(string(src), "  id: ID!\n  \"Congress number.\"", "  replacementId: ID\n  \"Congress number.\"", 1)
+	if dropped == string(src) || strings.Count(dropped, "replacementId") != 1 {
+		t.Fatal("could not drop Bill.id from the schema")
+	}
+	if err := os.WriteFile(current, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(candidate, []byte(dropped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.RunErr(s.Bins.Civicgate, "schema", "check", current, "--since", "1h"); err != nil {
+		t.Fatalf("the current schema: %v\n%s", err, out)
+	}
+	out, err = s.RunErr(s.Bins.Civicgate, "schema", "check", candidate, "--since", "1h", "--json")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("a candidate without Bill.id: %v, want exit 1\n%s", err, out)
+	}
+	var check struct {
+		ByKey []struct {
+			OrgID      string `json:"orgId"`
+			KeyID      string `json:"keyId"`
+			Operations []struct {
+				Hash   string   `json:"hash"`
+				Count  int64    `json:"count"`
+				Errors []string `json:"errors"`
+			} `json:"operations"`
+		} `json:"byKey"`
+	}
+	if err := json.Unmarshal([]byte(out), &check); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(check.ByKey) != 1 || check.ByKey[0].KeyID != id || len(check.ByKey[0].Operations) != 1 ||
+		check.ByKey[0].Operations[0].Hash != op.Hash || check.ByKey[0].Operations[0].Count != 2 ||
+		!strings.Contains(strings.Join(check.ByKey[0].Operations[0].Errors, " "), `Cannot query field "id" on type "Bill"`) {
+		t.Fatalf("schema check: %s", out)
 	}
 }
