@@ -22,8 +22,8 @@ const UsageText = `usage: civicgate schema check <candidate.graphqls> [--operati
           schema, as graphql_guard would, and list per organization and key the operations it
           would refuse and why. --operations FILE: the recorded operations as JSON (an array of
           {hash, name, type, normalized, keys: [{orgId, keyId, count, lastSeen}]}, the usage
-          export); without it they are to be read from the gateway's database, which needs
-          the usage tables that record operations (until then --operations is required).
+          export); without it they are read from the usage tables of the database
+          DATABASE_URL names.
           --json: the result as JSON.
   Exit codes: 0 nothing would break, 1 something would, 2 bad usage or unreadable input
   (nothing was checked).
@@ -36,7 +36,7 @@ type Source interface {
 
 // ErrNoDatabaseSource is the refusal of a check without --operations while
 // the gateway's database records no operations to read.
-var ErrNoDatabaseSource = errors.New("reading the recorded operations from the database needs the usage tables that record them; give --operations FILE")
+var ErrNoDatabaseSource = errors.New("no database to read the recorded operations from; give --operations FILE")
 
 // Run runs `civicgate schema <args>`; db reads the recorded operations
 // when no --operations file is given (nil: none can, ErrNoDatabaseSource).
