@@ -2,8 +2,9 @@
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
 // webhooks, the organization console, the response cache, MCP, tracing), plus the `civicgate keys` key-management,
 // `civicgate tokens` access-token deny list,
-// `civicgate webhooks` migration, `civicgate console link` and `civicgate audit`
-// commands. `civicgate version` prints civicgate's version and
+// `civicgate webhooks` migration, `civicgate console link`, `civicgate audit`
+// and `civicgate usage export` commands, and the metering export
+// (civic_usage_export). `civicgate version` prints civicgate's version and
 // commit beside Caddy's.
 package main
 
@@ -33,6 +34,9 @@ func main() {
 	if isVersionCommand(os.Args[1:]) {
 		printVersion(os.Stdout)
 		return
+	}
+	if rest, ok := usageExportArgs(os.Args[1:]); ok {
+		os.Exit(runUsageExport(rest))
 	}
 	if err := checkAdminAddress(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "civicgate:", err)
