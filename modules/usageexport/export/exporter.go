@@ -26,6 +26,9 @@ const (
 	DefaultBatch  = 500
 	MaxBatch      = 10000
 	DefaultCursor = "default"
+	// BatchRetention is how long the record of a delivered batch is kept
+	// (the usage hours themselves are kept 90 days).
+	BatchRetention = 90 * 24 * time.Hour
 	// retry backoff bounds: the first retry after about BackoffBase, each
 	// failure doubling it, never more than BackoffMax apart.
 	BackoffBase = 2 * time.Second
@@ -138,8 +141,16 @@ func (e *Exporter) RunOnce(ctx context.Context, now time.Time) (Result, error) {
 		return res, err
 	}
 	if len(hours) == 0 {
+		// caught up: forget the batch records past BatchRetention
+		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_export_batches WHERE cursor_name = $1 AND delivered_at < $2`,
+			e.c.Cursor, now.Add(-BatchRetention)); err != nil {
+			return res, fmt.Errorf("export: prune batch records: %w", err)
+		}
 		e.c.Metrics.setLag(now.Sub(closed))
-		return res, tx.Commit(ctx)
+		if err := tx.Commit(ctx); err != nil {
+			return res, fmt.Errorf("export: commit: %w", err)
+		}
+		return res, nil
 	}
 	events := NewEvents(hours, e.c.EventSource)
 	if err := e.c.Sink.Send(ctx, events); err != nil {

@@ -50,6 +50,17 @@ func TestOnlyClosedHoursAreSentOnce(t *testing.T) {
 	if !after.Equal(h0.Add(2*time.Hour)) || key != "k2" || batches != 2 {
 		t.Errorf("cursor (%s, %s), %d batches", after, key, batches)
 	}
+	// a run that finds nothing to send forgets batch records past BatchRetention
+	if _, err := pool.Exec(ctx, `UPDATE civicgate.usage_export_batches SET delivered_at = $1 WHERE first_start = $2`,
+		now.Add(-BatchRetention-time.Minute), h0); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.RunOnce(ctx, now.Add(time.Minute)); err != nil || res.Sent != 0 {
+		t.Fatalf("caught-up run: %+v, %v", res, err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM civicgate.usage_export_batches`).Scan(&batches); err != nil || batches != 1 {
+		t.Errorf("%d batch records after the prune (%v), want 1", batches, err)
+	}
 }
 
 // TestFailingSinkLosesNothing: a sink answering 503 three times, in batches
@@ -111,11 +122,14 @@ func TestLostCommitResendsTheSameIDs(t *testing.T) {
 		if n != 1 {
 			return
 		}
-		// the exporter's connection, idle in its transaction during the POST
-		_, err := pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`)
-		if err != nil {
-			t.Error(err)
+		// the exporter's connection, idle in its transaction during the POST;
+		// the timeout makes pg_terminate_backend wait until it has ended
+		var ended int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000))
+			FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'
+			AND pid <> pg_backend_pid()`).Scan(&ended)
+		if err != nil || ended != 1 {
+			t.Errorf("terminated %d backends: %v", ended, err)
 		}
 	}
 	e := newExporter(t, pool, sink.srv.URL, Config{})
