@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -68,10 +69,16 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if sink == "" {
 		return errors.New("civic_usage_export: sink is empty (an http or https URL, possibly from an {env.*} placeholder)")
 	}
-	if !strings.HasPrefix(sink, "https://") && !strings.HasPrefix(sink, "http://") {
-		return errors.New("civic_usage_export: sink is not an http or https URL")
+	if u, err := url.Parse(sink); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("civic_usage_export: sink is not an http or https URL") // not echoed: it may hold a token
+	}
+	if a.AuthHeader != "" && !validHeaderName(a.AuthHeader) {
+		return fmt.Errorf("civic_usage_export: auth_header %q is not a header name", a.AuthHeader)
 	}
 	authValue := repl.ReplaceAll(a.AuthValue, "")
+	if strings.ContainsAny(authValue, "\r\n") {
+		return errors.New("civic_usage_export: auth_header's value holds a line break")
+	}
 	if a.AuthHeader != "" && authValue == "" {
 		return fmt.Errorf("civic_usage_export: auth_header %s: the value resolves to nothing (set its environment variable)", a.AuthHeader)
 	}
@@ -113,6 +120,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("civic_usage_export: %w", err)
 	}
 	return nil
+}
+
+// validHeaderName reports whether name is an HTTP header name (RFC 9110
+// token characters).
+func validHeaderName(name string) bool {
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // registerMetrics registers the exporter's collectors in the configuration's
