@@ -3,8 +3,10 @@ package usageexport
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +43,8 @@ func TestAppExportsClosedHoursFromTheCaddyfile(t *testing.T) {
 	if err := usage.Write(context.Background(), pool, []usage.Row{
 		{KeyID: "key_a", OrgID: "org_1", Start: closed, Delta: usage.Delta{Admitted: 4, Cost: 8}},
 		{KeyID: "key_b", OrgID: "org_2", Start: closed, Delta: usage.Delta{Refused: 1}},
-		{KeyID: "key_a", OrgID: "org_1", Start: open, Delta: usage.Delta{Admitted: 1}},
+		// the next hour: open for the whole test, even across an hour's end
+		{KeyID: "key_a", OrgID: "org_1", Start: open.Add(time.Hour), Delta: usage.Delta{Admitted: 1}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +90,25 @@ func TestAppExportsClosedHoursFromTheCaddyfile(t *testing.T) {
 		defer mu.Unlock()
 		if len(got) < 2 {
 			return fmt.Errorf("%d events", len(got))
+		}
+		return nil
+	})
+	// the counters on the admin endpoint's metrics
+	testenv.Eventually(t, 10*time.Second, "the export's metrics", func() error {
+		resp, err := http.Get(fmt.Sprintf("http://localhost:%d/metrics", adminPort))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"civicgate_usage_export_events_total 2", "civicgate_usage_export_lag_seconds ",
+			"civicgate_usage_export_failed_attempts_total 0"} {
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("no %q in the metrics", want)
+			}
 		}
 		return nil
 	})
