@@ -50,7 +50,7 @@ func TestUsageExportPrintsClosedHours(t *testing.T) {
 	if err := usage.Write(context.Background(), pool, []usage.Row{
 		{KeyID: "key_a", OrgID: "org_1", Start: h, Delta: usage.Delta{Admitted: 4, Cost: 8, MCP: 1}},
 		{KeyID: "key_b", OrgID: "org_2", Start: h.Add(time.Hour), Delta: usage.Delta{Refused: 1, ServerErrors: 2}},
-		{KeyID: "key_a", OrgID: "org_1", Start: open, Delta: usage.Delta{Admitted: 1}}, // not closed
+		{KeyID: "key_a", OrgID: "org_1", Start: open.Add(time.Hour), Delta: usage.Delta{Admitted: 1}}, // not closed, even across an hour's end
 		{KeyID: "key_a", OrgID: "org_1", Start: h.Add(-48 * time.Hour), Delta: usage.Delta{Admitted: 1}},
 	}); err != nil {
 		t.Fatal(err)
