@@ -2,9 +2,8 @@
 // standard modules and the civicgate modules (auth, rate limit, GraphQL guard,
 // webhooks, the organization console, the response cache, MCP, tracing), plus the `civicgate keys` key-management,
 // `civicgate tokens` access-token deny list,
-// `civicgate webhooks` migration, `civicgate console link`, `civicgate audit`
-// and `civicgate usage export` commands, and the metering export
-// (civic_usage_export). `civicgate version` prints civicgate's version and
+// `civicgate webhooks` migration, `civicgate console link` and `civicgate audit`
+// commands (and `civicgate usage export`, usageexport.go). `civicgate version` prints civicgate's version and
 // commit beside Caddy's.
 package main
 
