@@ -3,7 +3,7 @@
 // webhooks, the organization console, the response cache, MCP, tracing), plus the `civicgate keys` key-management,
 // `civicgate tokens` access-token deny list,
 // `civicgate webhooks` migration, `civicgate console link` and `civicgate audit`
-// commands (and `civicgate usage export`, usageexport.go). `civicgate version` prints civicgate's version and
+// commands. `civicgate version` prints civicgate's version and
 // commit beside Caddy's.
 package main
 
