@@ -36,6 +36,9 @@ func main() {
 		printVersion(os.Stdout)
 		return
 	}
+	if rest, ok := usageExportArgs(os.Args[1:]); ok {
+		os.Exit(runUsageExport(rest))
+	}
 	if err := checkAdminAddress(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "civicgate:", err)
 		os.Exit(1)

@@ -19,10 +19,10 @@ var moduleLevels = [][]string{
 	// 1: stores and libraries: the tables' owners and what handlers compute
 	// with, no Caddy module among them.
 	{"auth/keystore", "auth/keystore/oldledger", "auth/accesstoken", "auth/denyable", "ratelimit/usage", "webhooks/store", "webhooks/secretbox",
-		"webhooks/signature", "webhooks/egress", "gqlguard/..."},
+		"webhooks/signature", "webhooks/egress", "gqlguard/...", "usageexport/export"},
 	// 2: the Caddy modules (apps, handlers, encoders) and the commands.
 	{"auth", "auth/keycmd", "ratelimit", "ratelimit/usagecmd", "ratelimit/usageadmin", "gqlguard", "gqlcache", "mcp", "mcp/...", "tracing", "logredact",
-		"webhooks", "webhooks/..."},
+		"webhooks", "webhooks/...", "usageexport", "usageexport/..."},
 	// 3: the organization console, over the key store, usage and webhooks.
 	{"console", "console/..."},
 }
