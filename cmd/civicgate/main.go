@@ -25,7 +25,6 @@ import (
 	_ "github.com/civicgate/civicgate/modules/mcp"
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
 	_ "github.com/civicgate/civicgate/modules/ratelimit/usageadmin"
-	_ "github.com/civicgate/civicgate/modules/ratelimit/usagecmd"
 	_ "github.com/civicgate/civicgate/modules/tracing"
 	_ "github.com/civicgate/civicgate/modules/webhooks"
 	_ "github.com/civicgate/civicgate/modules/webhooks/webhookcmd"
@@ -35,9 +34,6 @@ func main() {
 	if isVersionCommand(os.Args[1:]) {
 		printVersion(os.Stdout)
 		return
-	}
-	if rest, ok := usageExportArgs(os.Args[1:]); ok {
-		os.Exit(runUsageExport(rest))
 	}
 	if err := checkAdminAddress(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "civicgate:", err)

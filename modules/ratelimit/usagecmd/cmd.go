@@ -12,27 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	caddycmd "github.com/caddyserver/caddy/v2/cmd"
-
 	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
-
-func init() {
-	caddycmd.RegisterCommand(caddycmd.Command{
-		Name:  "usage",
-		Usage: "operations --org ORG [--key K] | fields --org ORG [--key K] | coordinate Type.field | unused --schema FILE ; [--since 24h] [--json]",
-		Short: "Which keys ran which GraphQL operations and read which schema fields (database from DATABASE_URL)",
-		Long: `
-Answers from the operations the gateways counted per key and hour
-(civic_rate_limit usage { operations on }): which operations each key of an
-organization ran, which schema coordinates they read, who reads a
-coordinate, and which coordinates of a schema nobody read. The database is
-DATABASE_URL.
-`,
-		CobraFunc: clirun.Cobra(Run),
-	})
-}
 
 const usageText = `usage: civicgate usage <command> [flags]
   operations --org ORG [--key KEY_ID] [--since 24h] [--json]
@@ -44,6 +26,8 @@ const usageText = `usage: civicgate usage <command> [flags]
                                per organization and key: the requests of operations that read it
   unused --schema FILE [--since 24h] [--json]
                                the coordinates FILE (GraphQL SDL) defines that no operation read
+  export --since 24h | --from T --to T [--org ORG] [--format csv|json|cloudevents]
+                               per key and closed hour, the metering export's rows (civicgate usage export --help)
   ORG is a name or id; --since takes 90m, 24h, 7d (hours are kept 90 days).
 exit codes: 0 ok, 1 failed or unknown organization, 2 usage
 `
