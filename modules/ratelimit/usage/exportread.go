@@ -54,3 +54,47 @@ func OrgID(ctx context.Context, pool *pgxpool.Pool, org string) (string, error) 
 	}
 	return resolveOrg(ctx, pool, org)
 }
+
+// KeyHour names one key's hour (its start, UTC).
+type KeyHour struct {
+	KeyID string
+	Start time.Time
+}
+
+// OperationHour is one operation's counts in a key's hour
+// (civicgate.usage_operation_hour, docs/design.md D70).
+type OperationHour struct {
+	KeyHour
+	Hash, Type, Name       string
+	Requests, Errors, Cost int64
+}
+
+// OperationHoursOf returns the operation rows of the given key hours,
+// ordered by key hour (as given: start, then key) and hash: what the
+// metering export adds to each hour it sends (docs/design.md D73).
+func OperationHoursOf(ctx context.Context, pool *pgxpool.Pool, hours []KeyHour) ([]OperationHour, error) {
+	if len(hours) == 0 {
+		return nil, nil
+	}
+	keys, starts := make([]string, len(hours)), make([]time.Time, len(hours))
+	for i, h := range hours {
+		keys[i], starts[i] = h.KeyID, h.Start.UTC()
+	}
+	rows, err := pool.Query(ctx, `SELECT h.key_id, h.start, h.op_hash, h.op_type, h.op_name, h.requests, h.errors, h.cost
+		FROM unnest($1::text[], $2::timestamptz[]) AS p(key_id, start)
+		JOIN civicgate.usage_operation_hour h ON h.key_id = p.key_id AND h.start = p.start
+		ORDER BY h.start, h.key_id, h.op_hash`, keys, starts)
+	if err != nil {
+		return nil, fmt.Errorf("usage: operation hours: %w", schemaErr(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OperationHour, error) {
+		var o OperationHour
+		err := row.Scan(&o.KeyID, &o.Start, &o.Hash, &o.Type, &o.Name, &o.Requests, &o.Errors, &o.Cost)
+		o.Start = o.Start.UTC()
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("usage: operation hours: %w", schemaErr(err))
+	}
+	return out, nil
+}

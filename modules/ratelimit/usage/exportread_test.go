@@ -56,3 +56,43 @@ func TestHoursAfterPagesInExportOrder(t *testing.T) {
 		t.Fatalf("usage-only org: %q %v", id, err)
 	}
 }
+
+// TestOperationHoursOf: the operation rows of exactly the key hours asked
+// for, in (start, key, hash) order.
+func TestOperationHoursOf(t *testing.T) {
+	pool := newPool(t, migratedDB(t))
+	ctx := context.Background()
+	now := t0.Add(72 * time.Hour)
+	books, author := seedOperations(t, pool, now)
+	hour := now.Add(-time.Hour).UTC().Truncate(time.Hour)
+	got, err := OperationHoursOf(ctx, pool, []KeyHour{{"key_2", hour}, {"key_1", hour}, {"key_9", hour.Add(-time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		key, hash        string
+		requests, errors int64
+	}
+	var rows []row
+	for _, o := range got {
+		if !o.Start.Equal(hour) {
+			t.Fatalf("row of another hour: %+v", o)
+		}
+		rows = append(rows, row{o.KeyID, o.Hash, o.Requests, o.Errors})
+	}
+	want := []row{{"key_1", author.DocumentHash, 1, 0}, {"key_1", books.DocumentHash, 3, 0}, {"key_2", books.DocumentHash, 2, 1}}
+	if len(rows) != len(want) {
+		t.Fatalf("rows %+v, want %+v", rows, want)
+	}
+	for i := range want {
+		if rows[i] != want[i] {
+			t.Fatalf("rows %+v, want %+v", rows, want)
+		}
+	}
+	if got[0].Name != "Author" || got[0].Type != "query" || got[1].Cost != 6 {
+		t.Fatalf("details %+v", got[:2])
+	}
+	if none, err := OperationHoursOf(ctx, pool, nil); err != nil || none != nil {
+		t.Fatalf("no hours: %v %v", none, err)
+	}
+}

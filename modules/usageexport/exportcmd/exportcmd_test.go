@@ -14,6 +14,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 	"github.com/civicgate/civicgate/modules/usageexport/export"
 )
@@ -55,6 +56,18 @@ func TestUsageExportPrintsClosedHours(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// key_a ran one operation three times in its closed hour (the operation
+	// meter and flush of docs/design.md D70): its event carries it.
+	ops := usage.NewOperationMeter(0, 0)
+	bills := &contract.GraphQLOperation{Type: "query", Name: "Bills", DocumentHash: strings.Repeat("b", 64)}
+	for i := range 3 {
+		ops.Add(&usage.OperationSample{KeyID: "key_a", Org: orgSource("org_1"), At: h.Add(time.Minute), Operation: bills,
+			Error: i == 0, Cost: 2, Latency: time.Millisecond})
+	}
+	opRows, records := ops.Drain()
+	if _, err := usage.WriteFlush(context.Background(), pool, usage.NewBatchID(), usage.Batch{Operations: opRows, Records: records}); err != nil {
+		t.Fatal(err)
+	}
 
 	code, out, errs := run(t, dsn, "--since", "24h")
 	if code != 0 {
@@ -93,6 +106,15 @@ func TestUsageExportPrintsClosedHours(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &evs); err != nil || len(evs) != 3 {
 		t.Fatalf("cloudevents %v:\n%s", err, out)
 	}
+	var withOps export.Data
+	if err := evs[1].DataAs(&withOps); err != nil || withOps.KeyID != "key_a" || len(withOps.Operations) != 1 ||
+		withOps.Operations[0] != (export.Operation{Hash: bills.DocumentHash, Type: "query", Name: "Bills", Requests: 3, Errors: 1, Cost: 6}) {
+		t.Fatalf("key_a's hour %+v (%v), want its operation", withOps, err)
+	}
+	var withoutOps export.Data
+	if err := evs[2].DataAs(&withoutOps); err != nil || withoutOps.KeyID != "key_b" || withoutOps.Operations != nil {
+		t.Fatalf("key_b's hour %+v (%v), want no operations", withoutOps, err)
+	}
 	for _, e := range evs {
 		if err := e.Validate(); err != nil || e.Source() != "//gw" {
 			t.Errorf("%s: %v", e, err)
@@ -121,3 +143,8 @@ func TestUsageExportPrintsClosedHours(t *testing.T) {
 		t.Errorf("no database: exit %d, %s", code, errs)
 	}
 }
+
+// orgSource names a fixed organization (usage.OrgSource).
+type orgSource string
+
+func (o orgSource) Org() string { return string(o) }

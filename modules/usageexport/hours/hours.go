@@ -29,9 +29,24 @@ func (u Usage) Hours(ctx context.Context, p export.Page) ([]export.Hour, error) 
 		return nil, fmt.Errorf("export: read hours: %w", err)
 	}
 	out := make([]export.Hour, len(rows))
+	keyHours := make([]usage.KeyHour, len(rows))
+	at := make(map[usage.KeyHour]int, len(rows))
 	for i, r := range rows {
 		out[i] = export.Hour{KeyID: r.KeyID, OrgID: r.OrgID, Start: r.Start, Requests: r.Admitted, Refused: r.Refused,
 			ClientErrors: r.ClientErrors, ServerErrors: r.ServerErrors, Cost: r.Cost, MCPCalls: r.MCP}
+		keyHours[i] = usage.KeyHour{KeyID: r.KeyID, Start: r.Start}
+		at[keyHours[i]] = i
+	}
+	// Each hour's operations, when the gateways record them (docs/design.md D70).
+	ops, err := usage.OperationHoursOf(ctx, u.Pool, keyHours)
+	if err != nil {
+		return nil, fmt.Errorf("export: read operation hours: %w", err)
+	}
+	for _, o := range ops {
+		if i, ok := at[o.KeyHour]; ok {
+			out[i].Operations = append(out[i].Operations, export.Operation{Hash: o.Hash, Type: o.Type, Name: o.Name,
+				Requests: o.Requests, Errors: o.Errors, Cost: o.Cost})
+		}
 	}
 	return out, nil
 }
