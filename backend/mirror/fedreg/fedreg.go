@@ -182,4 +182,3 @@ func clean(in []string, f func(string) string) []string {
 	}
 	return out
 }
-

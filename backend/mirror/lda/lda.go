@@ -209,4 +209,3 @@ func normalize(f *filing) (*mirror.LobbyingDisclosure, error) {
 	}
 	return d, nil
 }
-
