@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -169,7 +170,8 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 	}{
 		// keystore 5: the key lifecycle (docs/design.md D71), after the old ledger
 		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}, 1},
-		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, 0},
+		// usage 4 on: operations and what followed them (docs/design.md D70)
+		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, usageVersions(t) - 3},
 		{"civicgate.console_migrations", map[int]int{1: 4}, 0},
 	} {
 		rows := ledgerOf(t, pool, want.table)
@@ -265,7 +267,7 @@ func TestHandoverFromAnOlderDatabase(t *testing.T) {
 		seeded, runs []int
 	}{
 		{keystore.Ledger(), []int{1, 2}, []int{3, 4, 5}},
-		{usage.Ledger(), []int{1}, []int{2, 3}},
+		{usage.Ledger(), []int{1}, usageFileVersions(t)[1:]},
 		{Ledger(), nil, []int{1}},
 	} {
 		applied, err := pgmigrate.Migrate(ctx, pool, step.ledger)
@@ -303,7 +305,7 @@ func TestMigrateFreshAndConcurrently(t *testing.T) {
 	}
 	for table, want := range map[string]int{
 		"civicgate.keystore_migrations":       5,
-		"civicgate.usage_migrations":          3,
+		"civicgate.usage_migrations":          usageVersions(t),
 		"civicgate.console_migrations":        1,
 		"civicgate.civic_webhooks_migrations": 5,
 	} {
@@ -315,4 +317,27 @@ func TestMigrateFreshAndConcurrently(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('civicgate.civic_auth_migrations') IS NOT NULL`).Scan(&old); err != nil || old {
 		t.Errorf("a fresh database has the old ledger: %v %v", old, err)
 	}
+}
+
+// usageVersions is how many migration files the usage package embeds.
+func usageVersions(t *testing.T) int { return len(usageFileVersions(t)) }
+
+// usageFileVersions are the versions of the usage package's migration
+// files, ascending (the NNNN of NNNN_name.sql).
+func usageFileVersions(t *testing.T) []int {
+	t.Helper()
+	files, err := fs.Glob(usage.Ledger().Files, "*.sql")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("usage migrations: %v %v", files, err)
+	}
+	var out []int
+	for _, f := range files {
+		v, err := strconv.Atoi(f[:4])
+		if err != nil {
+			t.Fatalf("usage migration %s: %v", f, err)
+		}
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
 }

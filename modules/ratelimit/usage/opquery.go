@@ -122,16 +122,24 @@ type FieldUsage struct {
 
 // fieldsSQL sums the selected hours per operation first (a few hundred
 // rows however many keys ran them), then joins each operation's
-// coordinates: BenchmarkFieldsOf.
+// coordinates: BenchmarkFieldsOf. %s is the hours read: one key's from
+// usage_operation_hour, a whole organization's from its sums per hour,
+// usage_operation_org_hour (docs/design.md D78), a row per operation and
+// hour instead of one per key.
 const fieldsSQL = `WITH used AS (
 		SELECT h.op_hash, sum(h.requests) AS requests, max(h.last_seen) AS last_seen
-		FROM civicgate.usage_operation_hour h
-		WHERE h.org_id = $1 AND ($2 = '' OR h.key_id = $2) AND h.start >= $3 AND h.start <= $4
+		FROM %s h
+		WHERE h.org_id = $1 AND h.start >= $2 AND h.start <= $3 %s
 		GROUP BY h.op_hash)
 	SELECT c.coordinate, sum(u.requests)::bigint, count(*), max(u.last_seen)
 	FROM used u JOIN civicgate.operation_coordinates c ON c.op_hash = u.op_hash
 	GROUP BY c.coordinate
 	ORDER BY 2 DESC, c.coordinate`
+
+var (
+	fieldsOfOrgSQL = fmt.Sprintf(fieldsSQL, "civicgate.usage_operation_org_hour", "")
+	fieldsOfKeySQL = fmt.Sprintf(fieldsSQL, "civicgate.usage_operation_hour", "AND h.key_id = $4")
+)
 
 // FieldsOf returns the coordinates that the organization's operations (or
 // one key's) read in the hours selected, with the requests of those
@@ -144,9 +152,11 @@ func FieldsOf(ctx context.Context, pool *pgxpool.Pool, a OperationsArgs) ([]Fiel
 	if err != nil {
 		return nil, err
 	}
-	// planned with the values each time: a generic plan of the optional
-	// key filter scans the whole index (BenchmarkFieldsOf)
-	rows, err := pool.Query(ctx, fieldsSQL, pgx.QueryExecModeExec, orgID, a.KeyID, from, to)
+	query, args := fieldsOfOrgSQL, []any{orgID, from, to}
+	if a.KeyID != "" {
+		query, args = fieldsOfKeySQL, append(args, a.KeyID)
+	}
+	rows, err := pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("usage: fields: %w", schemaErr(err))
 	}
@@ -215,7 +225,7 @@ func Unused(ctx context.Context, pool *pgxpool.Pool, schemaCoordinates []string,
 	}
 	rows, err := pool.Query(ctx, `SELECT s.coordinate FROM unnest($1::text[]) AS s(coordinate)
 		WHERE NOT EXISTS (SELECT 1 FROM civicgate.operation_coordinates c
-			JOIN civicgate.usage_operation_hour h ON h.op_hash = c.op_hash
+			JOIN civicgate.usage_operation_org_hour h ON h.op_hash = c.op_hash
 			WHERE c.coordinate = s.coordinate AND h.start >= $2 AND h.start <= $3)`, schemaCoordinates, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("usage: unused: %w", schemaErr(err))

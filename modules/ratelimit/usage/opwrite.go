@@ -27,6 +27,20 @@ ON CONFLICT (key_id, start, op_hash) DO UPDATE SET
 		FROM unnest(u.latency_buckets, EXCLUDED.latency_buckets) WITH ORDINALITY AS x(a, b, i) ORDER BY i),
 	last_seen       = greatest(u.last_seen, EXCLUDED.last_seen)`
 
+// upsertOrgOperationsSQL adds the same rows summed per organization, hour
+// and operation (docs/design.md D78).
+const upsertOrgOperationsSQL = `INSERT INTO civicgate.usage_operation_org_hour AS u
+	(org_id, start, op_hash, requests, errors, cost, last_seen)
+SELECT o, s, h, rq, er, c, ls
+FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::timestamptz[])
+	WITH ORDINALITY AS t(o, s, h, rq, er, c, ls, n)
+ORDER BY n
+ON CONFLICT (org_id, start, op_hash) DO UPDATE SET
+	requests  = u.requests + EXCLUDED.requests,
+	errors    = u.errors + EXCLUDED.errors,
+	cost      = u.cost + EXCLUDED.cost,
+	last_seen = greatest(u.last_seen, EXCLUDED.last_seen)`
+
 // upsertRecordsSQL writes each operation once; a later write only fills a
 // text missing until the guard computed shapes, and moves last_seen (the
 // meter sends a hash at most once an hour).
@@ -59,6 +73,18 @@ func writeOperations(ctx context.Context, tx pgx.Tx, ops []OperationRow, recs []
 		}
 		if _, err := tx.Exec(ctx, upsertOperationsSQL, keys, orgs, starts, hashes, types, names, reqs, errs, costs, buckets, lastSeen); err != nil {
 			return fmt.Errorf("upsert into civicgate.usage_operation_hour: %w", err)
+		}
+	}
+	for chunk := range slices.Chunk(orgRollup(ops), batchRows) {
+		n := len(chunk)
+		orgs, starts, hashes := make([]string, n), make([]time.Time, n), make([]string, n)
+		reqs, errs, costs, lastSeen := make([]int64, n), make([]int64, n), make([]int64, n), make([]time.Time, n)
+		for i, r := range chunk {
+			orgs[i], starts[i], hashes[i] = r.OrgID, r.Start, r.Hash
+			reqs[i], errs[i], costs[i], lastSeen[i] = r.Requests, r.Errors, r.Cost, r.LastSeen
+		}
+		if _, err := tx.Exec(ctx, upsertOrgOperationsSQL, orgs, starts, hashes, reqs, errs, costs, lastSeen); err != nil {
+			return fmt.Errorf("upsert into civicgate.usage_operation_org_hour: %w", err)
 		}
 	}
 	recs = uniqueRecords(recs)
@@ -114,6 +140,36 @@ func rollupOperations(rows []OperationRow) []OperationRow {
 	return out
 }
 
+// orgRollup sums rolled-up rows per (organization, hour, hash), sorted that
+// way: the lock order of the organization rows. KeyID, Type, Name and
+// Latency are left out.
+func orgRollup(rows []OperationRow) []OperationRow {
+	type cellID struct {
+		org, hash string
+		start     int64
+	}
+	idx := make(map[cellID]int, len(rows))
+	out := make([]OperationRow, 0, len(rows))
+	for _, r := range rows {
+		id := cellID{r.OrgID, r.Hash, r.Start.Unix()}
+		if i, ok := idx[id]; ok {
+			o := &out[i]
+			o.Requests, o.Errors, o.Cost = o.Requests+r.Requests, o.Errors+r.Errors, o.Cost+r.Cost
+			if r.LastSeen.After(o.LastSeen) {
+				o.LastSeen = r.LastSeen
+			}
+			continue
+		}
+		idx[id] = len(out)
+		out = append(out, OperationRow{OrgID: r.OrgID, Start: r.Start, Hash: r.Hash, Requests: r.Requests,
+			Errors: r.Errors, Cost: r.Cost, LastSeen: r.LastSeen})
+	}
+	slices.SortFunc(out, func(a, b OperationRow) int {
+		return cmp.Or(cmp.Compare(a.OrgID, b.OrgID), a.Start.Compare(b.Start), cmp.Compare(a.Hash, b.Hash))
+	})
+	return out
+}
+
 // uniqueRecords keeps one record per hash (a shaped one over one without,
 // the earliest Seen), sorted by hash.
 func uniqueRecords(recs []OperationRecord) []OperationRecord {
@@ -129,6 +185,9 @@ func uniqueRecords(recs []OperationRecord) []OperationRecord {
 func pruneOperations(ctx context.Context, tx pgx.Tx, cutoff time.Time) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_operation_hour WHERE start < $1`, cutoff); err != nil {
 		return fmt.Errorf("operation hours: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_operation_org_hour WHERE start < $1`, cutoff); err != nil {
+		return fmt.Errorf("organization operation hours: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.operations WHERE last_seen < $1`, cutoff); err != nil {
 		return fmt.Errorf("operations: %w", err)
