@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -49,8 +50,9 @@ type chain struct {
 // startChain loads the chain. shipped adds what the shipped /v1/graphql
 // route adds (docs/design.md D27, D28): the tier's cost budget spent by the
 // guard (`cost {civic.cost_budget}`, a budget never reached) and usage
-// counted per key (flushed to a PostgreSQL database of the test's own).
-func startChain(tb testing.TB, shipped bool) *chain {
+// counted per key (flushed to a PostgreSQL database of the test's own);
+// usageLines are added to its usage block (`operations off`).
+func startChain(tb testing.TB, shipped bool, usageLines ...string) *chain {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
@@ -73,7 +75,7 @@ func startChain(tb testing.TB, shipped bool) *chain {
 			tb.Fatal(err)
 		}
 		tierCost = " cost 1000000000/h"
-		usageBlock = fmt.Sprintf("\n\t\tusage {\n\t\t\tpostgres %q\n\t\t}", dsn)
+		usageBlock = fmt.Sprintf("\n\t\tusage {\n\t\t\tpostgres %q%s\n\t\t}", dsn, strings.Join(append([]string{""}, usageLines...), "\n\t\t\t"))
 		handlerCost = " {\n\t\t\tcost {civic.cost_budget}\n\t\t}"
 	}
 	caddyfile := fmt.Sprintf(`{
@@ -220,17 +222,22 @@ func BenchmarkChain(b *testing.B) {
 	// (a second configuration, loaded after the first): against gateway above,
 	// what the cost budget and usage counting (docs/design.md D27, D28) add
 	// to a request.
-	b.Run("gateway_cost_usage", func(b *testing.B) {
-		c := startChain(b, true)
-		c.warm(b)
-		w := &discard{h: http.Header{}}
-		b.ReportAllocs()
-		for b.Loop() {
-			if s := c.serve(w, "/v1/graphql"); s != http.StatusOK {
-				b.Fatalf("status %d", s)
+	// gateway_cost_usage counts operations per key too (the default,
+	// docs/design.md D70); gateway_cost_minutes does not: their difference
+	// is what recording the operation adds.
+	for name, lines := range map[string][]string{"gateway_cost_usage": nil, "gateway_cost_minutes": {"operations off"}} {
+		b.Run(name, func(b *testing.B) {
+			c := startChain(b, true, lines...)
+			c.warm(b)
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if s := c.serve(w, "/v1/graphql"); s != http.StatusOK {
+					b.Fatalf("status %d", s)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // TestGatewayAddedAllocations pins the allocation budget (docs/performance.md,
@@ -260,8 +267,8 @@ func TestGatewayAddedAllocations(t *testing.T) {
 // D28): the budget's hand-off to the guard (its object, the request's new
 // context) and nothing per request for usage.
 func TestShippedPolicyAddedAllocations(t *testing.T) {
-	measure := func(shipped bool) float64 {
-		c := startChain(t, shipped)
+	measure := func(shipped bool, usageLines ...string) float64 {
+		c := startChain(t, shipped, usageLines...)
 		c.warm(t)
 		w := &discard{h: http.Header{}}
 		return testing.AllocsPerRun(200, func() {
@@ -272,8 +279,12 @@ func TestShippedPolicyAddedAllocations(t *testing.T) {
 	}
 	plain := measure(false)
 	shipped := measure(true)
-	t.Logf("allocations per request: gateway %.0f, with cost budget and usage %.0f", plain, shipped)
+	minutes := measure(true, "operations off")
+	t.Logf("allocations per request: gateway %.0f, with cost budget and usage %.0f, without operations %.0f", plain, shipped, minutes)
 	if added := shipped - plain; added > 3 {
 		t.Errorf("the cost budget and usage counting add %.0f allocations per request, want ≤ 3", added)
+	}
+	if shipped != minutes {
+		t.Errorf("counting the operation per key (docs/design.md D70) adds %.0f allocations per request, want 0", shipped-minutes)
 	}
 }
