@@ -169,7 +169,9 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 	}{
 		// keystore 5: the key lifecycle (docs/design.md D71), after the old ledger
 		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}, 1},
-		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, 0},
+		// usage 4 and 5: operations (docs/design.md D70) and their
+		// deprecation reasons (D77), after the old ledger
+		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, 2},
 		{"civicgate.console_migrations", map[int]int{1: 4}, 0},
 	} {
 		rows := ledgerOf(t, pool, want.table)
@@ -265,7 +267,7 @@ func TestHandoverFromAnOlderDatabase(t *testing.T) {
 		seeded, runs []int
 	}{
 		{keystore.Ledger(), []int{1, 2}, []int{3, 4, 5}},
-		{usage.Ledger(), []int{1}, []int{2, 3}},
+		{usage.Ledger(), []int{1}, []int{2, 3, 4, 5}},
 		{Ledger(), nil, []int{1}},
 	} {
 		applied, err := pgmigrate.Migrate(ctx, pool, step.ledger)
@@ -303,7 +305,7 @@ func TestMigrateFreshAndConcurrently(t *testing.T) {
 	}
 	for table, want := range map[string]int{
 		"civicgate.keystore_migrations":       5,
-		"civicgate.usage_migrations":          3,
+		"civicgate.usage_migrations":          5,
 		"civicgate.console_migrations":        1,
 		"civicgate.civic_webhooks_migrations": 5,
 	} {
