@@ -72,6 +72,13 @@ func TestPagesOfABigOrganization(t *testing.T) {
 			if strings.Contains(body, "No requests in this period") {
 				t.Error("90-day usage chart is empty")
 			}
+		case "operations-30d":
+			if rows := strings.Count(body, `<tr class="operation-row">`); rows != operationsListed || !strings.Contains(body, "200 more not shown.") {
+				t.Errorf("operations page lists %d of the 300 operations, want %d and the rest counted", rows, operationsListed)
+			}
+			if rows := strings.Count(body, `<tr class="deprecated-row">`); rows != 3 || !strings.Contains(body, " and 5 more") {
+				t.Errorf("operations page lists %d deprecated coordinates, want 3, each naming 5 operations and counting the others", rows)
+			}
 		case "organizations":
 			if rows := strings.Count(body, `<tr><td data-label="Name"><a href="/orgs/`); rows != pageSize {
 				t.Errorf("organizations page lists %d, want %d", rows, pageSize)

@@ -61,6 +61,20 @@ func newBigOrg(t testing.TB) *bigOrg {
 		 SELECT 'admin@big.example', 'admin', $1, 'key.rotate', 'key_old' || g, 'live, overlap 24h', '192.0.2.1', now() - g * interval '1 minute'
 		 FROM generate_series(1, 10000) g`,
 		`INSERT INTO civicgate.organizations (id, name) SELECT 'org_other' || g, 'other' || g FROM generate_series(1, 200) g`,
+		// 300 operations run hourly for 30 days by the live key, each
+		// reading four coordinates; every tenth reads one of three
+		// deprecated ones (the Operations page).
+		`INSERT INTO civicgate.operations (op_hash, op_type, op_name, normalized, first_seen, last_seen)
+		 SELECT lpad(to_hex(g), 64, '0'), 'query', 'Operation' || g, 'query Operation' || g || '{f}', now() - interval '30 days', now()
+		 FROM generate_series(1, 300) g`,
+		`INSERT INTO civicgate.operation_coordinates (op_hash, coordinate, deprecated_reason)
+		 SELECT lpad(to_hex(g), 64, '0'), c, CASE WHEN c LIKE 'Query.old%' THEN 'use Query.new' || (g % 3) END
+		 FROM generate_series(1, 300) g, LATERAL (VALUES ('Query.f' || (g % 50)), ('Type' || (g % 20) || '.x'), ('Common.id'),
+		   (CASE WHEN g % 10 = 0 THEN 'Query.old' || (g % 3) ELSE 'Common.name' END)) AS v(c)`,
+		`INSERT INTO civicgate.usage_operation_hour (key_id, org_id, start, op_hash, op_type, op_name, requests, errors, cost, latency_buckets, last_seen)
+		 SELECT $2, $1, date_trunc('hour', now()) - h * interval '1 hour', lpad(to_hex(g), 64, '0'), 'query', 'Operation' || g,
+		   1 + (g + h) % 7, (g + h) % 2, 3, array_fill(1::bigint, ARRAY[16]), date_trunc('hour', now()) - h * interval '1 hour'
+		 FROM generate_series(1, 300) g, generate_series(0, 30*24) h`,
 		`ANALYZE`,
 	} {
 		args := []any{is.OrgID, is.ID}
@@ -112,6 +126,7 @@ func (b *bigOrg) pages() map[string]string {
 		"usage-7d":       o + "/usage?range=7d",
 		"usage-90d":      o + "/usage?range=90d",
 		"usage-90d-key":  o + "/usage?range=90d&key=" + b.liveID,
+		"operations-30d": o + "/operations?window=30d",
 		"audit":          o + "/audit",
 		"organizations":  "/orgs",
 		"revoke-confirm": o + "/keys/" + b.liveID + "/revoke",

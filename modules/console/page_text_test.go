@@ -67,6 +67,7 @@ func TestNoRepositoryPathsInPages(t *testing.T) {
 		{"keys", admin, http.MethodGet, o + "/keys", nil, http.StatusOK},
 		{"revoke", admin, http.MethodGet, o + "/keys/" + keyID + "/revoke", nil, http.StatusOK},
 		{"usage", admin, http.MethodGet, o + "/usage", nil, http.StatusOK},
+		{"operations", admin, http.MethodGet, o + "/operations", nil, http.StatusOK},
 		{"audit", admin, http.MethodGet, o + "/audit", nil, http.StatusOK},
 		{"orgs", operator, http.MethodGet, "/orgs", nil, http.StatusOK},
 		{"webhooks", admin, http.MethodGet, o + "/webhooks", nil, http.StatusOK},

@@ -26,7 +26,7 @@ type view struct {
 	Title  string
 	Member *member
 	Org    *consolestore.Org
-	Nav    string // the active tab: overview, keys, usage, webhooks, audit, orgs
+	Nav    string // the active tab: overview, keys, usage, operations, webhooks, audit, orgs
 	Notice string // a result to announce (role="status")
 	Error  string // a refusal to announce (role="alert")
 	Data   any

@@ -36,6 +36,7 @@ func (h *Handler) routes() http.Handler {
 	org("POST /orgs/{org}/keys/{key}/revoke", h.admin(h.revokeKey))
 	org("GET /orgs/{org}/usage", h.usagePage)
 	org("GET /orgs/{org}/usage.csv", h.usageCSV)
+	org("GET /orgs/{org}/operations", h.operationsPage)
 	org("GET /orgs/{org}/webhooks", h.webhooksPage)
 	org("POST /orgs/{org}/webhooks", h.createEndpoint)
 	org("GET /orgs/{org}/webhooks/{id}", h.endpointPage)

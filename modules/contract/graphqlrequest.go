@@ -83,6 +83,12 @@ type OperationShape struct {
 	// Deprecated are the Coordinates the schema marks @deprecated, sorted;
 	// nil when none.
 	Deprecated []string
+	// DeprecationReasons are the schema's @deprecated(reason:) texts, in
+	// the order of Deprecated (the GraphQL default "No longer supported"
+	// when the directive gives none); nil when none. Free text from the
+	// schema: usage records it and the console shows it escaped, headers
+	// never carry it (docs/design.md D69, D77).
+	DeprecationReasons []string
 	// Normalized is the operation's document in normal form with every
 	// literal value that could carry the caller's data replaced by a
 	// constant of its kind; stable for one hash.

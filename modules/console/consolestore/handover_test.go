@@ -170,7 +170,8 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 	}{
 		// keystore 5: the key lifecycle (docs/design.md D71), after the old ledger
 		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}, 1},
-		// usage 4 on: operations and what followed them (docs/design.md D70)
+		// usage 4 on: operations (docs/design.md D70), their deprecation reasons (D77), their
+		// sums per organization (D78), after the old ledger
 		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, usageVersions(t) - 3},
 		{"civicgate.console_migrations", map[int]int{1: 4}, 0},
 	} {

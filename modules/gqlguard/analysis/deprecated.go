@@ -36,3 +36,21 @@ func DeprecatedCoordinates(schema *ast.Schema) []string {
 	slices.Sort(out)
 	return out
 }
+
+// DefaultDeprecationReason is the reason the GraphQL specification gives
+// @deprecated when its reason argument is left out.
+const DefaultDeprecationReason = "No longer supported"
+
+// DeprecationReason is the reason text of a @deprecated directive: its
+// reason argument's string, DefaultDeprecationReason when the argument is
+// left out, "" when it is null (docs/design.md D77).
+func DeprecationReason(d *ast.Directive) string {
+	a := d.Arguments.ForName("reason")
+	if a == nil || a.Value == nil {
+		return DefaultDeprecationReason
+	}
+	if a.Value.Kind == ast.NullValue {
+		return ""
+	}
+	return a.Value.Raw
+}

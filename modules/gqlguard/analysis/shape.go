@@ -28,6 +28,9 @@ type Shape struct {
 	// Deprecated are the Coordinates the schema marks @deprecated, sorted;
 	// nil when none. Never dropped by the cap.
 	Deprecated []string
+	// DeprecationReasons are the @deprecated(reason:) texts of Deprecated,
+	// in its order (DeprecationReason).
+	DeprecationReasons []string
 	// Dropped is the number of coordinates over MaxCoordinates.
 	Dropped int
 	// Normalized is the operation and the fragments it spreads, in the
@@ -45,7 +48,7 @@ func OperationShape(doc *ast.QueryDocument, op *ast.OperationDefinition, schema 
 		fragments: make(map[string]*ast.FragmentDefinition, len(doc.Fragments)),
 		reached:   map[string]bool{},
 		coords:    map[string]bool{},
-		deprec:    map[string]bool{},
+		deprec:    map[string]string{},
 	}
 	for _, f := range doc.Fragments {
 		if _, dup := s.fragments[f.Name]; !dup {
@@ -56,11 +59,20 @@ func OperationShape(doc *ast.QueryDocument, op *ast.OperationDefinition, schema 
 		s.value(v.DefaultValue)
 	}
 	s.selectionSet(op.SelectionSet)
+	deprecated := sortedKeys(s.deprec)
+	var reasons []string
+	if len(deprecated) > 0 {
+		reasons = make([]string, len(deprecated))
+		for i, c := range deprecated {
+			reasons[i] = s.deprec[c]
+		}
+	}
 	return Shape{
-		Coordinates: s.capped(),
-		Deprecated:  sortedKeys(s.deprec),
-		Dropped:     max(len(s.coords)-MaxCoordinates, 0),
-		Normalized:  normalizedText(doc, op, s.reached),
+		Coordinates:        s.capped(),
+		Deprecated:         deprecated,
+		DeprecationReasons: reasons,
+		Dropped:            max(len(s.coords)-MaxCoordinates, 0),
+		Normalized:         normalizedText(doc, op, s.reached),
 	}
 }
 
@@ -70,13 +82,15 @@ type shapeWalk struct {
 	fragments map[string]*ast.FragmentDefinition
 	reached   map[string]bool // fragments spread, each walked once
 	coords    map[string]bool
-	deprec    map[string]bool
+	deprec    map[string]string // deprecated coordinate → its reason
 }
 
 func (s *shapeWalk) add(coord string, directives ast.DirectiveList) {
 	s.coords[coord] = true
-	if directives.ForName("deprecated") != nil {
-		s.deprec[coord] = true
+	if d := directives.ForName("deprecated"); d != nil {
+		if _, seen := s.deprec[coord]; !seen {
+			s.deprec[coord] = DeprecationReason(d)
+		}
 	}
 }
 
@@ -159,7 +173,7 @@ func (s *shapeWalk) capped() []string {
 		if room <= 0 {
 			break
 		}
-		if !s.deprec[c] {
+		if _, deprecated := s.deprec[c]; !deprecated {
 			kept = append(kept, c)
 			room--
 		}
@@ -168,7 +182,7 @@ func (s *shapeWalk) capped() []string {
 	return slices.Clip(kept)
 }
 
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	if len(m) == 0 {
 		return nil
 	}

@@ -77,6 +77,9 @@ fragment B on Book { id title }
 	if !slices.Equal(s.Deprecated, wantDep) {
 		t.Errorf("deprecated = %q, want %q", s.Deprecated, wantDep)
 	}
+	if want := []string{"use tags", "use NEWEST", "use first"}; !slices.Equal(s.DeprecationReasons, want) {
+		t.Errorf("deprecation reasons = %q, want %q (the order of Deprecated)", s.DeprecationReasons, want)
+	}
 	if s.Dropped != 0 {
 		t.Errorf("dropped = %d", s.Dropped)
 	}
@@ -91,6 +94,35 @@ func TestOperationShapeDeprecatedField(t *testing.T) {
 	if got := DeprecatedCoordinates(schema); !slices.Equal(got,
 		[]string{"BookFilter.oldTag", "Order.TITLE", "Query.books(legacyLimit:)", "Query.oldBooks"}) {
 		t.Errorf("DeprecatedCoordinates = %q", got)
+	}
+}
+
+// TestOperationShapeDeprecationReasons: a reason left out is the
+// specification's default, an explicit null is empty, and a reason is the
+// schema's text as written (markup included: whoever shows it escapes it).
+// An operation reading nothing deprecated has no reasons.
+func TestOperationShapeDeprecationReasons(t *testing.T) {
+	schema := gqlparser.MustLoadSchema(&ast.Source{Name: "reasons.graphqls", Input: `
+type Query {
+  a: Int @deprecated
+  b: Int @deprecated(reason: null)
+  c: Int @deprecated(reason: "<b>use d</b> & \"e\"")
+  d: Int
+}`})
+	doc, errs := gqlparser.LoadQueryWithRules(schema, `{ d c b a }`, rules.NewDefaultRules())
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	s := OperationShape(doc, doc.Operations[0], schema)
+	if !slices.Equal(s.Deprecated, []string{"Query.a", "Query.b", "Query.c"}) {
+		t.Fatalf("deprecated = %q", s.Deprecated)
+	}
+	if want := []string{DefaultDeprecationReason, "", `<b>use d</b> & "e"`}; !slices.Equal(s.DeprecationReasons, want) {
+		t.Errorf("deprecation reasons = %q, want %q", s.DeprecationReasons, want)
+	}
+	doc, _ = gqlparser.LoadQueryWithRules(schema, `{ d }`, rules.NewDefaultRules())
+	if s := OperationShape(doc, doc.Operations[0], schema); s.Deprecated != nil || s.DeprecationReasons != nil {
+		t.Errorf("an operation reading nothing deprecated: %q, %q", s.Deprecated, s.DeprecationReasons)
 	}
 }
 

@@ -227,7 +227,8 @@ func (c *Compiler) Compile(query string) *Doc {
 	for i, op := range doc.Ops {
 		op.Placeholders = op.placeholder
 		shape := analysis.OperationShape(parsed, parsed.Operations[i], c.schema)
-		op.shape = contract.OperationShape{Coordinates: shape.Coordinates, Deprecated: shape.Deprecated, Normalized: shape.Normalized}
+		op.shape = contract.OperationShape{Coordinates: shape.Coordinates, Deprecated: shape.Deprecated,
+			DeprecationReasons: shape.DeprecationReasons, Normalized: shape.Normalized}
 		op.Published.Shape = &op.shape
 		op.Dropped = shape.Dropped
 		if shape.Dropped > 0 && c.onDropped != nil {

@@ -3,6 +3,7 @@ package usage
 import (
 	"cmp"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,14 +122,25 @@ type OperationRow struct {
 
 // OperationRecord is one operation's text and coordinates, for
 // civicgate.operations and civicgate.operation_coordinates; Normalized and
-// Coordinates are empty when the guard computed no shape.
+// Coordinates are empty when the guard computed no shape. Deprecated and
+// DeprecationReasons are the shape's (docs/design.md D77): the reason of
+// Deprecated[i] is DeprecationReasons[i], "" when it has none.
 type OperationRecord struct {
-	Hash        string
-	Type        string
-	Name        string
-	Normalized  string
-	Coordinates []string
-	Seen        time.Time
+	Hash               string
+	Type               string
+	Name               string
+	Normalized         string
+	Coordinates        []string
+	Deprecated         []string
+	DeprecationReasons []string
+	Seen               time.Time
+}
+
+// setShape takes shape's text, coordinates and deprecations; they are
+// shared and read-only (contract.OperationShape): kept, not copied.
+func (r *OperationRecord) setShape(shape *contract.OperationShape) {
+	r.Normalized, r.Coordinates = shape.Normalized, shape.Coordinates
+	r.Deprecated, r.DeprecationReasons = shape.Deprecated, shape.DeprecationReasons
 }
 
 type opCellKey struct {
@@ -161,10 +173,21 @@ type opShard struct {
 	_      [64 - 32]byte
 }
 
-// writtenOp is what the meter last queued for an operation record.
+// writtenOp is what the meter last queued for an operation record: its
+// hour, whether it had a shape, and the shape's deprecations (shared with
+// the compiled document), so that a schema reload changing them queues the
+// record again within the hour (docs/design.md D77).
 type writtenOp struct {
-	hour   int64
-	shaped bool
+	hour       int64
+	shaped     bool
+	deprecated []string
+	reasons    []string
+}
+
+// sameDeprecations reports whether shape deprecates what w recorded, for
+// the same reasons.
+func (w writtenOp) sameDeprecations(shape *contract.OperationShape) bool {
+	return shape == nil || (slices.Equal(w.deprecated, shape.Deprecated) && slices.Equal(w.reasons, shape.DeprecationReasons))
 }
 
 // OperationMeter holds per (key, UTC hour, document hash) counts not yet
@@ -330,12 +353,18 @@ func operationType(t string) string {
 func (m *OperationMeter) note(hash, typ, name string, shape *contract.OperationShape, hour int64, at time.Time) {
 	m.recMu.Lock()
 	defer m.recMu.Unlock()
-	if w, ok := m.written.Get(hash); ok && w.hour == hour && (w.shaped || shape == nil) {
+	if w, ok := m.written.Get(hash); ok && w.hour == hour && (w.shaped || shape == nil) && w.sameDeprecations(shape) {
 		return
 	}
+	w := writtenOp{hour: hour, shaped: shape != nil}
+	if shape != nil {
+		w.deprecated, w.reasons = shape.Deprecated, shape.DeprecationReasons
+	}
 	if p := m.pending[hash]; p != nil {
-		if p.Normalized == "" && shape != nil {
-			p.Normalized, p.Coordinates = shape.Normalized, shape.Coordinates
+		// the latest shape's deprecations win: they are the schema now
+		if shape != nil && (p.Normalized == "" || !w.sameDeprecationsOf(p)) {
+			p.setShape(shape)
+			m.written.Put(hash, w)
 		}
 		return
 	}
@@ -344,11 +373,16 @@ func (m *OperationMeter) note(hash, typ, name string, shape *contract.OperationS
 	}
 	rec := &OperationRecord{Hash: hash, Type: typ, Name: name, Seen: at}
 	if shape != nil {
-		// shared and read-only (contract.OperationShape): kept, not copied
-		rec.Normalized, rec.Coordinates = shape.Normalized, shape.Coordinates
+		rec.setShape(shape)
 	}
 	m.pending[hash] = rec
-	m.written.Put(hash, writtenOp{hour: hour, shaped: shape != nil})
+	m.written.Put(hash, w)
+}
+
+// sameDeprecationsOf reports whether w's deprecations are those of the
+// queued record p.
+func (w writtenOp) sameDeprecationsOf(p *OperationRecord) bool {
+	return slices.Equal(w.deprecated, p.Deprecated) && slices.Equal(w.reasons, p.DeprecationReasons)
 }
 
 // Drain takes every count and queued record held so far and leaves the

@@ -59,7 +59,11 @@ type OperationUsage struct {
 	Cost     int64         `json:"cost"`
 	P50      time.Duration `json:"-"`
 	P95      time.Duration `json:"-"`
-	LastSeen time.Time     `json:"last_seen"`
+	// Latency is the summed latency buckets, for adding operations of
+	// several keys before reading a percentile (the console's operations
+	// page).
+	Latency  Latencies `json:"-"`
+	LastSeen time.Time `json:"last_seen"`
 }
 
 // bucketSums is the element-wise sum of latency_buckets, as a bigint[].
@@ -101,9 +105,8 @@ func Operations(ctx context.Context, pool *pgxpool.Pool, a OperationsArgs) ([]Op
 		if err := row.Scan(&u.KeyID, &u.Hash, &u.Type, &u.Name, &u.Requests, &u.Errors, &u.Cost, &buckets, &u.LastSeen); err != nil {
 			return u, err
 		}
-		var l Latencies
-		copy(l[:], buckets)
-		u.P50, u.P95, u.LastSeen = l.Percentile(0.50), l.Percentile(0.95), u.LastSeen.UTC()
+		copy(u.Latency[:], buckets)
+		u.P50, u.P95, u.LastSeen = u.Latency.Percentile(0.50), u.Latency.Percentile(0.95), u.LastSeen.UTC()
 		return u, nil
 	})
 	if err != nil {

@@ -54,9 +54,16 @@ ON CONFLICT (op_hash) DO UPDATE SET
 	last_seen  = greatest(o.last_seen, EXCLUDED.last_seen)
 WHERE (o.normalized = '' AND EXCLUDED.normalized <> '') OR o.last_seen < EXCLUDED.last_seen OR o.first_seen > EXCLUDED.first_seen`
 
-const insertCoordinatesSQL = `INSERT INTO civicgate.operation_coordinates (op_hash, coordinate)
-SELECT h, c FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(h, c, n) ORDER BY n
-ON CONFLICT DO NOTHING`
+// upsertCoordinatesSQL writes each operation's coordinates with their
+// deprecation reasons (NULL: not deprecated); a later record of the same
+// operation sets the reasons its shape gives, so a schema reload that
+// deprecates a coordinate, changes a reason or lifts a deprecation reaches
+// the rows already written (docs/design.md D77). Unchanged rows are not
+// touched.
+const upsertCoordinatesSQL = `INSERT INTO civicgate.operation_coordinates AS c (op_hash, coordinate, deprecated_reason)
+SELECT h, co, r FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS t(h, co, r, n) ORDER BY n
+ON CONFLICT (op_hash, coordinate) DO UPDATE SET deprecated_reason = EXCLUDED.deprecated_reason
+WHERE c.deprecated_reason IS DISTINCT FROM EXCLUDED.deprecated_reason`
 
 // writeOperations writes ops (rolled up) and recs in tx, in key, hour,
 // hash order and hash order: the lock order every writer uses.
@@ -92,22 +99,37 @@ func writeOperations(ctx context.Context, tx pgx.Tx, ops []OperationRow, recs []
 		n := len(chunk)
 		hashes, types, names, texts, seen := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
 		var coordHashes, coords []string
+		var reasons []*string
 		for i, r := range chunk {
 			hashes[i], types[i], names[i], texts[i], seen[i] = r.Hash, r.Type, r.Name, r.Normalized, r.Seen
 			for _, c := range r.Coordinates {
-				coordHashes, coords = append(coordHashes, r.Hash), append(coords, c)
+				coordHashes, coords, reasons = append(coordHashes, r.Hash), append(coords, c), append(reasons, r.reasonOf(c))
 			}
 		}
 		if _, err := tx.Exec(ctx, upsertRecordsSQL, hashes, types, names, texts, seen); err != nil {
 			return fmt.Errorf("upsert into civicgate.operations: %w", err)
 		}
 		if len(coords) > 0 {
-			if _, err := tx.Exec(ctx, insertCoordinatesSQL, coordHashes, coords); err != nil {
-				return fmt.Errorf("insert into civicgate.operation_coordinates: %w", err)
+			if _, err := tx.Exec(ctx, upsertCoordinatesSQL, coordHashes, coords, reasons); err != nil {
+				return fmt.Errorf("upsert into civicgate.operation_coordinates: %w", err)
 			}
 		}
 	}
 	return nil
+}
+
+// reasonOf is the deprecation reason of coordinate c, nil when the record
+// does not mark it deprecated ("" when it does without a reason).
+func (r *OperationRecord) reasonOf(c string) *string {
+	i := slices.Index(r.Deprecated, c)
+	if i < 0 {
+		return nil
+	}
+	reason := ""
+	if i < len(r.DeprecationReasons) {
+		reason = r.DeprecationReasons[i]
+	}
+	return &reason
 }
 
 // rollupOperations sums rows per (key, hour, hash), sorted that way. The
