@@ -5,6 +5,7 @@
 //
 //	GET /civicgate/usage/operations?org=ORG[&key=K][&since=24h]
 //	GET /civicgate/usage/fields?org=ORG[&key=K][&since=24h]
+//	GET /civicgate/usage/deprecated?org=ORG[&since=24h]
 //	GET /civicgate/usage/coordinate?coordinate=Type.field[&since=24h]
 //	POST /civicgate/usage/unused[?since=24h]   body: the schema (SDL), at most 4 MiB
 //

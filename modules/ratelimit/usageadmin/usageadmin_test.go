@@ -42,7 +42,8 @@ func TestAdminAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := &contract.GraphQLOperation{Type: "query", Name: "Books", DocumentHash: strings.Repeat("b", 64),
-		Shape: &contract.OperationShape{Coordinates: []string{"Query.books"}, Normalized: "{books}"}}
+		Shape: &contract.OperationShape{Coordinates: []string{"Query.books"}, Normalized: "{books}",
+			Deprecated: []string{"Query.books"}, DeprecationReasons: []string{"Use shelves."}}}
 	m := usage.NewOperationMeter(0, 0)
 	for range 2 {
 		m.Add(&usage.OperationSample{KeyID: "key_a", Org: org("acme"), At: time.Now(), Operation: op})
@@ -70,6 +71,10 @@ func TestAdminAnswers(t *testing.T) {
 	var a usagecmd.OperationsAnswer
 	if err := json.Unmarshal([]byte(body), &a); code != 200 || err != nil || len(a.Operations) != 1 || a.Operations[0].Requests != 2 || a.Since != "2h0m0s" {
 		t.Fatalf("operations: %d %s (%v)", code, body, err)
+	}
+	code, body = ask("GET", Prefix+"deprecated?org=acme", "")
+	if code != 200 || !strings.Contains(body, `"coordinate":"Query.books","reason":"Use shelves.","requests":2`) {
+		t.Fatalf("deprecated: %d %s", code, body)
 	}
 	code, body = ask("GET", Prefix+"coordinate?coordinate=Query.books", "")
 	if code != 200 || !strings.Contains(body, `"key_id":"key_a","requests":2`) {

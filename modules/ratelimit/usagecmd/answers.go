@@ -23,7 +23,7 @@ import (
 
 // Question is one question, as the command line or a URL query asks it.
 type Question struct {
-	Kind       string        // KindOperations, KindFields, KindCoordinate or KindUnused
+	Kind       string        // KindOperations, KindFields, KindDeprecated, KindCoordinate or KindUnused
 	Org        string        // operations, fields: organization name or id
 	KeyID      string        // operations, fields: only this key
 	Coordinate string        // coordinate: "Type.field"
@@ -36,6 +36,7 @@ type Question struct {
 const (
 	KindOperations = "operations"
 	KindFields     = "fields"
+	KindDeprecated = "deprecated"
 	KindCoordinate = "coordinate"
 	KindUnused     = "unused"
 )
@@ -68,6 +69,15 @@ type FieldsAnswer struct {
 	Org    string             `json:"org"`
 	Since  string             `json:"since"`
 	Fields []usage.FieldUsage `json:"fields"`
+}
+
+// DeprecatedAnswer is the answer to deprecated: the coordinates the schema
+// marks @deprecated that the organization's operations read (the console's
+// "Deprecated fields you use", docs/design.md D77).
+type DeprecatedAnswer struct {
+	Org        string                          `json:"org"`
+	Since      string                          `json:"since"`
+	Deprecated []usage.DeprecatedCoordinateUse `json:"deprecated"`
 }
 
 // CoordinateAnswer is the answer to coordinate.
@@ -111,6 +121,12 @@ func Answer(ctx context.Context, pool *pgxpool.Pool, q Question) (any, error) {
 			return nil, err
 		}
 		return FieldsAnswer{Org: q.Org, Since: since, Fields: orEmpty(fields)}, nil
+	case KindDeprecated:
+		used, err := usage.DeprecatedUse(ctx, pool, q.Org, q.Since, q.Now)
+		if err != nil {
+			return nil, err
+		}
+		return DeprecatedAnswer{Org: q.Org, Since: since, Deprecated: orEmpty(used)}, nil
 	case KindCoordinate:
 		users, err := usage.CoordinateUsers(ctx, pool, q.Coordinate, q.Since, q.Now)
 		if err != nil {
@@ -136,9 +152,12 @@ func (q *Question) Check() error {
 		return fmt.Errorf("%w: since must be positive", ErrBadQuestion)
 	}
 	switch q.Kind {
-	case KindOperations, KindFields:
+	case KindOperations, KindFields, KindDeprecated:
 		if q.Org == "" {
 			return fmt.Errorf("%w: %s needs an organization (org)", ErrBadQuestion, q.Kind)
+		}
+		if q.Kind == KindDeprecated && q.KeyID != "" {
+			return fmt.Errorf("%w: deprecated takes no key (it answers for the organization)", ErrBadQuestion)
 		}
 	case KindCoordinate:
 		if !validCoordinate(q.Coordinate) {
@@ -149,7 +168,7 @@ func (q *Question) Check() error {
 			return fmt.Errorf("%w: unused needs the schema's coordinates", ErrBadQuestion)
 		}
 	default:
-		return fmt.Errorf("%w: %q is not operations, fields, coordinate or unused", ErrBadQuestion, q.Kind)
+		return fmt.Errorf("%w: %q is not operations, fields, deprecated, coordinate or unused", ErrBadQuestion, q.Kind)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,8 @@ const usageText = `usage: civicgate usage <command> [flags]
                                cost, p50 and p95 latency (bucket bounds: at most twice the true value), last seen
   fields --org ORG [--key KEY_ID] [--since 24h] [--json]
                                the schema coordinates those operations read, with their requests
+  deprecated --org ORG [--since 24h] [--json]
+                               the @deprecated coordinates those operations read: reason, requests, keys, operations
   coordinate Type.field [--since 24h] [--json]
                                per organization and key: the requests of operations that read it
   unused --schema FILE [--since 24h] [--json]
@@ -153,6 +156,16 @@ func printTable(out io.Writer, a any) error {
 		fmt.Fprintln(tw, "COORDINATE\tREQUESTS\tOPERATIONS\tLAST SEEN")
 		for _, f := range a.Fields {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", f.Coordinate, f.Requests, f.Operations, day(f.LastSeen))
+		}
+	case DeprecatedAnswer:
+		fmt.Fprintln(tw, "COORDINATE\tREQUESTS\tKEYS\tOPERATIONS\tLAST SEEN\tREASON")
+		for _, d := range a.Deprecated {
+			names := make([]string, 0, len(d.Operations))
+			for _, o := range d.Operations {
+				names = append(names, cmpName(o.Name))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", d.Coordinate, d.Requests, d.Keys, strings.Join(names, ","), day(d.LastSeen),
+				strconv.Quote(d.Reason))
 		}
 	case CoordinateAnswer:
 		fmt.Fprintln(tw, "ORG\tKEY\tREQUESTS\tLAST SEEN")

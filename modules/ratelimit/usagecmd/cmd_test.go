@@ -49,7 +49,8 @@ func seeded(t *testing.T) string {
 		t.Fatal(err)
 	}
 	books := &contract.GraphQLOperation{Type: "query", Name: "Books", DocumentHash: strings.Repeat("b", 64),
-		Shape: &contract.OperationShape{Coordinates: []string{"Book.title", "Query.books", "Query.books(first:)"}, Normalized: "query Books{books(first:0){title}}"}}
+		Shape: &contract.OperationShape{Coordinates: []string{"Book.title", "Query.books", "Query.books(first:)"}, Normalized: "query Books{books(first:0){title}}",
+			Deprecated: []string{"Book.title"}, DeprecationReasons: []string{"Use <b>name</b>."}}}
 	author := &contract.GraphQLOperation{Type: "query", Name: "Author", DocumentHash: strings.Repeat("a", 64),
 		Shape: &contract.OperationShape{Coordinates: []string{"Author.name", "Query.author", "Query.author(id:)"}, Normalized: `query Author{author(id:""){name}}`}}
 	m := usage.NewOperationMeter(0, 0)
@@ -108,6 +109,25 @@ func TestUsageCLI(t *testing.T) {
 		}
 		if !strings.Contains(out, `"p50_ms": 8`) || !strings.Contains(out, `"last_seen": "`) {
 			t.Fatalf("json:\n%s", out)
+		}
+	})
+
+	t.Run("deprecated: the organization's own, the reason quoted", func(t *testing.T) {
+		code, out, errOut := run(dsn, "deprecated", "--org", "acme")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[1], "Book.title") || !strings.Contains(lines[1], `"Use <b>name</b>."`) {
+			t.Fatalf("exit %d, stderr %q, out:\n%s", code, errOut, out)
+		}
+		if f := strings.Fields(lines[1]); f[1] != "5" || f[2] != "2" || f[3] != "Books" {
+			t.Fatalf("row %q", lines[1])
+		}
+		code, out, _ = run(dsn, "deprecated", "--org", "globex", "--json")
+		var a DeprecatedAnswer
+		if err := json.Unmarshal([]byte(out), &a); code != 0 || err != nil || a.Org != "globex" || len(a.Deprecated) != 0 {
+			t.Fatalf("globex: exit %d, %v:\n%s", code, err, out)
+		}
+		if code, _, errOut := run(dsn, "deprecated", "--org", "acme", "--key", "key_a"); code != 2 || !strings.Contains(errOut, "deprecated takes no key") {
+			t.Fatalf("with a key: exit %d, %s", code, errOut)
 		}
 	})
 
