@@ -124,8 +124,9 @@ func (h *Handler) provisionSignup(ctx caddy.Context, repl *caddy.Replacer) error
 		}
 	}
 	site, err := url.Parse(c.SiteURL)
-	if err != nil || site.Scheme != "https" || site.Host == "" || (site.Path != "" && site.Path != "/") {
-		return fmt.Errorf("signup: site_url must be this console's https://host[:port] (the links in mails point there)")
+	if err != nil || site.Host == "" || (site.Path != "" && site.Path != "/") ||
+		(site.Scheme != "https" && (site.Scheme != "http" || !loopbackHost(site.Hostname()))) {
+		return fmt.Errorf("signup: site_url must be this console's https://host[:port] (http only on a loopback address): the links in mails point there")
 	}
 	s.site = site
 	if s.from, err = mail.ParseAddress(c.MailFrom); err != nil || outbox.CheckAddress(s.from.Address) != nil {
