@@ -111,6 +111,21 @@ func startSignupGateway(t *testing.T, mode string) (*gateway, *testmailpit.Serve
 		client: &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, mp
 }
 
+// signupTemplates are the sign-up pages' templates; the tests below render
+// each and check it shows no repository path (TestNoRepositoryPathsInPages
+// renders the others).
+var signupTemplates = []string{"signup", "signup_sent", "signup_link", "signup_waiting", "signup_key", "signup_queue"}
+
+// pageText checks a sign-up page as TestNoRepositoryPathsInPages checks
+// the others, and returns it.
+func pageText(t *testing.T, r reply) reply {
+	t.Helper()
+	for _, m := range repositoryPath.FindAllString(r.body, -1) {
+		t.Errorf("a sign-up page shows the repository path %q", m)
+	}
+	return r
+}
+
 var signupLinkRE = regexp.MustCompile(`http://localhost:\d+/signup/verify\?token=[A-Za-z0-9_-]+`)
 
 // awaitMail waits for the n-th mail to addr and returns it.
@@ -138,13 +153,13 @@ func (g *gateway) signup(t *testing.T, f map[string]string) reply {
 	for k, x := range f {
 		v.Set(k, x)
 	}
-	return g.consoleDo(t, "", http.MethodPost, "/signup", v)
+	return pageText(t, g.consoleDo(t, "", http.MethodPost, "/signup", v))
 }
 
 // useSignupLink opens a mailed link (the GET shows a button) and posts it.
 func (g *gateway) useSignupLink(t *testing.T, link string) (reply, []*http.Cookie) {
 	t.Helper()
-	page := g.consoleDo(t, "", http.MethodGet, strings.TrimPrefix(link, g.console), nil)
+	page := pageText(t, g.consoleDo(t, "", http.MethodGet, strings.TrimPrefix(link, g.console), nil))
 	m := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(page.body)
 	if page.code != http.StatusOK || m == nil {
 		t.Fatalf("link page: %d\n%.2000s", page.code, page.body)
@@ -159,7 +174,7 @@ func (g *gateway) useSignupLink(t *testing.T, link string) (reply, []*http.Cooki
 	defer resp.Body.Close()
 	var b strings.Builder
 	_, _ = fmt.Fprint(&b, readAll(t, resp))
-	return reply{resp.StatusCode, b.String()}, resp.Cookies()
+	return pageText(t, reply{resp.StatusCode, b.String()}), resp.Cookies()
 }
 
 func readAll(t *testing.T, resp *http.Response) string {
@@ -185,7 +200,7 @@ var keyValueRE = regexp.MustCompile(`id="new-key" readonly value="([^"]+)"`)
 // step is in the audit log.
 func TestSignupOpen(t *testing.T) {
 	g, mp := startSignupGateway(t, SignupOpen)
-	page := g.consoleDo(t, "", http.MethodGet, "/signup", nil)
+	page := pageText(t, g.consoleDo(t, "", http.MethodGet, "/signup", nil))
 	if page.code != http.StatusOK || !strings.Contains(page.body, "https://civicgate.test/terms") {
 		t.Fatalf("form: %d\n%.2000s", page.code, page.body)
 	}
@@ -274,7 +289,7 @@ func TestSignupApprove(t *testing.T) {
 	if r := g.consoleDo(t, g.session(t, acme, keystore.RoleAdmin), http.MethodGet, "/signups", nil); r.code != http.StatusNotFound {
 		t.Fatalf("an admin sees the queue: %d", r.code)
 	}
-	queue := g.consoleDo(t, op, http.MethodGet, "/signups", nil)
+	queue := pageText(t, g.consoleDo(t, op, http.MethodGet, "/signups", nil))
 	list, err := consolestore.ListSignups(t.Context(), g.pool, consolestore.SignupAwaiting, 10)
 	if err != nil || len(list) != 2 || !strings.Contains(queue.body, list[0].ID) {
 		t.Fatalf("queue %+v %v\n%.2000s", list, err, queue.body)

@@ -170,7 +170,8 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 		// keystore 5: the key lifecycle (docs/design.md D71), after the old ledger
 		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}, 1},
 		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, 0},
-		{"civicgate.console_migrations", map[int]int{1: 4}, 0},
+		// console 2: self-serve sign-up (docs/design.md D74), after the old ledger
+		{"civicgate.console_migrations", map[int]int{1: 4}, 1},
 	} {
 		rows := ledgerOf(t, pool, want.table)
 		if len(rows) != len(want.old)+want.fresh {
@@ -215,11 +216,11 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 
 	for _, l := range []pgmigrate.Ledger{
 		withFile(t, keystore.Ledger(), "0006_later.sql", `ALTER TABLE civicgate.api_keys ADD COLUMN note text NOT NULL DEFAULT ''`),
-		withFile(t, Ledger(), "0002_later.sql", `ALTER TABLE civicgate.console_links ADD COLUMN note text NOT NULL DEFAULT ''`),
+		withFile(t, Ledger(), "0003_later.sql", `ALTER TABLE civicgate.console_links ADD COLUMN note text NOT NULL DEFAULT ''`),
 	} {
 		later := 6
 		if l.Table == "civicgate.console_migrations" {
-			later = 2
+			later = 3
 		}
 		if applied, err := pgmigrate.Migrate(ctx, pool, l); err != nil || !slices.Equal(applied, []int{later}) {
 			t.Errorf("%s, a later file: applied %v %v, want [%d]", l.Table, applied, err, later)
@@ -266,7 +267,7 @@ func TestHandoverFromAnOlderDatabase(t *testing.T) {
 	}{
 		{keystore.Ledger(), []int{1, 2}, []int{3, 4, 5}},
 		{usage.Ledger(), []int{1}, []int{2, 3}},
-		{Ledger(), nil, []int{1}},
+		{Ledger(), nil, []int{1, 2}},
 	} {
 		applied, err := pgmigrate.Migrate(ctx, pool, step.ledger)
 		if err != nil || !slices.Equal(applied, step.runs) {
@@ -304,7 +305,8 @@ func TestMigrateFreshAndConcurrently(t *testing.T) {
 	for table, want := range map[string]int{
 		"civicgate.keystore_migrations":       5,
 		"civicgate.usage_migrations":          3,
-		"civicgate.console_migrations":        1,
+		"civicgate.console_migrations":        2,
+		"civicgate.mail_outbox_migrations":    1,
 		"civicgate.civic_webhooks_migrations": 5,
 	} {
 		if got := versionsOf(ledgerOf(t, pool, table)); len(got) != want {
