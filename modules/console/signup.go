@@ -33,9 +33,9 @@ const (
 // Default sign-up limits, each counted by the rate limiter's store
 // (civic_rate_limit) like the API's quotas.
 const (
-	DefaultSignupLimitIP      = "5/1h"
-	DefaultSignupLimitAddress = "3/1d"
-	DefaultSignupLimitDomain  = "50/1d"
+	DefaultSignupLimitIP      = "5/h"
+	DefaultSignupLimitAddress = "3/d"
+	DefaultSignupLimitDomain  = "50/d"
 )
 
 // SignupConfig is the `signup` block.
