@@ -67,7 +67,7 @@ func checkSignupForm(f signupForm) string {
 	case f.Organization == "" || !oneLine(f.Organization, maxSignupOrg):
 		return fmt.Sprintf("Enter your organization: one line of at most %d characters.", maxSignupOrg)
 	case f.IntendedUse == "" || len([]rune(f.IntendedUse)) > maxSignupUse ||
-		strings.ContainsFunc(f.IntendedUse, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t' }):
+		strings.ContainsFunc(f.IntendedUse, func(r rune) bool { return !unicode.IsPrint(r) && r != '\n' && r != '\r' && r != '\t' }):
 		return fmt.Sprintf("Say how you will use the API, in at most %d characters.", maxSignupUse)
 	case !f.Terms:
 		return "Accept the terms of use to sign up."
@@ -75,10 +75,11 @@ func checkSignupForm(f signupForm) string {
 	return ""
 }
 
-// oneLine reports whether s has no control character (CR, LF among them)
-// and at most n characters.
+// oneLine reports whether s is at most n printable characters
+// (unicode.IsPrint, as the key store's names: no CR, LF or other control
+// character, no bidi override or line separator).
 func oneLine(s string, n int) bool {
-	return len([]rune(s)) <= n && !strings.ContainsFunc(s, unicode.IsControl)
+	return len([]rune(s)) <= n && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
 }
 
 func (h *Handler) signupSubmit(w http.ResponseWriter, r *http.Request) {
