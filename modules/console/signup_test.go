@@ -22,7 +22,7 @@ import (
 
 // signupConfig is the test gateway of gateway_test.go with a signup block
 // on the console and the rate limiter's store in Redis.
-func signupConfig(apiPort, consolePort, httpsPort int, redisAddr, prefix, mode, smtpURL string) string {
+func signupConfig(apiPort, consolePort, httpsPort int, redisAddr, prefix, mode, mailLine string) string {
 	return fmt.Sprintf(`{
 	admin localhost:%[1]d
 	http_port %[2]d
@@ -67,7 +67,7 @@ http://localhost:%[3]d {
 			api_url http://localhost:%[2]d/v1/graphql
 			site_url http://localhost:%[3]d
 			mail_from "Civic Gate <noreply@civicgate.test>"
-			smtp %[9]s
+			%[9]s
 			limit_ip 100/1h
 			limit_address 2/1h
 			limit_domain 5/1h
@@ -75,12 +75,19 @@ http://localhost:%[3]d {
 		}
 	}
 }
-`, adminPort, apiPort, consolePort, httpsPort, testTiers, redisAddr, prefix, mode, smtpURL)
+`, adminPort, apiPort, consolePort, httpsPort, testTiers, redisAddr, prefix, mode, mailLine)
 }
 
 func startSignupGateway(t *testing.T, mode string) (*gateway, *testmailpit.Server) {
 	t.Helper()
 	mp := testmailpit.Start(t)
+	return startSignupGatewayMail(t, mode, "smtp "+mp.SMTPURL()), mp
+}
+
+// startSignupGatewayMail starts the sign-up gateway with mailLine (smtp … or
+// mail_folder …) in its signup block.
+func startSignupGatewayMail(t *testing.T, mode, mailLine string) *gateway {
+	t.Helper()
 	_, prefix := testenv.Redis(t)
 	dsn := testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -103,12 +110,12 @@ func startSignupGateway(t *testing.T, mode string) (*gateway, *testmailpit.Serve
 	t.Setenv("CIVIC_CONSOLE_TEST_SECRET", "console-test-material-0123456789abcdef-0123")
 	apiPort, consolePort := testenv.FreePort(t), testenv.FreePort(t)
 	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort, TestRequestTimeout: 20 * time.Second})
-	tester.InitServer(signupConfig(apiPort, consolePort, testenv.FreePort(t), testenv.RedisAddr(), prefix, mode, mp.SMTPURL()), "caddyfile")
+	tester.InitServer(signupConfig(apiPort, consolePort, testenv.FreePort(t), testenv.RedisAddr(), prefix, mode, mailLine), "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}
 	return &gateway{pool: pool, dsn: dsn, api: fmt.Sprintf("http://localhost:%d", apiPort), console: fmt.Sprintf("http://localhost:%d", consolePort),
-		client: &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, mp
+		client: &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // signupTemplates are the sign-up pages' templates; the tests below render
