@@ -297,6 +297,9 @@ func TestSignupApprove(t *testing.T) {
 		t.Fatalf("an admin sees the queue: %d", r.code)
 	}
 	queue := pageText(t, g.consoleDo(t, op, http.MethodGet, "/signups", nil))
+	if !strings.Contains(queue.body, `id="nav-signups"`) {
+		t.Errorf("an operator's pages have no link to the queue")
+	}
 	list, err := consolestore.ListSignups(t.Context(), g.pool, consolestore.SignupAwaiting, 10)
 	if err != nil || len(list) != 2 || !strings.Contains(queue.body, list[0].ID) {
 		t.Fatalf("queue %+v %v\n%.2000s", list, err, queue.body)
