@@ -83,3 +83,22 @@ func TestSignupConfigRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitAddr: the per-IP limit counts an IPv4 address alone, an IPv6
+// address by its /64, and a mapped IPv4 address as IPv4.
+func TestLimitAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7":             "192.0.2.7",
+		"192.0.2.7:5555":        "192.0.2.7",
+		"::ffff:192.0.2.7":      "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6":  "2001:db8:1:2::/64",
+		"[2001:db8:1:2::9]:443": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1":  "2001:db8:1:2::/64",
+		"2001:db8:1:3::1":       "2001:db8:1:3::/64",
+		"not an address at all": "not an address at all",
+	} {
+		if got := limitAddr(in); got != want {
+			t.Errorf("limitAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

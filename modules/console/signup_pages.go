@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -103,10 +105,7 @@ func (h *Handler) signupSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Every limit counts every submission, whether or not the address is known.
-	ip := clientAddr(r)
-	if host, _, ok := strings.Cut(ip, ":"); ok && !strings.Contains(ip, "]") && strings.Count(ip, ":") == 1 {
-		ip = host
-	}
+	ip := limitAddr(clientAddr(r))
 	for _, l := range []struct {
 		check func() (bool, time.Duration, error)
 	}{
@@ -151,12 +150,35 @@ func (h *Handler) signupSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.worker.Wake()
+	// Sign-ups are rare: each clears a few requests that ended long ago, so the
+	// table stays small without a worker (as sign-ins do for sessions).
+	if err := consolestore.PruneSignups(ctx, h.pool, 100); err != nil {
+		h.logger.Warn("console: old sign-up requests not pruned", errField(err))
+	}
 	detail := "new"
 	if taken {
 		detail = "address already signed up"
 	}
 	h.auditSignup(r, email, "", "signup.request", domain, detail)
 	h.render(w, r, http.StatusOK, "signup_sent", view{Title: "Check your mail", Data: map[string]any{"Email": email}})
+}
+
+// limitAddr is the per-IP limit's key for a client address: the address, or
+// for IPv6 its /64 (one subscriber's usual allocation, which an abuser would
+// otherwise walk through).
+func limitAddr(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	return ip.String()
 }
 
 func (h *Handler) signupLinkPage(w http.ResponseWriter, r *http.Request) {

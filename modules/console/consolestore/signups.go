@@ -114,6 +114,12 @@ func ClaimSignupLink(ctx context.Context, pool *pgxpool.Pool, token string,
 		if err != nil {
 			return fmt.Errorf("consolestore: sign-up link: %w", err)
 		}
+		// Two links of one address used at once wait for each other here, so
+		// the second sees the first's organization (AddressHasSignup) instead
+		// of making one the unique index then refuses.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('civicgate.console_signups:' || $1))`, s.Email); err != nil {
+			return fmt.Errorf("consolestore: sign-up link: %w", err)
+		}
 		status, orgID, err := next(tx, s)
 		if err != nil {
 			return err
@@ -201,6 +207,19 @@ func ListSignups(ctx context.Context, pool *pgxpool.Pool, status string, limit i
 		return nil, fmt.Errorf("consolestore: sign-ups: %w", err)
 	}
 	return out, nil
+}
+
+// PruneSignups deletes at most limit requests that ended long ago: pending
+// ones a day past their link's expiry, refused ones after 30 days (the audit
+// log keeps what happened).
+func PruneSignups(ctx context.Context, pool *pgxpool.Pool, limit int) error {
+	_, err := pool.Exec(ctx, `DELETE FROM civicgate.console_signups WHERE id IN (SELECT id FROM civicgate.console_signups
+		WHERE (status = 'pending' AND expires_at < now() - interval '1 day')
+		   OR (status = 'refused' AND updated_at < now() - interval '30 days') LIMIT $1)`, limit)
+	if err != nil {
+		return fmt.Errorf("consolestore: prune sign-ups: %w", err)
+	}
+	return nil
 }
 
 func uniqueViolation(err error) bool {
