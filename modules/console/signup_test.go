@@ -370,3 +370,48 @@ func TestSignupRefusals(t *testing.T) {
 		t.Errorf("a cross-site form: %d", r.code)
 	}
 }
+
+// TestSignupThroughAMailOutage: with the SMTP server down a sign-up is
+// answered at once and its mail waits in the outbox with the failure
+// recorded; when the server is back the mail arrives, once.
+func TestSignupThroughAMailOutage(t *testing.T) {
+	g, mp := startSignupGateway(t, SignupOpen)
+	mp.Stop()
+	start := time.Now()
+	if r := g.signup(t, signupFields("outage@example.org", "O")); r.code != http.StatusOK {
+		t.Fatalf("sign-up during the outage: %d", r.code)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the sign-up waited %s for the mail server", d)
+	}
+	testenv.Eventually(t, 30*time.Second, "the failed attempt recorded", func() error {
+		var attempts int
+		var lastErr string
+		if err := g.pool.QueryRow(t.Context(), `SELECT attempts, last_error FROM civicgate.mail_outbox WHERE to_addr = 'outage@example.org'`).
+			Scan(&attempts, &lastErr); err != nil {
+			return err
+		}
+		if attempts == 0 || lastErr == "" {
+			return fmt.Errorf("attempts %d", attempts)
+		}
+		return nil
+	})
+	mp.Start()
+	// The first retry is due 5 s after the failure.
+	m := awaitMail(t, mp, "outage@example.org", 1)
+	if !signupLinkRE.MatchString(m.Text) {
+		t.Fatalf("the mail after the outage: %q", m.Text)
+	}
+	// The server accepts the mail just before the claiming transaction commits.
+	testenv.Eventually(t, 30*time.Second, "the mail recorded as sent", func() error {
+		var sent int
+		if err := g.pool.QueryRow(t.Context(), `SELECT count(*) FROM civicgate.mail_outbox
+			WHERE to_addr = 'outage@example.org' AND sent_at IS NOT NULL`).Scan(&sent); err != nil || sent != 1 {
+			return fmt.Errorf("sent rows %d (%v)", sent, err)
+		}
+		return nil
+	})
+	if ms := mp.MailsTo(t, "outage@example.org"); len(ms) != 1 {
+		t.Errorf("%d mails after the outage, want 1", len(ms))
+	}
+}

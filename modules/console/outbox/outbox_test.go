@@ -3,12 +3,14 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/mail"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/internal/testkit/testmailpit"
@@ -154,6 +156,53 @@ func TestParseSMTPURL(t *testing.T) {
 		_, err := outbox.ParseSMTPURL(bad)
 		if err == nil || strings.Contains(err.Error(), "s3cret") && !strings.Contains(bad, "?s3cret") {
 			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// TestWorkersShareTheOutbox: two workers (two gateways) on one table send
+// every mail once between them: SKIP LOCKED hands each row to one.
+func TestWorkersShareTheOutbox(t *testing.T) {
+	pool := newPool(t)
+	mp := testmailpit.Start(t)
+	cfg, err := outbox.ParseSMTPURL(mp.SMTPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		if err := outbox.Enqueue(t.Context(), pool, outbox.Message{Kind: "verify", To: fmt.Sprintf("p%d@example.org", i),
+			Subject: "s", Text: "t", HTML: "h"}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := &mail.Address{Address: "noreply@civicgate.test"}
+	for range 2 {
+		w := &outbox.Worker{Pool: pool, Sender: &outbox.SMTPSender{Config: cfg, From: from.Address}, From: from,
+			Interval: 20 * time.Millisecond, Logger: zap.NewNop()}
+		w.Start()
+		t.Cleanup(w.Stop)
+	}
+	testenv.Eventually(t, 60*time.Second, "every mail sent", func() error {
+		st, err := outbox.Count(t.Context(), pool)
+		if err != nil {
+			return err
+		}
+		if st.Sent != n {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
+	seen := map[string]int{}
+	for _, m := range mp.Mails(t) {
+		seen[m.To[0].Address]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d recipients got mail, want %d", len(seen), n)
+	}
+	for to, c := range seen {
+		if c != 1 {
+			t.Errorf("%s got %d mails", to, c)
 		}
 	}
 }
