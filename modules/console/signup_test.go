@@ -328,9 +328,8 @@ func TestSignupApprove(t *testing.T) {
 }
 
 // TestSignupRefusals: header injection and oversized fields are refused at
-// the form; a denied domain is refused; the per-address limit answers 429
-// for a known and an unknown address alike; a form from another site is
-// refused.
+// the form; a denied domain is refused; the per-address and per-domain
+// limits answer 429; a form from another site is refused.
 func TestSignupRefusals(t *testing.T) {
 	g, _ := startSignupGateway(t, SignupOpen)
 	for name, f := range map[string]map[string]string{
@@ -361,6 +360,21 @@ func TestSignupRefusals(t *testing.T) {
 		if r := g.signup(t, signupFields("flood@example.org", "F")); r.code != want {
 			t.Fatalf("sign-up %d: %d, want %d", i+1, r.code, want)
 		}
+	}
+	// limit_domain 5/1h: the two above counted for example.org (the third was
+	// refused before its domain was counted); three more addresses fit, the
+	// next is refused, another domain is not.
+	for i := range 4 {
+		want := http.StatusOK
+		if i == 3 {
+			want = http.StatusTooManyRequests
+		}
+		if r := g.signup(t, signupFields(fmt.Sprintf("member%d@example.org", i), "M")); r.code != want {
+			t.Fatalf("example.org sign-up %d: %d, want %d", i+3, r.code, want)
+		}
+	}
+	if r := g.signup(t, signupFields("member@example.net", "M")); r.code != http.StatusOK {
+		t.Fatalf("another domain: %d", r.code)
 	}
 	req, _ := http.NewRequest(http.MethodPost, g.console+"/signup", strings.NewReader(form("email", "x@example.org", "name", "X",
 		"organization", "O", "intended_use", "U", "terms", "accept").Encode()))
