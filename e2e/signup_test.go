@@ -102,3 +102,48 @@ func TestSignupInBrowser(t *testing.T) {
 	}
 	s.CheckLogs(t, secrets...)
 }
+
+// TestSignupApproveInBrowser: in approve mode the person's confirmed request
+// waits; an operator approves it on the Sign-ups page in a browser; the
+// approval mail's link shows the person their first key, which the API
+// accepts.
+func TestSignupApproveInBrowser(t *testing.T) {
+	t.Parallel()
+	s, mp := startSignupStack(t, "approve")
+	person := testbrowser.New(t)
+	testbrowser.Navigate(t, person, s.ConsoleURL+"/signup")
+	testbrowser.SendKeys(t, person, "#signup-email", "grace@example.org")
+	testbrowser.SendKeys(t, person, "#signup-name", "Grace Hopper")
+	testbrowser.SendKeys(t, person, "#signup-org", "Compilers")
+	testbrowser.SendKeys(t, person, "#signup-use", "Lobbying research")
+	testbrowser.Click(t, person, "#signup-terms")
+	testbrowser.Click(t, person, "#signup-submit")
+	testbrowser.WaitVisible(t, person, "#signup-sent")
+	testbrowser.Navigate(t, person, signupLinkPattern.FindString(awaitSignupMail(t, mp, "grace@example.org", 1).Text))
+	testbrowser.Click(t, person, "#signup-confirm")
+	testbrowser.WaitVisible(t, person, "#signup-waiting")
+
+	operator := testbrowser.New(t)
+	signIn(t, s, operator, "", "op@civicgate.test", "operator")
+	testbrowser.Click(t, operator, "#nav-signups")
+	testbrowser.WaitVisible(t, operator, "table")
+	if row := testbrowser.Text(t, operator, "tbody tr"); !strings.Contains(row, "grace@example.org") || !strings.Contains(row, "Lobbying research") {
+		t.Fatalf("the queue's row: %q", row)
+	}
+	testbrowser.Screenshot(t, operator, "signup-queue")
+	testbrowser.Click(t, operator, "tbody tr form button")
+	testbrowser.WaitVisible(t, operator, "#notice")
+	testbrowser.WaitVisible(t, operator, "#no-signups")
+
+	approved := awaitSignupMail(t, mp, "grace@example.org", 2)
+	if !strings.Contains(approved.Subject, "approved") {
+		t.Fatalf("the second mail is %q", approved.Subject)
+	}
+	testbrowser.Navigate(t, person, signupLinkPattern.FindString(approved.Text))
+	testbrowser.Click(t, person, "#signup-confirm")
+	key, _ := shownKey(t, person)
+	if code, body := graphqlCall(t, s, key, billsDoc); code != http.StatusOK {
+		t.Fatalf("the approved sign-up's key answered %d %s", code, body)
+	}
+	s.CheckLogs(t, key, sessionCookie(t, person), sessionCookie(t, operator))
+}
