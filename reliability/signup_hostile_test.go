@@ -152,6 +152,14 @@ func TestSignupHostile(t *testing.T) {
 
 	t.Run("a flood from one address", func(t *testing.T) {
 		const n = 30
+		fallbacks := func() int {
+			f, err := s.GatewayMetric(t.Context(), "civicgate_ratelimit_store_fallbacks_total")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(f)
+		}
+		before := fallbacks()
 		codes := make(chan int, n)
 		var wg sync.WaitGroup
 		for i := range n {
@@ -165,12 +173,21 @@ func TestSignupHostile(t *testing.T) {
 		for code := range codes {
 			got[code]++
 		}
-		// The default limit_ip 5/h, shared through Redis: the sign-ups above count.
-		if got[http.StatusOK] != 5-accepted || got[http.StatusTooManyRequests] != n-(5-accepted) || len(got) != 2 {
-			t.Errorf("a flood of %d from one address: %v, want %d admitted and the rest 429", n, got, 5-accepted)
+		// The default limit_ip 5/h, shared through Redis: the sign-ups above
+		// count. A decision Redis did not answer in time is made in memory from
+		// its last answer (on_store_error local, docs/design.md D63) and may
+		// admit one more or one fewer: exact without fallbacks, off by at most
+		// one per fallback.
+		slack := fallbacks() - before
+		if slack > 0 {
+			t.Logf("%d decisions fell back to memory (Redis slower than the limiter's timeout)", slack)
 		}
-		if rows := outbox(); rows > 5 {
-			t.Errorf("the flood queued %d mails", rows)
+		left := 5 - accepted
+		if got[http.StatusOK] < left-slack || got[http.StatusOK] > left+slack || got[http.StatusOK]+got[http.StatusTooManyRequests] != n {
+			t.Errorf("a flood of %d from one address: %v, want %d admitted (%d decisions fell back) and the rest 429", n, got, left, slack)
+		}
+		if rows := outbox(); rows > accepted+got[http.StatusOK] {
+			t.Errorf("the flood queued %d mails, %d admitted", rows, accepted+got[http.StatusOK])
 		}
 	})
 	s.CheckLogs(t, c.known()...)

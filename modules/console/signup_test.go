@@ -207,6 +207,9 @@ var keyValueRE = regexp.MustCompile(`id="new-key" readonly value="([^"]+)"`)
 // step is in the audit log.
 func TestSignupOpen(t *testing.T) {
 	g, mp := startSignupGateway(t, SignupOpen)
+	if r := g.consoleDo(t, "", http.MethodGet, "/signin", nil); !strings.Contains(r.body, `href="/signup"`) {
+		t.Errorf("the sign-in page does not offer sign-up")
+	}
 	page := pageText(t, g.consoleDo(t, "", http.MethodGet, "/signup", nil))
 	if page.code != http.StatusOK || !strings.Contains(page.body, "https://civicgate.test/terms") {
 		t.Fatalf("form: %d\n%.2000s", page.code, page.body)
