@@ -17,6 +17,7 @@ import (
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
 	"github.com/civicgate/civicgate/modules/console/outbox"
+	"github.com/civicgate/civicgate/modules/ratelimit"
 )
 
 // The sign-up pages (docs/design.md D74): the form, the verification link,
@@ -113,6 +114,10 @@ func (h *Handler) signupSubmit(w http.ResponseWriter, r *http.Request) {
 		{func() (bool, time.Duration, error) { return s.byDom.Take(r.Context(), domain) }},
 	} {
 		ok, retry, err := l.check()
+		if errors.Is(err, ratelimit.ErrLimitStoreDown) { // on_store_error closed, Redis unusable
+			h.status(w, r, http.StatusServiceUnavailable, "Sign-up is busy", "Sign-up cannot count requests right now. Try again later.")
+			return
+		}
 		if err != nil {
 			h.fail(w, r, err)
 			return
