@@ -158,6 +158,20 @@ gave_up() {
 	tail -n 20 "$logdir/$1.log" >&2
 }
 
+# Self-serve sign-up on the console, open, its mails written to a folder
+# (docs/operations.md "Self-serve sign-up"); CIVICGATE_SIGNUP=closed turns it off.
+console_port=${CIVICGATE_CONSOLE_PORT:-8444}
+mail_folder=$root/.civicgate/mail
+export CIVICGATE_SIGNUP=${CIVICGATE_SIGNUP:-open}
+export CIVICGATE_SIGNUP_TIER=${CIVICGATE_SIGNUP_TIER:-free}
+export CIVICGATE_TERMS_URL=${CIVICGATE_TERMS_URL:-https://example.org/terms}
+export CIVICGATE_API_URL=${CIVICGATE_API_URL:-https://localhost:8443/v1/graphql}
+export CIVICGATE_CONSOLE_URL=${CIVICGATE_CONSOLE_URL:-https://localhost:${console_port}}
+export CIVICGATE_MAIL_FROM=${CIVICGATE_MAIL_FROM:-civicgate <noreply@localhost>}
+if [ -z "${CIVICGATE_SMTP_URL:-}" ]; then
+	export CIVICGATE_DEV_MAIL_FOLDER=$mail_folder
+fi
+
 start recordsd bin/recordsd serve
 start civicgate bin/civicgate run --config caddyfile/Caddyfile.local --adapter caddyfile
 
@@ -183,7 +197,6 @@ if [ -z "$ready" ]; then
 	exit 1
 fi
 
-console_port=${CIVICGATE_CONSOLE_PORT:-8444}
 console_link=$(CIVICGATE_CONSOLE_URL="https://localhost:${console_port}" bin/civicgate console link --org demo --email admin@demo.example --role admin 2>&3)
 console_link=${console_link%%$'\n'*} # the link; the next line says for how long
 
@@ -204,6 +217,8 @@ civicgate is up.
   Console:  https://localhost:${console_port}  (organization demo; keys, usage, webhooks, audit log)
             sign in once, within 15 minutes: ${console_link}
             (another link: bin/civicgate console link --org demo --email you@example.org --role admin|viewer|operator)
+  Sign up:  https://localhost:${console_port}/signup  (mode ${CIVICGATE_SIGNUP}; no mail is sent: each is a file
+            under ${mail_folder}/, and its path is logged)
 
 Try:
   curl --cacert '${ca}' -H 'Authorization: Bearer ${api_key}' -H 'Content-Type: application/json' \\

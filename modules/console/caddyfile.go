@@ -65,6 +65,18 @@ type OIDCRule struct {
 //	        map email_domain <domain> <org> <role>
 //	        map claim <name> <value> <org|*> <role>       # repeated; first match wins
 //	    }
+//	    signup {                                          # signup.go; docs/design.md D74
+//	        mode open|approve|closed
+//	        tier <name>
+//	        terms_url <url>
+//	        api_url <url>
+//	        site_url <https://console host>
+//	        mail_from <address>
+//	        smtp <smtp://user:pass@host:port?tls=starttls|implicit|none> | mail_folder <dir>
+//	        limit_ip|limit_address|limit_domain <rate>...
+//	        allow_domains|deny_domains <domain>...
+//	        max_pending_mails <n>
+//	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Read(d, "civic_console", caddyopt.Block{
@@ -74,6 +86,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"max_endpoints":    caddyopt.Positive(&h.MaxEndpoints),
 		"tier":             caddyopt.EachNamed(1, h.unmarshalTier),
 		"oidc":             h.oidcBlock(),
+		"signup":           h.signupBlock(), // signup.go
 	})
 }
 

@@ -56,6 +56,8 @@ type Handler struct {
 	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
 	// SessionLifetime ends a session this long after sign-in (default 12h).
 	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
+	// Signup, when set and not closed, offers self-serve sign-up (signup.go).
+	Signup *SignupConfig `json:"signup,omitempty"`
 	// MaxEndpoints bounds an organization's webhook endpoints: one limit
 	// shared with the civic_webhooks handler over the same app (set it on
 	// either; two different values are refused; default 20).
@@ -68,6 +70,7 @@ type Handler struct {
 	pages    *template.Template
 	serve    http.Handler
 	oidc     *oidcClient
+	signup   *signup // nil: sign-up closed
 	logger   *zap.Logger
 	timeout  struct{ idle, lifetime time.Duration }
 }
@@ -115,15 +118,24 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("civic_console: oidc: %w", err)
 		}
 	}
+	if err := h.provisionSignup(ctx, repl); err != nil {
+		return fmt.Errorf("civic_console: %w", err)
+	}
 	if h.pages, err = parsePages(); err != nil {
 		return fmt.Errorf("civic_console: %w", err)
 	}
 	h.serve = h.routes()
+	if h.signup != nil {
+		h.signup.worker.Start() // the outbox's sender (docs/design.md D74); Cleanup stops it
+	}
 	return nil
 }
 
 // Cleanup closes the database pool and releases the webhooks service.
 func (h *Handler) Cleanup() error {
+	if h.signup != nil {
+		h.signup.worker.Stop()
+	}
 	if h.hooks != nil {
 		h.hooks.Close()
 	}

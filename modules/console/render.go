@@ -30,6 +30,9 @@ type view struct {
 	Notice string // a result to announce (role="status")
 	Error  string // a refusal to announce (role="alert")
 	Data   any
+	// SignupOn: sign-up is on, so the sign-in page links to it; SignupQueue:
+	// in approve mode, so operators get a link to its queue (set by render).
+	SignupOn, SignupQueue bool
 }
 
 func parsePages() (*template.Template, error) {
@@ -70,6 +73,7 @@ func parsePages() (*template.Template, error) {
 // instead of half a page.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, name string, v view) {
 	var buf bytes.Buffer
+	v.SignupOn, v.SignupQueue = h.signup != nil, h.signup != nil && h.signup.Mode == SignupApprove
 	if err := h.pages.ExecuteTemplate(&buf, name, v); err != nil {
 		h.logger.Error("console: page not rendered", zap.String("page", name), errField(err))
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)

@@ -48,6 +48,7 @@ func (h *Handler) routes() http.Handler {
 	org("POST /orgs/{org}/status", h.operatorOnly(h.setOrgStatus))
 	org("POST /orgs/{org}/tier", h.operatorOnly(h.setOrgTier))
 	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
+	h.signupRoutes(mux) // signup_pages.go: only when sign-up is on
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

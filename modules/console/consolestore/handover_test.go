@@ -173,7 +173,8 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 		// usage 4 on: operations (docs/design.md D70), their deprecation reasons (D77), their
 		// sums per organization (D78), after the old ledger
 		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, usageVersions(t) - 3},
-		{"civicgate.console_migrations", map[int]int{1: 4}, 0},
+		// console 2: self-serve sign-up (docs/design.md D74), after the old ledger
+		{"civicgate.console_migrations", map[int]int{1: 4}, 1},
 	} {
 		rows := ledgerOf(t, pool, want.table)
 		if len(rows) != len(want.old)+want.fresh {
@@ -218,11 +219,11 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 
 	for _, l := range []pgmigrate.Ledger{
 		withFile(t, keystore.Ledger(), "0006_later.sql", `ALTER TABLE civicgate.api_keys ADD COLUMN note text NOT NULL DEFAULT ''`),
-		withFile(t, Ledger(), "0002_later.sql", `ALTER TABLE civicgate.console_links ADD COLUMN note text NOT NULL DEFAULT ''`),
+		withFile(t, Ledger(), "0003_later.sql", `ALTER TABLE civicgate.console_links ADD COLUMN note text NOT NULL DEFAULT ''`),
 	} {
 		later := 6
 		if l.Table == "civicgate.console_migrations" {
-			later = 2
+			later = 3
 		}
 		if applied, err := pgmigrate.Migrate(ctx, pool, l); err != nil || !slices.Equal(applied, []int{later}) {
 			t.Errorf("%s, a later file: applied %v %v, want [%d]", l.Table, applied, err, later)
@@ -269,7 +270,7 @@ func TestHandoverFromAnOlderDatabase(t *testing.T) {
 	}{
 		{keystore.Ledger(), []int{1, 2}, []int{3, 4, 5}},
 		{usage.Ledger(), []int{1}, usageFileVersions(t)[1:]},
-		{Ledger(), nil, []int{1}},
+		{Ledger(), nil, []int{1, 2}},
 	} {
 		applied, err := pgmigrate.Migrate(ctx, pool, step.ledger)
 		if err != nil || !slices.Equal(applied, step.runs) {
@@ -307,7 +308,8 @@ func TestMigrateFreshAndConcurrently(t *testing.T) {
 	for table, want := range map[string]int{
 		"civicgate.keystore_migrations":       5,
 		"civicgate.usage_migrations":          usageVersions(t),
-		"civicgate.console_migrations":        1,
+		"civicgate.console_migrations":        2,
+		"civicgate.mail_outbox_migrations":    1,
 		"civicgate.civic_webhooks_migrations": 5,
 	} {
 		if got := versionsOf(ledgerOf(t, pool, table)); len(got) != want {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/pgmigrate"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
+	"github.com/civicgate/civicgate/modules/console/outbox"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
@@ -41,5 +42,5 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := pgmigrate.Migrate(ctx, pool, Ledger()); err != nil {
 		return fmt.Errorf("consolestore: migrate: %w", err)
 	}
-	return nil
+	return outbox.Migrate(ctx, pool) // the sign-up mails (docs/design.md D74)
 }
