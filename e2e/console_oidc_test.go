@@ -110,7 +110,7 @@ func sessionCookies(t *testing.T, ctx context.Context) int {
 func oidcCaddyfile(t *testing.T, s *stack.Stack, p *testoidc.Provider, rules ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"Caddyfile.local", "servers.caddy", "routes.caddy", "families.caddy", "tiers.caddy", "misdirected.caddy", "console.caddy", "tracing-off.caddy", "tracing-upstream-off.caddy", "mcp-tools.json"} {
+	for _, name := range []string{"Caddyfile.local", "servers.caddy", "routes.caddy", "families.caddy", "tiers.caddy", "event-families.caddy", "misdirected.caddy", "console.caddy", "tracing-off.caddy", "tracing-upstream-off.caddy", "mcp-tools.json"} {
 		b, err := os.ReadFile(filepath.Join(s.Root, "caddyfile", name))
 		if err != nil {
 			t.Fatal(err)
