@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -22,6 +23,11 @@ type admission struct {
 	keyID  string
 	budget *costBudget // the cost budget's, else nil
 	vals   [2]string   // the handler's RateLimit-Policy and RateLimit values
+	// stream: the request asks for a stream (graphql-sse, multipart) and its
+	// operation is counted; headerAt is then when its status was written,
+	// the stream's start (docs/design.md D76).
+	stream   bool
+	headerAt time.Time
 }
 
 // budgetAdmission is an admission and its cost budget in one allocation, for a
@@ -46,6 +52,9 @@ func newAdmission(hp *handlerPolicy) *admission {
 func (e *admission) WriteHeader(status int) {
 	if e.status == 0 && (status >= 200 || status == http.StatusSwitchingProtocols) {
 		e.status = status
+		if e.stream {
+			e.headerAt = time.Now()
+		}
 	}
 	e.ResponseWriterWrapper.WriteHeader(status)
 }
@@ -54,6 +63,9 @@ func (e *admission) WriteHeader(status int) {
 func (e *admission) Write(p []byte) (int, error) {
 	if e.status == 0 {
 		e.status = http.StatusOK
+		if e.stream {
+			e.headerAt = time.Now()
+		}
 	}
 	return e.ResponseWriterWrapper.Write(p)
 }
@@ -94,6 +106,7 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		// the request value the guard publishes the operation in (no
 		// allocation when civic_auth attached it, as it does)
 		r, _ = contract.AttachRequest(r)
+		x.stream = acceptsStream(r.Header)
 		started = time.Now()
 	}
 	err := next.ServeHTTP(x, r)
@@ -117,9 +130,26 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 	}
 	u.add(x.keyID, (*replacerOrg)(repl), at, delta)
 	if u.ops != nil && delta.Admitted == 1 {
-		u.addOperation(r, x.keyID, (*replacerOrg)(repl), at, delta, time.Since(started))
+		took := time.Since(started)
+		if x.stream && !x.headerAt.IsZero() {
+			// a stream's latency is the time to its start, not its life
+			took = x.headerAt.Sub(started)
+		}
+		u.addOperation(r, x.keyID, (*replacerOrg)(repl), at, delta, took)
 	}
 	return err
+}
+
+// acceptsStream reports whether the Accept header asks for an answer that
+// streams (graphql-sse's text/event-stream, incremental delivery's
+// multipart/mixed), as graphql_guard tells the transport.
+func acceptsStream(h http.Header) bool {
+	for _, a := range h["Accept"] {
+		if strings.Contains(a, "text/event-stream") || strings.Contains(a, "multipart/mixed") {
+			return true
+		}
+	}
+	return false
 }
 
 // countRefused counts a request the rate limit refused (429) at d.at.
