@@ -23,9 +23,9 @@ type admission struct {
 	keyID  string
 	budget *costBudget // the cost budget's, else nil
 	vals   [2]string   // the handler's RateLimit-Policy and RateLimit values
-	// stream: the request asks for a stream (graphql-sse, multipart) and its
-	// operation is counted; headerAt is then when its status was written,
-	// the stream's start (docs/design.md D76).
+	// stream: the request asks for a stream (graphql-sse, multipart);
+	// headerAt is then when its status was written, the stream's start
+	// (docs/design.md D76).
 	stream   bool
 	headerAt time.Time
 }
@@ -106,10 +106,31 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		// the request value the guard publishes the operation in (no
 		// allocation when civic_auth attached it, as it does)
 		r, _ = contract.AttachRequest(r)
-		x.stream = acceptsStream(r.Header)
 		started = time.Now()
 	}
+	if x.stream = acceptsStream(r.Header); x.stream {
+		// reverse_proxy ends a stream whose client left with
+		// panic(http.ErrAbortHandler), after the status went out: the
+		// stream was served, so it is counted before the panic goes on
+		// (docs/design.md D76).
+		defer func() {
+			if v := recover(); v != nil {
+				h.countServed(r, repl, d, x, nil, started)
+				panic(v)
+			}
+		}()
+	}
 	err := next.ServeHTTP(x, r)
+	h.countServed(r, repl, d, x, err, started)
+	return err
+}
+
+// countServed counts an admitted request once next returned err (or
+// panicked, err nil): in the minute counts, and its operation when the guard
+// published one and operations are counted (started is then when next was
+// called).
+func (h *Handler) countServed(r *http.Request, repl *caddy.Replacer, d *decision, x *admission, err error, started time.Time) {
+	u := h.limiter.usage
 	delta := usage.Delta{Admitted: 1, MCP: mcpCall(r)}
 	if x.budget != nil {
 		delta.Cost = x.budget.spent.Load()
@@ -137,7 +158,6 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		}
 		u.addOperation(r, x.keyID, (*replacerOrg)(repl), at, delta, took)
 	}
-	return err
 }
 
 // acceptsStream reports whether the Accept header asks for an answer that

@@ -102,3 +102,34 @@ func TestUsageStreamLatencyIsItsStart(t *testing.T) {
 		t.Fatalf("want the stream under 256 ms and the POST's 300 ms in its own bucket: %v", lat)
 	}
 }
+
+// TestUsageCountsStreamTheClientLeft: reverse_proxy ends a stream whose
+// client left with panic(http.ErrAbortHandler); the stream was served and is
+// counted, in the minutes and on its operation's row, and the panic goes on
+// to net/http.
+func TestUsageCountsStreamTheClientLeft(t *testing.T) {
+	h, l := opUsageHandler(t)
+	sub := &contract.GraphQLOperation{Type: "subscription", Name: "OnBook", DocumentHash: "cccc"}
+	aborted := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		_, q := contract.AttachRequest(r)
+		q.SetGraphQL(contract.GraphQLRequest{Operation: *sub})
+		w.WriteHeader(http.StatusOK)
+		panic(http.ErrAbortHandler)
+	})
+	req := opRequest(false)
+	req.Header.Set("Accept", "text/event-stream")
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Fatalf("recovered %v, want http.ErrAbortHandler to go on", v)
+			}
+		}()
+		_ = h.ServeHTTP(&statusWriter{h: http.Header{}}, req, aborted)
+	}()
+	if minutes := l.usage.meter.Drain(); len(minutes) != 1 || minutes[0].Admitted != 1 {
+		t.Fatalf("minute rows %+v", minutes)
+	}
+	if rows, _ := l.usage.ops.Drain(); len(rows) != 1 || rows[0].Requests != 1 || rows[0].Errors != 0 || rows[0].Name != "OnBook" {
+		t.Fatalf("operation rows %+v", rows)
+	}
+}
