@@ -80,6 +80,9 @@ func startStreamsGateways(t *testing.T, events *library.LoanEvents) [2]streamsGa
 		s.Setenv("NPM_LIBRARY_UPSTREAM", strings.TrimPrefix(lib.URL, "http://"))
 		gws[i] = streamsGateway{s: s, libURL: "http://127.0.0.1:" + port + "/graphql", libWS: "ws://127.0.0.1:" + port + "/graphql"}
 	}
+	if terminatedLibrarySite == npmLibrarySite {
+		t.Fatal("npmLibrarySite no longer holds the subscriptions block's init_timeout line")
+	}
 	a.Prepare()
 	a.StartRecordsd()
 	const lastAnchor = "# Any other Host on this port: 421 JSON (misdirected.caddy).\n"
