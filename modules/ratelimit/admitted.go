@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -115,7 +116,7 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		// (docs/design.md D76).
 		defer func() {
 			if v := recover(); v != nil {
-				h.countServed(r, repl, d, x, nil, started)
+				h.countServed(r, repl, d, x, errStreamPanicked, started)
 				panic(v)
 			}
 		}()
@@ -125,8 +126,12 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 	return err
 }
 
+// errStreamPanicked is what countServed is told of a stream whose handler
+// panicked: a server error unless its status went out first.
+var errStreamPanicked = errors.New("civic_rate_limit: the stream's handler panicked")
+
 // countServed counts an admitted request once next returned err (or
-// panicked, err nil): in the minute counts, and its operation when the guard
+// panicked: errStreamPanicked): in the minute counts, and its operation when the guard
 // published one and operations are counted (started is then when next was
 // called).
 func (h *Handler) countServed(r *http.Request, repl *caddy.Replacer, d *decision, x *admission, err error, started time.Time) {

@@ -133,3 +133,31 @@ func TestUsageCountsStreamTheClientLeft(t *testing.T) {
 		t.Fatalf("operation rows %+v", rows)
 	}
 }
+
+// TestUsageStreamPanicBeforeItsStatus: a stream whose handler panicked before
+// any status went out is a server error of its operation.
+func TestUsageStreamPanicBeforeItsStatus(t *testing.T) {
+	h, l := opUsageHandler(t)
+	sub := &contract.GraphQLOperation{Type: "subscription", Name: "OnBook", DocumentHash: "cccc"}
+	broken := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		_, q := contract.AttachRequest(r)
+		q.SetGraphQL(contract.GraphQLRequest{Operation: *sub})
+		panic("broken")
+	})
+	req := opRequest(false)
+	req.Header.Set("Accept", "text/event-stream")
+	func() {
+		defer func() {
+			if v := recover(); v != "broken" {
+				t.Fatalf("recovered %v, want the handler's panic to go on", v)
+			}
+		}()
+		_ = h.ServeHTTP(&statusWriter{h: http.Header{}}, req, broken)
+	}()
+	if minutes := l.usage.meter.Drain(); len(minutes) != 1 || minutes[0].ServerErrors != 1 {
+		t.Fatalf("minute rows %+v", minutes)
+	}
+	if rows, _ := l.usage.ops.Drain(); len(rows) != 1 || rows[0].Requests != 1 || rows[0].Errors != 1 {
+		t.Fatalf("operation rows %+v", rows)
+	}
+}
