@@ -131,9 +131,9 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 var errStreamPanicked = errors.New("civic_rate_limit: the stream's handler panicked")
 
 // countServed counts an admitted request once next returned err (or
-// panicked: errStreamPanicked): in the minute counts, and its operation when the guard
-// published one and operations are counted (started is then when next was
-// called).
+// panicked: errStreamPanicked): in the minute counts, and its operation when
+// the guard published one and operations are counted (started is then when
+// next was called).
 func (h *Handler) countServed(r *http.Request, repl *caddy.Replacer, d *decision, x *admission, err error, started time.Time) {
 	u := h.limiter.usage
 	delta := usage.Delta{Admitted: 1, MCP: mcpCall(r)}
