@@ -12,6 +12,7 @@ package contract
 //	Watcher       civic_auth          graphql_guard, civic_mcp (long-lived exchanges, D22)
 //	Identity      civic_auth          graphql_guard (a fresh X-Civic-Identity for a terminated subscription's upstream reconnect)
 //	Charger       civic_rate_limit    graphql_guard (each subscribe of a WebSocket)
+//	Recorder      civic_rate_limit    graphql_guard (each subscribe of a WebSocket it admits, D76)
 //	CostBudget    civic_rate_limit    graphql_guard (the document's cost, D27)
 //	GraphQL       graphql_guard       graphql_cache (the request as the guard decoded it, D40), civic_rate_limit (usage per operation, D70)
 //	Transport     civic_mcp           civic_rate_limit's usage accounting (a tool call's request)
@@ -40,6 +41,7 @@ type Request struct {
 	watcher    Watcher
 	identity   IdentitySource
 	charger    Charger
+	recorder   OperationRecorder
 	costBudget CostBudget
 	graphQL    GraphQLRequest
 	hasGraphQL bool
@@ -141,6 +143,13 @@ func (q *Request) SetCharger(c Charger) { q.charger = c }
 
 // Charger is the Charger set by SetCharger, or nil.
 func (q *Request) Charger() Charger { return q.charger }
+
+// SetOperationRecorder sets what counts a long-lived exchange's further
+// admitted operations (D76).
+func (q *Request) SetOperationRecorder(r OperationRecorder) { q.recorder = r }
+
+// OperationRecorder is the recorder set by SetOperationRecorder, or nil.
+func (q *Request) OperationRecorder() OperationRecorder { return q.recorder }
 
 // SetCostBudget sets the caller's cost budget for this request.
 func (q *Request) SetCostBudget(b CostBudget) { q.costBudget = b }

@@ -11,7 +11,10 @@ package contract
 //     suspended, or its organization suspended), within 2 s;
 //   - civic_rate_limit records a Charger to a WebSocket upgrade it admits;
 //     graphql_guard charges every further operation (each subscribe message)
-//     to the same key and policy.
+//     to the same key and policy;
+//   - civic_rate_limit records an OperationRecorder to that upgrade when it
+//     counts usage per operation; graphql_guard hands it each subscribe it
+//     admits, as the operation a POST would have published (D70, D76).
 
 import (
 	"context"
@@ -44,4 +47,16 @@ type Charger interface {
 	// limiter's own fail-open/closed setting already applied: err is only
 	// returned when the operation must be refused).
 	Charge(ctx context.Context) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// OperationRecorder counts an operation a long-lived exchange admitted after
+// the request that opened it — a WebSocket's subscribe message — in the
+// usage per operation of the key that opened it (docs/design.md D76). A
+// POST, a GET and an event stream publish their operation on their own
+// request (Request.SetGraphQL) instead.
+type OperationRecorder interface {
+	// RecordOperation counts one request of op (shared: read it, never
+	// modify it) that spent cost points of the key's cost budget (0 without
+	// one) and was admitted latency after its message arrived.
+	RecordOperation(op *GraphQLOperation, cost int64, latency time.Duration)
 }

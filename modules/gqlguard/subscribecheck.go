@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -27,7 +28,11 @@ func (g *Guard) OpenSocket(r *http.Request, repl *caddy.Replacer) subscribe.Sock
 	// a terminated socket outlives the request, so the checker keeps none
 	// of the request's (net/http's connection state and buffers).
 	scope.ctx = nil
-	return subscribe.Socket{Checker: &subscribeChecker{g: g, scope: scope}, Token: scope.token, KeyID: scope.keyID}
+	c := &subscribeChecker{g: g, scope: scope}
+	if q, ok := contract.RequestFrom(r.Context()); ok {
+		c.recorder = q.OperationRecorder()
+	}
+	return subscribe.Socket{Checker: c, Token: scope.token, KeyID: scope.keyID}
 }
 
 // Refused counts a request the subscription shell refused.
@@ -37,17 +42,24 @@ func (g *Guard) Refused(outcome string) { g.metrics.requests.WithLabelValues(out
 func (g *Guard) Allowed() { g.metrics.allowed.Inc() }
 
 // subscribeChecker checks one subscribe message's payload as a POST body,
-// for the caller read when the socket was opened.
+// for the caller read when the socket was opened, and hands each admitted
+// operation to the rate limiter's usage per operation (docs/design.md D76):
+// a socket's messages have no request of their own to publish it on.
 type subscribeChecker struct {
-	g     *Guard
-	scope requestScope
+	g        *Guard
+	scope    requestScope
+	recorder contract.OperationRecorder // nil: operations not counted
 }
 
 func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (forward, errs []byte) {
 	var (
-		rec refusalRecorder
-		adm admitted
+		rec     refusalRecorder
+		adm     admitted
+		arrived time.Time
 	)
+	if s.recorder != nil {
+		arrived = time.Now()
+	}
 	span := startSubscribeSpan(ctx)
 	outcome := func() (outcome string) {
 		defer func() {
@@ -84,6 +96,17 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 	}
 	endGuardSpan(span, &adm, outcomeAllowed)
 	s.g.metrics.allowed.Inc()
+	if s.recorder != nil {
+		// The operation as a POST publishes it (its shape included); the
+		// cost is what the budget was charged, none without one (D70). The
+		// latency ends at admission: graphql-transport-ws acknowledges a
+		// subscribe with no message of its own (D76).
+		var cost int64
+		if s.scope.budget != nil {
+			cost = adm.co.Cost
+		}
+		s.recorder.RecordOperation(&adm.op.Published, cost, time.Since(arrived))
+	}
 	return forward, nil
 }
 

@@ -1,7 +1,9 @@
 package ratelimit
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -22,6 +24,11 @@ type admission struct {
 	keyID  string
 	budget *costBudget // the cost budget's, else nil
 	vals   [2]string   // the handler's RateLimit-Policy and RateLimit values
+	// stream: the request asks for a stream (graphql-sse, multipart);
+	// headerAt is then when its status was written, the stream's start
+	// (docs/design.md D76).
+	stream   bool
+	headerAt time.Time
 }
 
 // budgetAdmission is an admission and its cost budget in one allocation, for a
@@ -46,6 +53,9 @@ func newAdmission(hp *handlerPolicy) *admission {
 func (e *admission) WriteHeader(status int) {
 	if e.status == 0 && (status >= 200 || status == http.StatusSwitchingProtocols) {
 		e.status = status
+		if e.stream {
+			e.headerAt = time.Now()
+		}
 	}
 	e.ResponseWriterWrapper.WriteHeader(status)
 }
@@ -54,6 +64,9 @@ func (e *admission) WriteHeader(status int) {
 func (e *admission) Write(p []byte) (int, error) {
 	if e.status == 0 {
 		e.status = http.StatusOK
+		if e.stream {
+			e.headerAt = time.Now()
+		}
 	}
 	return e.ResponseWriterWrapper.Write(p)
 }
@@ -96,7 +109,33 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		r, _ = contract.AttachRequest(r)
 		started = time.Now()
 	}
+	if x.stream = acceptsStream(r.Header); x.stream {
+		// reverse_proxy ends a stream whose client left with
+		// panic(http.ErrAbortHandler), after the status went out: the
+		// stream was served, so it is counted before the panic goes on
+		// (docs/design.md D76).
+		defer func() {
+			if v := recover(); v != nil {
+				h.countServed(r, repl, d, x, errStreamPanicked, started)
+				panic(v)
+			}
+		}()
+	}
 	err := next.ServeHTTP(x, r)
+	h.countServed(r, repl, d, x, err, started)
+	return err
+}
+
+// errStreamPanicked is what countServed is told of a stream whose handler
+// panicked: a server error unless its status went out first.
+var errStreamPanicked = errors.New("civic_rate_limit: the stream's handler panicked")
+
+// countServed counts an admitted request once next returned err (or
+// panicked: errStreamPanicked): in the minute counts, and its operation when
+// the guard published one and operations are counted (started is then when
+// next was called).
+func (h *Handler) countServed(r *http.Request, repl *caddy.Replacer, d *decision, x *admission, err error, started time.Time) {
+	u := h.limiter.usage
 	delta := usage.Delta{Admitted: 1, MCP: mcpCall(r)}
 	if x.budget != nil {
 		delta.Cost = x.budget.spent.Load()
@@ -117,9 +156,25 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 	}
 	u.add(x.keyID, (*replacerOrg)(repl), at, delta)
 	if u.ops != nil && delta.Admitted == 1 {
-		u.addOperation(r, x.keyID, (*replacerOrg)(repl), at, delta, time.Since(started))
+		took := time.Since(started)
+		if x.stream && !x.headerAt.IsZero() {
+			// a stream's latency is the time to its start, not its life
+			took = x.headerAt.Sub(started)
+		}
+		u.addOperation(r, x.keyID, (*replacerOrg)(repl), at, delta, took)
 	}
-	return err
+}
+
+// acceptsStream reports whether the Accept header asks for an answer that
+// streams (graphql-sse's text/event-stream, incremental delivery's
+// multipart/mixed), as graphql_guard tells the transport.
+func acceptsStream(h http.Header) bool {
+	for _, a := range h["Accept"] {
+		if strings.Contains(a, "text/event-stream") || strings.Contains(a, "multipart/mixed") {
+			return true
+		}
+	}
+	return false
 }
 
 // countRefused counts a request the rate limit refused (429) at d.at.

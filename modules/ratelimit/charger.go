@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/caddyserver/caddy/v2"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
@@ -16,7 +17,9 @@ import (
 // upgradeCharger implements contract.Charger for a WebSocket upgrade the
 // handler admitted: every further operation on the socket (each subscribe
 // message) takes one unit from the same store key, at the same rate, as the
-// upgrade request itself did.
+// upgrade request itself did. With usage per operation on, it is also the
+// socket's contract.OperationRecorder: each subscribe the guard admits is
+// counted on the key's operation row (docs/design.md D76).
 type upgradeCharger struct {
 	limiter  *limiter
 	set      *policySet
@@ -58,9 +61,25 @@ func (c *upgradeCharger) count(d usage.Delta) {
 	}
 }
 
+// RecordOperation implements contract.OperationRecorder: one request of op,
+// admitted now, as serveAdmitted counts a POST's (docs/design.md D70, D76).
+// The guard calls it once the subscribe passed every check, its charge
+// included, so a refused subscribe is not an operation that ran.
+func (c *upgradeCharger) RecordOperation(op *contract.GraphQLOperation, cost int64, latency time.Duration) {
+	u := c.limiter.usage
+	if u == nil || u.ops == nil || c.keyID == "" || op == nil {
+		return
+	}
+	s := usage.OperationSample{KeyID: c.keyID, Org: fixedOrg(c.org), At: c.limiter.clock(), Operation: op,
+		Cost: cost, Latency: latency}
+	u.ops.Add(&s)
+}
+
 // withCharger returns r carrying a Charger for storeKey and rt when r is a
 // WebSocket upgrade (Upgrade: websocket with Connection: upgrade), else r
-// itself: plain requests pay nothing.
+// itself: plain requests pay nothing. When the key's operations are counted
+// (keyID set, usage per operation on), the Charger is also the socket's
+// OperationRecorder.
 func (h *Handler) withCharger(r *http.Request, set *policySet, storeKey, key, keyID string, repl *caddy.Replacer) *http.Request {
 	if !isWebSocketUpgrade(r.Header) {
 		return r
@@ -71,6 +90,9 @@ func (h *Handler) withCharger(r *http.Request, set *policySet, storeKey, key, ke
 	}
 	r, q := contract.AttachRequest(r)
 	q.SetCharger(c)
+	if u := h.limiter.usage; u != nil && u.ops != nil && keyID != "" {
+		q.SetOperationRecorder(c)
+	}
 	return r
 }
 
@@ -97,4 +119,7 @@ func hasToken(values []string, token string) bool {
 	return false
 }
 
-var _ contract.Charger = (*upgradeCharger)(nil)
+var (
+	_ contract.Charger           = (*upgradeCharger)(nil)
+	_ contract.OperationRecorder = (*upgradeCharger)(nil)
+)

@@ -41,7 +41,8 @@ const (
 
 // Pipeline is what the shell needs of graphql_guard (docs/design.md D61):
 // the request pipeline for a socket's subscribe messages, and the request
-// metric. The guard implements it.
+// metric. The guard implements it; its socket checker also hands each
+// admitted subscribe to the rate limiter's usage per operation (D76).
 type Pipeline interface {
 	// OpenSocket reads the caller of a WebSocket upgrade once: the checker
 	// of its subscribe messages (the POST pipeline on the same decoded
