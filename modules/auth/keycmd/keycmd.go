@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -175,20 +174,9 @@ var errUsage = clirun.ErrUsage
 
 // parseOverlap reads a Go duration (0 allowed) or whole days ("7d").
 func parseOverlap(s string) (time.Duration, error) {
-	bad := fmt.Errorf("%w: --overlap %q is not a duration (0, 90m, 24h, 7d)", errUsage, s)
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil || days < 0 || days > 3650 {
-			return 0, bad
-		}
-		return time.Duration(days) * 24 * time.Hour, nil
-	}
-	if s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, bad
+	d, ok := clirun.DaysOrDuration(s, 3650)
+	if !ok || d < 0 {
+		return 0, fmt.Errorf("%w: --overlap %q is not a duration (0, 90m, 24h, 7d)", errUsage, s)
 	}
 	return d, nil
 }

@@ -199,18 +199,9 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	bad := fmt.Errorf("%w: --until %q is neither an RFC 3339 time (2026-05-01T00:00:00Z) nor a duration (90m, 24h, 7d)", errUsage, s)
-	var d time.Duration
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil || days > 100*365 {
-			return time.Time{}, bad
-		}
-		d = time.Duration(days) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return time.Time{}, bad
-		}
+	d, ok := clirun.DaysOrDuration(s, 100*365)
+	if !ok {
+		return time.Time{}, bad
 	}
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("%w: --until %s: the duration must be positive", errUsage, s)

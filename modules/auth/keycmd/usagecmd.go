@@ -7,11 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
@@ -64,18 +64,9 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 
 // parseSince reads a positive Go duration or a whole number of days ("7d").
 func parseSince(s string) (time.Duration, error) {
-	var d time.Duration
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil || days <= 0 || days > 100*365 {
-			return 0, fmt.Errorf("--since %q is not a duration (90m, 24h, 7d)", s)
-		}
-		d = time.Duration(days) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return 0, fmt.Errorf("--since %q is not a duration (90m, 24h, 7d)", s)
-		}
+	d, ok := clirun.DaysOrDuration(s, 100*365)
+	if !ok {
+		return 0, fmt.Errorf("--since %q is not a duration (90m, 24h, 7d)", s)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("--since %q must be positive", s)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/civicgate/civicgate/internal/clirun"
@@ -202,12 +201,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour).UTC().Truncate(time.Second), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	if d, ok := clirun.DaysOrDuration(s, 100*365); ok && d >= 0 {
 		return now.Add(-d).UTC().Truncate(time.Second), nil
 	}
 	return time.Time{}, clirun.Usage(fmt.Sprintf("--since: want a duration (90m, 24h, 30d) or an RFC 3339 time, got %q", s))

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
@@ -217,17 +217,9 @@ func ParseSince(s string) (time.Duration, error) {
 	if s == "" {
 		return DefaultSince, nil
 	}
-	bad := fmt.Errorf("%w: since %q is not a duration (90m, 24h, 7d)", ErrBadQuestion, s)
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil || days <= 0 || days > 366 {
-			return 0, bad
-		}
-		return time.Duration(days) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, bad
+	d, ok := clirun.DaysOrDuration(s, 366)
+	if !ok || d <= 0 {
+		return 0, fmt.Errorf("%w: since %q is not a duration (90m, 24h, 7d)", ErrBadQuestion, s)
 	}
 	return d, nil
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/civicgate/civicgate/internal/clirun"
@@ -100,17 +99,9 @@ func Parse(args []string, now time.Time) (Args, error) {
 
 // parseSince reads a positive Go duration or a whole number of days ("7d").
 func parseSince(s string) (time.Duration, error) {
-	bad := clirun.Usage(fmt.Sprintf("--since %q is not a positive duration (90m, 24h, 7d)", s))
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil || days <= 0 || days > 3650 {
-			return 0, bad
-		}
-		return time.Duration(days) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, bad
+	d, ok := clirun.DaysOrDuration(s, 3650)
+	if !ok || d <= 0 {
+		return 0, clirun.Usage(fmt.Sprintf("--since %q is not a positive duration (90m, 24h, 7d)", s))
 	}
 	return d, nil
 }
