@@ -26,7 +26,7 @@ func directive(body string) string { return ":8080 {\ncivic_webhooks {\n" + body
 var (
 	globalOnce = map[string]string{
 		"database": "x", "secret_key": "k1 k0", "deliver": "off", "workers": "2", "max_in_flight": "2", "max_in_flight_per_org": "1",
-		"timeout": "5s", "poll_interval": "1s", "batch": "10", "rotation_overlap": "1h", "retention": "7d", "insecure_allow_loopback": "",
+		"timeout": "5s", "poll_interval": "1s", "batch": "10", "rotation_overlap": "1h", "retention": "7d", "notice_interval": "30s", "insecure_allow_loopback": "",
 		"event_families": "bills members",
 	}
 	directiveOnce = map[string]string{"prefix": "/v1", "org": "o", "env": "e", "families": "f", "max_replay": "3", "max_endpoints": "2"}
@@ -44,6 +44,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		"max_in_flight bad":    {global("max_in_flight lots"), `civic_webhooks: max_in_flight: want a positive integer, got "lots"`},
 		"timeout bad":          {global("timeout soon"), `civic_webhooks: timeout: want a duration above zero, got "soon"`},
 		"retention zero":       {global("retention 0s"), `civic_webhooks: retention: want a duration above zero, got "0s"`},
+		"notice_interval bad":  {global("notice_interval often"), `civic_webhooks: notice_interval: want a duration above zero, got "often"`},
 		"option with a block":  {global("workers 2 {\nx\n}"), "civic_webhooks: workers takes no block"},
 		"global argument":      {"{\ncivic_webhooks extra {\n}\n}\n:8080 {\nrespond ok\n}", "wrong argument count or unexpected line ending after 'extra'"},
 		"global given twice":   {"{\ncivic_webhooks {\ndeliver off\n}\ncivic_webhooks {\ndeliver off\n}\n}\n:8080 {\nrespond ok\n}", "civic_webhooks: global option given twice"},

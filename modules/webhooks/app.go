@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -39,6 +40,7 @@ const (
 	DefaultRotationOverlap = 24 * time.Hour
 	DefaultMaxConns        = 8
 	DefaultRetention       = 30 * 24 * time.Hour
+	DefaultNoticeInterval  = time.Minute
 )
 
 // App is the civic_webhooks Caddy app: the database, the secret sealing key,
@@ -83,6 +85,10 @@ type App struct {
 	// Retention is how long finished (delivered or dead-lettered) deliveries
 	// are kept for the deliveries list (default 720h = 30 days).
 	Retention caddy.Duration `json:"retention,omitempty"`
+	// NoticeInterval is how often the sidecar looks for deprecated schema
+	// coordinates an organization's keys use that it was not yet notified of
+	// (default 1m; docs/design.md D79).
+	NoticeInterval caddy.Duration `json:"notice_interval,omitempty"`
 	// InsecureAllowLoopback (development only) lets endpoints target loopback
 	// addresses, over plain http too — never Caddy's admin endpoint. Never in
 	// production.
@@ -98,6 +104,7 @@ type App struct {
 	pool          *pgxpool.Pool
 	store         *store.Store
 	dispatcher    *delivery.Dispatcher
+	notices       *noticer // nil when not delivering
 	metrics       *metrics
 	logger        *zap.Logger
 	// stopTracing flushes and stops this instance's tracer provider (nil when not delivering).
@@ -141,7 +148,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("civic_webhooks: secret_key: %w", err)
 	}
 	if a.Workers < 0 || a.MaxInFlight < 0 || a.MaxInFlightPerOrg < 0 || a.Batch < 0 || a.Timeout < 0 || a.Poll < 0 ||
-		a.RotationOverlap < 0 || a.Retention < 0 {
+		a.RotationOverlap < 0 || a.Retention < 0 || a.NoticeInterval < 0 {
 		return errors.New("civic_webhooks: negative setting")
 	}
 	workers := cmp.Or(a.Workers, DefaultWorkers)
@@ -216,6 +223,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.dispatcher, err = delivery.New(dcfg); err != nil {
 		return fmt.Errorf("civic_webhooks: %w", err)
 	}
+	a.notices = &noticer{store: a.store, pool: a.pool, interval: cmp.Or(time.Duration(a.NoticeInterval), DefaultNoticeInterval),
+		logger: a.logger, sent: a.metrics.Notice, now: a.now}
 	return nil
 }
 
@@ -263,7 +272,7 @@ func (a *App) now() time.Time { return time.Now() }
 const keyCheckTimeout = 5 * time.Second
 
 // Start checks the sealing key against the database's key canary and starts
-// the delivery sidecar (unless deliver is off). A key that cannot open the
+// the delivery sidecar and its notices (unless deliver is off). A key that cannot open the
 // canary refuses the start (docs/design.md D39); a database that cannot be
 // asked (away, not migrated) does not: the store checks again before it first
 // seals or claims.
@@ -286,12 +295,16 @@ func (a *App) Start() error {
 	a.done = make(chan struct{})
 	go func() {
 		defer close(a.done)
+		var wg sync.WaitGroup
+		wg.Go(func() { a.notices.run(ctx) })
 		a.dispatcher.Run(ctx)
+		wg.Wait()
 	}()
 	return nil
 }
 
-// Stop stops the sidecar after the attempts in flight are recorded.
+// Stop stops the sidecar (deliveries and notices) after the attempts in
+// flight are recorded.
 func (a *App) Stop() error {
 	if a.cancel != nil {
 		a.cancel()

@@ -31,6 +31,7 @@ func init() {
 //	    batch <n>
 //	    rotation_overlap <duration>
 //	    retention <duration>
+//	    notice_interval <duration>
 //	    insecure_allow_loopback [on|off|<host:port>...]
 //	    tier <name> <rate>... [cost <rate>] [<family>...]   # repeated: one line per tier (import tiers.caddy)
 //	    event_families <family>...
@@ -50,6 +51,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"poll_interval":           caddyopt.PositiveDuration(&a.Poll),
 		"rotation_overlap":        caddyopt.PositiveDuration(&a.RotationOverlap),
 		"retention":               caddyopt.PositiveDuration(&a.Retention),
+		"notice_interval":         caddyopt.PositiveDuration(&a.NoticeInterval),
 		"insecure_allow_loopback": caddyopt.Func(a.unmarshalLoopback),
 		"tier":                    caddyopt.EachNamed(1, a.unmarshalTier),
 		"event_families":          caddyopt.Strings(&a.EventFamilies),

@@ -17,6 +17,7 @@ type metrics struct {
 	lagEvents  prometheus.Gauge
 	oldest     prometheus.Gauge
 	setAside   *prometheus.CounterVec
+	notices    *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors in reg (nil: unregistered), reusing the
@@ -37,6 +38,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		setAside: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "endpoints_set_aside_total",
 			Help: "Endpoints set aside as unusable (their deliveries failed) by kind: secret (cannot be opened with the sealing key), url (no longer allowed), organization (deleted)."},
 			[]string{"kind"}),
+		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "notices_total",
+			Help: "Notices sent to organizations (each once, to every active endpoint of the organization) by type, such as schema.deprecation_used."},
+			[]string{"type"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -60,6 +64,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.setAside, err = collectors.Register(reg, m.setAside); err != nil {
 		return nil, err
 	}
+	if m.notices, err = collectors.Register(reg, m.notices); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -76,3 +83,6 @@ func (m *metrics) Lag(events int64, oldest time.Duration) {
 }
 
 func (m *metrics) SetAside(kind string) { m.setAside.WithLabelValues(kind).Inc() }
+
+// Notice counts a notice sent (docs/design.md D79).
+func (m *metrics) Notice(typ string) { m.notices.WithLabelValues(typ).Inc() }

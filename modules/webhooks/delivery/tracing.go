@@ -24,7 +24,7 @@ const (
 	AttrEndpointID    = attribute.Key("civicgate.webhook.endpoint_id")
 	AttrDeliveryID    = attribute.Key("civicgate.webhook.delivery_id")
 	AttrAttempt       = attribute.Key("civicgate.webhook.attempt") // 1-based
-	AttrKind          = attribute.Key("civicgate.webhook.kind")    // event, replay or test
+	AttrKind          = attribute.Key("civicgate.webhook.kind")    // event, replay, test or notice
 	AttrFamily        = attribute.Key("civicgate.webhook.family")
 	AttrOutcome       = attribute.Key("civicgate.webhook.outcome") // delivered, retry, failed, disabled
 	AttrResult        = attribute.Key("civicgate.webhook.result")  // 2xx…5xx, timeout, network, refused, pruned

@@ -19,7 +19,7 @@ type Job struct {
 	EndpointID string
 	URL        string
 	Keys       [][]byte // signing keys, newest first
-	Kind       string   // event, replay or test
+	Kind       string   // event, replay, test or notice
 	EventID    string   // webhook-id
 	Attempt    int      // 1-based number of this attempt
 	Body       []byte

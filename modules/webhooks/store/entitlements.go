@@ -144,7 +144,7 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, tiers Tiers) (Reco
 		if _, err := tx.Exec(ctx, `UPDATE civicgate.webhook_deliveries d SET family = ce.family
 			FROM change_events ce
 			WHERE d.id IN (SELECT x.id FROM civicgate.webhook_deliveries x
-				WHERE x.family IS NULL AND x.kind <> 'test' AND x.status IN ('pending', 'delivering', 'parked')
+				WHERE x.family IS NULL AND x.kind IN ('event', 'replay') AND x.status IN ('pending', 'delivering', 'parked')
 				FOR UPDATE SKIP LOCKED)
 			  AND ce.id = d.event_seq`); err != nil {
 			return fmt.Errorf("store: reconcile: %w", err)
