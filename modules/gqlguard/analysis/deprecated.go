@@ -43,7 +43,9 @@ const DefaultDeprecationReason = "No longer supported"
 
 // DeprecationReason is the reason text of a @deprecated directive: its
 // reason argument's string, DefaultDeprecationReason when the argument is
-// left out, "" when it is null (docs/design.md D77).
+// left out, "" when it is null (docs/design.md D77). It is text PostgreSQL
+// can store: a NUL ("\u0000" in the schema) or a byte that is no UTF-8
+// becomes U+FFFD, so one schema's reason cannot fail every usage flush.
 func DeprecationReason(d *ast.Directive) string {
 	a := d.Arguments.ForName("reason")
 	if a == nil || a.Value == nil {
@@ -52,5 +54,5 @@ func DeprecationReason(d *ast.Directive) string {
 	if a.Value.Kind == ast.NullValue {
 		return ""
 	}
-	return a.Value.Raw
+	return strings.ReplaceAll(strings.ToValidUTF8(a.Value.Raw, "\uFFFD"), "\x00", "\uFFFD")
 }

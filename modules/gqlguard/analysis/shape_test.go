@@ -108,6 +108,7 @@ type Query {
   b: Int @deprecated(reason: null)
   c: Int @deprecated(reason: "<b>use d</b> & \"e\"")
   d: Int
+  e: Int @deprecated(reason: "nul \u0000 here")
 }`})
 	doc, errs := gqlparser.LoadQueryWithRules(schema, `{ d c b a }`, rules.NewDefaultRules())
 	if len(errs) > 0 {
@@ -119,6 +120,12 @@ type Query {
 	}
 	if want := []string{DefaultDeprecationReason, "", `<b>use d</b> & "e"`}; !slices.Equal(s.DeprecationReasons, want) {
 		t.Errorf("deprecation reasons = %q, want %q", s.DeprecationReasons, want)
+	}
+	// PostgreSQL text holds no NUL: the recorded reason has U+FFFD instead,
+	// so this schema cannot fail every usage flush (docs/design.md D77).
+	doc, _ = gqlparser.LoadQueryWithRules(schema, `{ e }`, rules.NewDefaultRules())
+	if s := OperationShape(doc, doc.Operations[0], schema); !slices.Equal(s.DeprecationReasons, []string{"nul \uFFFD here"}) {
+		t.Errorf("a reason holding NUL: %q", s.DeprecationReasons)
 	}
 	doc, _ = gqlparser.LoadQueryWithRules(schema, `{ d }`, rules.NewDefaultRules())
 	if s := OperationShape(doc, doc.Operations[0], schema); s.Deprecated != nil || s.DeprecationReasons != nil {
