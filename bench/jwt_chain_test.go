@@ -60,7 +60,7 @@ func startJWTChain(tb testing.TB) *chain {
 	civic_rate_limit {
 		redis redis://%s/0
 		key_prefix %q
-		on_store_error closed
+		on_store_error local # as the chain of chain_test.go: no 500 on a loaded machine
 	}
 }
 
