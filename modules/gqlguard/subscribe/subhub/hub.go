@@ -154,10 +154,10 @@ func (h *Hub) Subscribe(scope Scope, payload []byte, sink Sink) (stop func(), er
 		return nil, ErrClosed
 	}
 	u := h.conns[scope.Identity]
-	if u == nil {
+	opened := u == nil
+	if opened {
 		u = newUpstreamConn(h, scope.Identity, scope.Trace)
 		h.conns[scope.Identity] = u
-		go u.run()
 	}
 	u.mu.Lock()
 	g := u.groups[key]
@@ -174,6 +174,12 @@ func (h *Hub) Subscribe(scope Scope, payload []byte, sink Sink) (stop func(), er
 	g.members = append(g.members, m)
 	u.mu.Unlock()
 	h.mu.Unlock()
+	if opened {
+		// Dialled only now that its first subscriber is a member: the
+		// handshake asserts a present subscriber's identity (memberHeader),
+		// never none.
+		go u.run()
+	}
 	u.sendPending()
 	var once sync.Once
 	return func() { once.Do(func() { u.leave(g, m) }) }, nil
