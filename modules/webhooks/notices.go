@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -98,9 +99,20 @@ func (n *noticer) warn(err error) {
 // them at the same time: store.Notify sends each once.
 func (n *noticer) once(ctx context.Context) (int, error) {
 	now := n.now()
-	users, err := usage.DeprecatedUsers(ctx, n.pool, now.Add(-usage.HourRetention))
-	if err != nil || len(users) == 0 {
+	// The organizations that can receive are read before the usage: a
+	// notice reports at least what was counted when the organization's
+	// first endpoint was seen, never a count read before it registered.
+	receivers, err := n.store.Receivers(ctx)
+	if err != nil || len(receivers) == 0 {
 		return 0, err
+	}
+	users, err := usage.DeprecatedUsers(ctx, n.pool, now.Add(-usage.HourRetention))
+	if err != nil {
+		return 0, err
+	}
+	users = slices.DeleteFunc(users, func(u usage.DeprecatedUser) bool { return !receivers[u.Org] })
+	if len(users) == 0 {
+		return 0, nil
 	}
 	pairs := make([]store.Notice, len(users))
 	byPair := make(map[store.Notice]usage.DeprecatedUser, len(users))

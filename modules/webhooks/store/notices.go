@@ -28,6 +28,25 @@ type Notice struct {
 	Subject string
 }
 
+// Receivers returns the organizations that have an active endpoint: a
+// caller that reads what to notify after asking this sends only what was
+// counted once the endpoint existed (docs/design.md D79).
+func (s *Store) Receivers(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT org_id FROM civicgate.webhook_endpoints WHERE status = 'active'`)
+	if err != nil {
+		return nil, fmt.Errorf("store: receivers: %w", err)
+	}
+	orgs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: receivers: %w", err)
+	}
+	out := make(map[string]bool, len(orgs))
+	for _, o := range orgs {
+		out[o] = true
+	}
+	return out, nil
+}
+
 // Unnotified returns the pairs of ps (in their order) that have no notice yet
 // and whose organization has an active endpoint to send one to: one query,
 // so a caller asks Notify only for those.
