@@ -199,9 +199,10 @@ var keyIDTemplate = caddyopt.ParseTemplate("{" + contract.CivicKeyID + "}")
 
 // keyID is the key id civic_auth published ("" when the request was not
 // authenticated by civic_auth: not counted); key is the handler's resolved
-// key, the key id itself by default.
+// key, the key id itself by default (not under count per_organization,
+// where the counting key may be the organization's).
 func (h *Handler) keyID(repl *caddy.Replacer, key string) string {
-	if h.key.Placeholder() == contract.CivicKeyID {
+	if h.key.Placeholder() == contract.CivicKeyID && !h.perOrg {
 		return key
 	}
 	return keyIDTemplate.Expand(repl)

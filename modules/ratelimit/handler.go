@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,14 @@ type Handler struct {
 	// placeholder ({civic.cost_budget}); empty (the default): none. A
 	// placeholder that resolves to "" means no budget for that request.
 	Cost string `json:"cost,omitempty"`
+	// Count is what a quota and cost budget count: "per_key" (the default:
+	// the Key) or "per_organization" ({civic.org}, so that several keys of
+	// one organization, a rotation overlap included, share one count;
+	// docs/design.md D81).
+	Count string `json:"count,omitempty"`
+	// CountTiers limits Count per_organization to these policy names
+	// (tiers); empty: every policy of the handler.
+	CountTiers []string `json:"count_tiers,omitempty"`
 
 	limiter *limiter
 	logger  *zap.Logger
@@ -36,6 +45,23 @@ type Handler struct {
 	// (parseTemplates); a constant Rate or Cost is checked at provision.
 	key, rate, policy, cost caddyopt.Template
 	policies                *policyCache
+	perOrg                  bool // Count is per_organization
+}
+
+// The values of Count.
+const (
+	countPerKey = "per_key"
+	countPerOrg = "per_organization"
+)
+
+// countKey is the key a request of policy name counts against: the
+// organization's id under count per_organization (for name, when
+// CountTiers names some), else key.
+func (h *Handler) countKey(repl *caddy.Replacer, name, key string) string {
+	if !h.perOrg || len(h.CountTiers) > 0 && !slices.Contains(h.CountTiers, name) {
+		return key
+	}
+	return orgTemplate.Expand(repl)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -56,6 +82,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.Policy = "{" + contract.CivicTier + "}"
 	}
 	h.parseTemplates()
+	switch h.Count {
+	case "", countPerKey:
+	case countPerOrg:
+		h.perOrg = true
+	default:
+		return fmt.Errorf("civic_rate_limit: count: want %s or %s, got %q", countPerKey, countPerOrg, h.Count)
+	}
+	if len(h.CountTiers) > 0 && !h.perOrg {
+		return fmt.Errorf("civic_rate_limit: count: tiers are only for %s", countPerOrg)
+	}
 	if h.rate.Constant() {
 		if _, err := contract.ParseRates(h.Rate); err != nil {
 			return fmt.Errorf("civic_rate_limit: %w", err)
@@ -100,6 +136,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	name := h.policy.Expand(repl)
 	if name == "" {
 		name = "default"
+	}
+	if key = h.countKey(repl, name, key); key == "" {
+		h.logger.Error("rate limit organization is empty under count per_organization; check that civic_auth runs first")
+		bodyWriter.Write(w, http.StatusInternalServerError, contract.BodyInternal)
+		return nil
 	}
 	rawCost := h.cost.Expand(repl) // "": no Cost, or a tier without a budget
 	hp, err := h.policies.get(name, rawRate, rawCost)
