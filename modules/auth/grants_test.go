@@ -11,6 +11,7 @@ import (
 	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 	// the limiter the grant's figures reach (tests may assemble modules)
 	_ "github.com/civicgate/civicgate/modules/ratelimit"
 )
@@ -48,30 +49,52 @@ func TestGrantedPolicy(t *testing.T) {
 	}
 }
 
-// grantRoute limits /limited with the placeholders civic_auth publishes.
-const grantRoute = `route /limited {
+// grantRoutes limit /limited with the placeholders civic_auth publishes,
+// and /perorg per organization.
+const grantRoutes = `route /limited {
 		civic_auth
 		civic_rate_limit {
 			cost {civic.cost_budget}
 		}
 		respond "limited"
+	}
+	route /perorg {
+		civic_auth
+		civic_rate_limit {
+			count per_organization
+		}
+		respond "perorg"
 	}`
 
 // TestGrantTwoGateways (Caddy, a second civicgate process, PostgreSQL,
 // Redis, an injected clock in-process): a grant reaches both gateways
 // through the key store's notification, both advertise and enforce the
 // granted figures on one Redis count (the 429 comes at the granted quota
-// whichever gateway the requests went to), and when the grant ends the
-// tier's figures return by themselves — at the instant on the gateway whose
-// clock the test moves, at the real end on the other.
+// whichever gateway the requests went to), the 80 % and 100 % crossings are
+// recorded once for the window with the granted limit, and when the grant
+// ends the tier's figures return by themselves — at the instant on the
+// gateway whose clock the test moves, at the real end on the other. Under
+// count per_organization two keys of one organization share one quota.
 func TestGrantTwoGateways(t *testing.T) {
 	clock := useClock(t)
 	dsn, pool := migratedDB(t)
 	_, prefix := testenv.Redis(t)
-	global := fmt.Sprintf("civic_rate_limit {\n\t\tredis redis://%s\n\t\tkey_prefix %s\n\t\ttimeout 50ms\n\t}", testenv.RedisAddr(), prefix)
+	if err := usage.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DATABASE_URL", dsn) // the second gateway is given it too
+	global := fmt.Sprintf(`civic_rate_limit {
+		redis redis://%s
+		key_prefix %s
+		timeout 50ms
+		usage {
+			postgres {env.DATABASE_URL}
+			flush_interval 1s
+		}
+	}`, testenv.RedisAddr(), prefix)
 	tiers := "tier free 30/m bills members\n\t\ttier enterprise 1000/m 100000/d cost 500000/h bills members changes"
-	second := startBinaryGatewayWith(t, dsn, global, tiers, grantRoute)
-	g := startGatewayWith(t, gatewayConfig{storeDSN: dsn, cacheTTL: "1h", globalOptions: global, routes: grantRoute})
+	second := startBinaryGatewayWith(t, dsn, global, tiers, grantRoutes)
+	g := startGatewayWith(t, gatewayConfig{storeDSN: dsn, cacheTTL: "1h", globalOptions: global, routes: grantRoutes})
 	ctx := context.Background()
 	free := issue(t, pool, "acme", "free", "live")
 	ent := issue(t, pool, "bigco", "enterprise", "live")
@@ -130,6 +153,29 @@ func TestGrantTwoGateways(t *testing.T) {
 	if admitted != 40 || status != http.StatusTooManyRequests || p != grantFree || !strings.HasPrefix(rl, `"free";r=0;t=`) {
 		t.Fatalf("%d admitted, then %d %q %q; want 40 then 429 at the granted quota", admitted, status, p, rl)
 	}
+	// Both gateways saw acme past 80 % and refused it: one row per level.
+	testenv.Eventually(t, 10*time.Second, "the crossings to be flushed", func() error {
+		var levels []int
+		var limits []int64
+		rows, err := pool.Query(ctx, `SELECT level, "limit" FROM civicgate.quota_crossings
+			WHERE org_id = $1 AND key_id = $2 AND policy = 'free' AND kind = 'requests' ORDER BY level`, free.OrgID, free.ID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var l int
+			var q int64
+			if err := rows.Scan(&l, &q); err != nil {
+				return err
+			}
+			levels, limits = append(levels, l), append(limits, q)
+		}
+		if fmt.Sprint(levels, limits) != "[80 100] [40 40]" {
+			return fmt.Errorf("crossings: levels %v limits %v", levels, limits)
+		}
+		return nil
+	})
 	// The in-process gateway's clock passes the end: the tier's figures at
 	// once, from the cached record, with no command and no notification.
 	clock.set(until.Add(time.Second))
@@ -138,6 +184,28 @@ func TestGrantTwoGateways(t *testing.T) {
 	}
 	if _, p, _ := policy(gateways["in-process"], free.Key); p != tierFree {
 		t.Fatalf("in-process after the end: %q, want the tier's %q", p, tierFree)
+	}
+	// Two keys of one organization, counted per organization, on both
+	// gateways: 30 a minute in all, the 31st refused whatever the key.
+	duo1 := issue(t, pool, "duo", "free", "live")
+	duo2 := issue(t, pool, "duo", "free", "live")
+	admitted = 0
+	for i := 0; i < 30; i++ {
+		key, url := duo1.Key, g.base+"/perorg"
+		if i%2 == 1 {
+			key = duo2.Key
+		}
+		if i%3 == 0 {
+			url = second + "/perorg"
+		}
+		if res := get(t, url, "Authorization", "Bearer "+key); res.status == http.StatusOK {
+			admitted++
+		}
+	}
+	for _, key := range []string{duo1.Key, duo2.Key} {
+		if res := get(t, second+"/perorg", "Authorization", "Bearer "+key); admitted != 30 || res.status != http.StatusTooManyRequests {
+			t.Fatalf("per organization: %d admitted, then %d; want 30 and 429 for either key", admitted, res.status)
+		}
 	}
 	// The second gateway's real clock reaches the end too.
 	testenv.Eventually(t, 40*time.Second, "the second gateway to return to the tier", func() error {

@@ -94,6 +94,14 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		if d != nil {
 			x.budget.reqDecision = *d
 		}
+		if u != nil {
+			if org := orgTemplate.Expand(repl); org != "" {
+				x.budget.crossings, x.budget.orgID = u.crossings, org
+				if !h.perOrg || key != org { // counted per key
+					x.budget.keyID = x.keyID
+				}
+			}
+		}
 		var q *contract.Request
 		r, q = contract.AttachRequest(r)
 		q.SetCostBudget(x.budget)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 // Handler is the civic_rate_limit HTTP handler.
@@ -137,6 +138,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if name == "" {
 		name = "default"
 	}
+	keyOwn := key // the handler's key, before count per_organization
 	if key = h.countKey(repl, name, key); key == "" {
 		h.logger.Error("rate limit organization is empty under count per_organization; check that civic_auth runs first")
 		bodyWriter.Write(w, http.StatusInternalServerError, contract.BodyInternal)
@@ -185,6 +187,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if d.granted == 0 {
 		m.refused.Inc()
 		h.countRefused(r, repl, key, &d)
+		h.noteCrossings(repl, hp.req, usage.KindRequests, key != keyOwn, keyOwn, &d, hp.req.refusing(&d, 1))
 		retry := max(1, ceilDiv(d.retryAfter, 1e6))
 		b := append(buf[:0], hp.req.names[hp.req.refusing(&d, 1)]...)
 		b = append(b, ";r=0;t="...)
@@ -196,6 +199,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	m.allowed.Inc()
+	h.noteCrossings(repl, hp.req, usage.KindRequests, key != keyOwn, keyOwn, &d, -1)
 	i := hp.req.closest(&d)
 	vals[1] = string(appendRateLimit(buf[:0], hp.req.names[i], d.remaining[i], d.resetAfter[i]))
 	hdr["Ratelimit"] = vals[1:2:2]
