@@ -94,7 +94,7 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		if d != nil {
 			x.budget.reqDecision = *d
 		}
-		if u != nil {
+		if u != nil && u.crossings != nil {
 			if org := orgTemplate.Expand(repl); org != "" {
 				x.budget.crossings, x.budget.orgID = u.crossings, org
 				if !h.perOrg || key != org { // counted per key

@@ -20,7 +20,7 @@ import (
 // (count per_organization), keyOwn is the handler's key otherwise.
 func (h *Handler) noteCrossings(repl *caddy.Replacer, set *policySet, kind string, byOrg bool, keyOwn string, d *decision, refusing int) {
 	u := h.limiter.usage
-	if u == nil || !reached(set, d, refusing) {
+	if u == nil || u.crossings == nil || !reached(set, d, refusing) {
 		return
 	}
 	org := orgTemplate.Expand(repl)

@@ -141,16 +141,17 @@ func (a grantArgs) grant(now time.Time) (keystore.Grant, error) {
 	return g, nil
 }
 
-// grantError says a store refusal in the command's words.
+// grantError says a store refusal in the command's words; the organization
+// is quoted (%q), so a name with control characters prints escaped.
 func grantError(err error, org string) error {
 	var deleted *keystore.OrgDeletedError
 	switch {
 	case errors.Is(err, keystore.ErrNoSuchOrg):
-		return fmt.Errorf("no such organization: %s (`civicgate keys list` shows them)", org)
+		return fmt.Errorf("no such organization: %q (`civicgate keys list` shows them)", org)
 	case errors.Is(err, keystore.ErrNoGrant):
-		return fmt.Errorf("organization %s has no grant running; nothing changed", org)
+		return fmt.Errorf("organization %q has no grant running; nothing changed", org)
 	case errors.As(err, &deleted):
-		return fmt.Errorf("organization %s was deleted; it takes no grant", org)
+		return fmt.Errorf("organization %q was deleted; it takes no grant", org)
 	}
 	return err
 }

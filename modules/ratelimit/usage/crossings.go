@@ -144,10 +144,23 @@ func (m *CrossingMeter) Add(c Crossing) {
 		}
 	}
 	k.org, k.key, k.policy = strings.Clone(k.org), strings.Clone(k.key), strings.Clone(k.policy)
-	c.OrgID, c.KeyID, c.Policy = k.org, k.key, k.policy
+	c.OrgID, c.KeyID, c.Policy = pgText(k.org), pgText(k.key), pgText(k.policy)
 	s.seen[k] = struct{}{}
 	m.held.Add(1)
 	s.pending = append(s.pending, c)
+}
+
+// maxText bounds a recorded name (a policy may come from a request header).
+const maxText = 256
+
+// pgText is s as PostgreSQL text holds it, at most maxText bytes: NUL and
+// bytes that are not UTF-8 become U+FFFD, so one hostile name cannot fail
+// every flush of the batch it is in.
+func pgText(s string) string {
+	if len(s) > maxText {
+		s = s[:maxText]
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // forgetEnded drops from s the crossings whose window ended before now.
