@@ -32,6 +32,10 @@ type resolvedKey struct {
 	// once: a request adds it to the replacer without allocating a closure
 	// or growing the replacer's map).
 	placeholders caddy.ReplacerFunc
+	// grantPlaceholders answers them with the organization's granted figures
+	// (nil: no grant): the handler uses it while rec.Granted (docs/design.md D81).
+	grantPlaceholders          caddy.ReplacerFunc
+	grantRateVal, grantCostVal any
 	// what WatchCredential registers (found entries only)
 	hash    keystore.Hash
 	watches *watchRegistry

@@ -213,7 +213,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 		return h.refuse(w, as, http.StatusInternalServerError, contract.BodyInternal, outcomeError)
 	}
 
-	r = h.admit(r, e.placeholders, assertion)
+	r = h.admit(r, e.placeholdersAt(now), assertion)
 	// The resolved key is the request's caller and contract.Watcher: nothing
 	// is allocated beyond the request value until an exchange calls
 	// WatchCredential.

@@ -92,6 +92,7 @@ type gatewayConfig struct {
 	authOptions        string // extra lines in the civic_auth global option
 	globalOptions      string // extra global options
 	separateAccessLog  bool   // access log in its own file
+	routes             string // more routes in the site
 }
 
 func startGatewayWith(t *testing.T, c gatewayConfig) *gateway {
@@ -151,8 +152,9 @@ http://localhost:%[2]d {
 		civic_auth
 		respond "{civic.key_id}|{civic.org}|{civic.tier}|{civic.env}|{civic.rate}|{civic.families}|{civic.cost_budget}"
 	}
+	%[10]s
 }
-`, adminPort, port, testenv.FreePort(t), g.logPath, g.upstream.srv.URL, cacheTTL, c.authOptions, c.globalOptions, g.accessLogPath)
+`, adminPort, port, testenv.FreePort(t), g.logPath, g.upstream.srv.URL, cacheTTL, c.authOptions, c.globalOptions, g.accessLogPath, c.routes)
 	caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort}).InitServer(cfg, "caddyfile")
 	return g
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -108,7 +109,32 @@ func (a *App) newEntry(h keystore.Hash, rec keystore.Record, now time.Time) *res
 	}
 	e.caller = contract.Caller{KeyID: rec.KeyID, Org: rec.OrgID, Tier: rec.Tier, Env: rec.Env, Families: e.families()}
 	e.placeholders = e.placeholder
+	if e.tier != nil && (rec.GrantRequests > 0 || rec.GrantCost > 0) {
+		e.grantRateVal, e.grantCostVal = e.tier.granted(rec.GrantRequests, rec.GrantCost)
+		e.grantPlaceholders = e.grantedPlaceholder
+	}
 	return e
+}
+
+// grantedPlaceholder is placeholder with the grant's rate and cost budget.
+func (e *resolvedKey) grantedPlaceholder(name string) (any, bool) {
+	switch name {
+	case contract.CivicRate:
+		return e.grantRateVal, true
+	case contract.CivicCostBudget:
+		return e.grantCostVal, true
+	}
+	return e.placeholder(name)
+}
+
+// placeholdersAt is the placeholders of e for a request at now: the
+// granted figures while the organization's grant runs, the tier's from its
+// end on, decided per request from the cached record as an expiry is.
+func (e *resolvedKey) placeholdersAt(now time.Time) caddy.ReplacerFunc {
+	if e.grantPlaceholders != nil && e.rec.Granted(now) {
+		return e.grantPlaceholders
+	}
+	return e.placeholders
 }
 
 // placeholder answers the {civic.*} placeholders (modules/contract) for a

@@ -31,6 +31,13 @@ func TestMain(m *testing.M) {
 // startBinaryGateway runs the built civicgate as a separate process.
 func startBinaryGateway(t *testing.T, dsn string) (base string) {
 	t.Helper()
+	return startBinaryGatewayWith(t, dsn, "", "tier enterprise 1000/m bills", "")
+}
+
+// startBinaryGatewayWith is startBinaryGateway with more global options,
+// the civic_auth tier lines and routes before the site's catch-all.
+func startBinaryGatewayWith(t *testing.T, dsn, globals, tiers, routes string) (base string) {
+	t.Helper()
 	bins.BuildCivicgate(t)
 	bin := bins.Civicgate
 	dir := t.TempDir()
@@ -44,14 +51,18 @@ func startBinaryGateway(t *testing.T, dsn string) (base string) {
 		environment live
 		identity_secret {env.CIVIC_IDENTITY_SECRET}
 		cache_ttl 1m
-		tier enterprise 1000/m bills
+		%s
 	}
+	%s
 }
 http://localhost:%d {
-	civic_auth
-	respond "second ok"
+	%s
+	route {
+		civic_auth
+		respond "second ok"
+	}
 }
-`, admin, port, testenv.FreePort(t), port)
+`, admin, port, testenv.FreePort(t), tiers, globals, port, routes)
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

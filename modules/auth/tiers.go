@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/civicgate/civicgate/modules/contract"
@@ -23,8 +24,10 @@ func parseTierLine(args []string) (TierConfig, error) {
 type tierPolicy struct {
 	name        string
 	families    []string
-	rateVal     any // contract.Rates of the tier's rates: {civic.rate}
-	costVal     any // the cost budget's Rate.String(), "" without one: {civic.cost_budget}
+	rates       []contract.Rate
+	cost        contract.Rate // Quota 0: no cost budget
+	rateVal     any           // contract.Rates of the tier's rates: {civic.rate}
+	costVal     any           // the cost budget's Rate.String(), "" without one: {civic.cost_budget}
 	familiesVal any
 }
 
@@ -35,12 +38,13 @@ func newTierPolicy(name string, tc TierConfig) (*tierPolicy, error) {
 		return nil, fmt.Errorf("tier %s: %w", name, err)
 	}
 	cost := ""
+	var budget contract.Rate
 	if tc.CostBudget != "" {
 		r, err := contract.ParseRate(tc.CostBudget)
 		if err != nil {
 			return nil, fmt.Errorf("tier %s: cost: %w", name, err)
 		}
-		cost = r.String()
+		cost, budget = r.String(), r
 	}
 	for _, f := range tc.Families {
 		if !familyRE.MatchString(f) || f == contract.TierCostWord {
@@ -48,7 +52,7 @@ func newTierPolicy(name string, tc TierConfig) (*tierPolicy, error) {
 		}
 	}
 	return &tierPolicy{
-		name: name, families: tc.Families,
+		name: name, families: tc.Families, rates: rates, cost: budget,
 		rateVal: contract.Rates(rates), costVal: cost, familiesVal: strings.Join(tc.Families, ","),
 	}, nil
 }
@@ -60,4 +64,36 @@ func (t *tierPolicy) entitled(family string) bool {
 		}
 	}
 	return false
+}
+
+// granted is the tier's {civic.rate} and {civic.cost_budget} under an
+// organization's grant (docs/design.md D81): requests (0: none) becomes the
+// quota of the first rate and every other rate grows in proportion; cost
+// (0: none) becomes the budget's points per its window. A grant never lowers
+// a figure, and a tier without a cost budget gets none from a grant (there
+// is nothing to raise: it has no budget).
+func (t *tierPolicy) granted(requests, cost int64) (rateVal, costVal any) {
+	rateVal, costVal = t.rateVal, t.costVal
+	if requests > t.rates[0].Quota {
+		rates := make([]contract.Rate, len(t.rates))
+		scale := float64(requests) / float64(t.rates[0].Quota)
+		for i, r := range t.rates {
+			rates[i] = contract.Rate{Quota: raised(r, math.Ceil(float64(r.Quota)*scale)), Window: r.Window}
+		}
+		rateVal = contract.Rates(rates)
+	}
+	if t.cost.Quota > 0 && cost > t.cost.Quota {
+		costVal = contract.Rate{Quota: raised(t.cost, float64(cost)), Window: t.cost.Window}.String()
+	}
+	return rateVal, costVal
+}
+
+// raised is quota for r's window, within what contract.ParseRate reads back
+// (MaxQuota, one per microsecond) and never below r's own.
+func raised(r contract.Rate, quota float64) int64 {
+	limit := min(contract.MaxQuota, r.Window.Microseconds())
+	if quota >= float64(limit) {
+		return max(limit, r.Quota)
+	}
+	return max(int64(quota), r.Quota)
 }

@@ -19,7 +19,7 @@ func global(opts string) string {
 
 // Each option with a valid value: all of them are once-only.
 var (
-	handlerOnce = map[string]string{"key": "{remote_host}", "rate": "10/s", "policy": "anonymous", "cost": "{civic.cost_budget}"}
+	handlerOnce = map[string]string{"key": "{remote_host}", "rate": "10/s", "policy": "anonymous", "cost": "{civic.cost_budget}", "count": "per_organization"}
 	globalOnce  = map[string]string{
 		"redis": "{env.REDIS_URL}", "addrs": "10.0.0.1:26379 10.0.0.2:26379", "master_name": "civic", "username": "u",
 		"password": "{env.REDIS_PASSWORD}", "key_prefix": "rl:", "timeout": "20ms", "on_store_error": "closed", "lease": "0.02",
@@ -36,6 +36,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		"handler five rates":   {handler("rate 1/s 2/m 3/h 4/d 5/2s"), `civic_rate_limit: rate: rate list "1/s,2/m,3/h,4/d,5/2s": more than 4 rates`},
 		"handler placeholder+": {handler("rate {civic.rate} 1/s"), `civic_rate_limit: rate: a placeholder must be the only rate`},
 		"handler bad cost":     {handler("cost lots"), `civic_rate_limit: cost: rate "lots": want <quota>/<window>, e.g. 100/m`},
+		"handler count":        {handler("count per_team"), `civic_rate_limit: count: want per_key or per_organization, got "per_team"`},
+		"handler count tiers":  {handler("count per_key free"), `civic_rate_limit: count: tiers are only for per_organization`},
+		"handler count none":   {handler("count"), "wrong argument count or unexpected line ending after 'count'"},
 		"handler cost two":     {handler("cost 1/s 2/m"), "wrong argument count or unexpected line ending after '2/m'"},
 		"global usage no dsn":  {global("usage {\nflush_interval 0s\n}"), `civic_rate_limit usage: flush_interval: want a duration from 1s to 1m0s, got "0s"`},
 		"global usage unknown": {global("usage {\nflush 5s\n}"), `civic_rate_limit usage: unknown option "flush"`},

@@ -94,6 +94,14 @@ func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request, next cad
 		if d != nil {
 			x.budget.reqDecision = *d
 		}
+		if u != nil && u.crossings != nil {
+			if org := orgTemplate.Expand(repl); org != "" {
+				x.budget.crossings, x.budget.orgID = u.crossings, org
+				if !h.perOrg || key != org { // counted per key
+					x.budget.keyID = x.keyID
+				}
+			}
+		}
 		var q *contract.Request
 		r, q = contract.AttachRequest(r)
 		q.SetCostBudget(x.budget)
@@ -199,9 +207,10 @@ var keyIDTemplate = caddyopt.ParseTemplate("{" + contract.CivicKeyID + "}")
 
 // keyID is the key id civic_auth published ("" when the request was not
 // authenticated by civic_auth: not counted); key is the handler's resolved
-// key, the key id itself by default.
+// key, the key id itself by default (not under count per_organization,
+// where the counting key may be the organization's).
 func (h *Handler) keyID(repl *caddy.Replacer, key string) string {
-	if h.key.Placeholder() == contract.CivicKeyID {
+	if h.key.Placeholder() == contract.CivicKeyID && !h.perOrg {
 		return key
 	}
 	return keyIDTemplate.Expand(repl)

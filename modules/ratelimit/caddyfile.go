@@ -25,6 +25,7 @@ func init() {
 //	    rate   <quota/window>... | <placeholder>   # up to four rates: 100/m 20000/d
 //	    policy <name or placeholder>
 //	    cost   <points/window or placeholder>     # cost budget, e.g. {civic.cost_budget}
+//	    count  per_key|per_organization [<tier>...] # what quotas count (default per_key); tiers: only these
 //	}
 //
 // Each option may be given once; literal rates are checked here, ones with a
@@ -38,6 +39,28 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			_, err := contract.ParseRate(v)
 			return err
 		}),
+		"count": countOption(h),
+	})
+}
+
+// countOption reads `count per_key|per_organization [<tier>...]`.
+func countOption(h *Handler) caddyopt.Option {
+	return caddyopt.Func(func(a *caddyopt.Args) error {
+		args, err := a.AtLeast(1)
+		if err != nil {
+			return err
+		}
+		switch {
+		case args[0] != countPerKey && args[0] != countPerOrg:
+			return a.Errf("want %s or %s, got %q", countPerKey, countPerOrg, args[0])
+		case args[0] == countPerKey && len(args) > 1:
+			return a.Errf("tiers are only for %s", countPerOrg)
+		}
+		h.Count, h.CountTiers = args[0], args[1:]
+		if len(h.CountTiers) == 0 {
+			h.CountTiers = nil
+		}
+		return nil
 	})
 }
 

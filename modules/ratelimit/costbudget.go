@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 // costBudget is contract.CostBudget for one admitted request (and, on a
@@ -29,6 +30,10 @@ type costBudget struct {
 	// rateLimit is the value the handler's RateLimit header slice holds (its
 	// admission's): rewritten in place while the header still holds it.
 	rateLimit *string
+	// crossings, when usage is recorded: where the budget's thresholds go
+	// and whose they are (docs/design.md D81); nil: not recorded.
+	crossings    *usage.CrossingMeter
+	orgID, keyID string // keyID "": counted per organization
 }
 
 // setRateLimit sets h's RateLimit to v, in the handler's own slice when h
@@ -64,6 +69,13 @@ func (b *costBudget) Spend(ctx context.Context, cost int64, h http.Header) (cont
 		return out, fmt.Errorf("civic_rate_limit: cost budget: %w", err)
 	}
 	var buf [96]byte
+	if b.crossings != nil {
+		refusing := -1
+		if d.granted == 0 {
+			refusing = 0
+		}
+		noteCrossings(b.crossings, b.set, usage.KindCost, b.orgID, b.keyID, &d, refusing)
+	}
 	if d.granted == 0 {
 		m.costRefused.Inc()
 		retry := max(1, ceilDiv(d.retryAfter, 1e6))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/contract"
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 // Handler is the civic_rate_limit HTTP handler.
@@ -29,6 +31,14 @@ type Handler struct {
 	// placeholder ({civic.cost_budget}); empty (the default): none. A
 	// placeholder that resolves to "" means no budget for that request.
 	Cost string `json:"cost,omitempty"`
+	// Count is what a quota and cost budget count: "per_key" (the default:
+	// the Key) or "per_organization" ({civic.org}, so that several keys of
+	// one organization, a rotation overlap included, share one count;
+	// docs/design.md D81).
+	Count string `json:"count,omitempty"`
+	// CountTiers limits Count per_organization to these policy names
+	// (tiers); empty: every policy of the handler.
+	CountTiers []string `json:"count_tiers,omitempty"`
 
 	limiter *limiter
 	logger  *zap.Logger
@@ -36,6 +46,23 @@ type Handler struct {
 	// (parseTemplates); a constant Rate or Cost is checked at provision.
 	key, rate, policy, cost caddyopt.Template
 	policies                *policyCache
+	perOrg                  bool // Count is per_organization
+}
+
+// The values of Count.
+const (
+	countPerKey = "per_key"
+	countPerOrg = "per_organization"
+)
+
+// countKey is the key a request of policy name counts against: the
+// organization's id under count per_organization (for name, when
+// CountTiers names some), else key.
+func (h *Handler) countKey(repl *caddy.Replacer, name, key string) string {
+	if !h.perOrg || len(h.CountTiers) > 0 && !slices.Contains(h.CountTiers, name) {
+		return key
+	}
+	return orgTemplate.Expand(repl)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -56,6 +83,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.Policy = "{" + contract.CivicTier + "}"
 	}
 	h.parseTemplates()
+	switch h.Count {
+	case "", countPerKey:
+	case countPerOrg:
+		h.perOrg = true
+	default:
+		return fmt.Errorf("civic_rate_limit: count: want %s or %s, got %q", countPerKey, countPerOrg, h.Count)
+	}
+	if len(h.CountTiers) > 0 && !h.perOrg {
+		return fmt.Errorf("civic_rate_limit: count: tiers are only for %s", countPerOrg)
+	}
 	if h.rate.Constant() {
 		if _, err := contract.ParseRates(h.Rate); err != nil {
 			return fmt.Errorf("civic_rate_limit: %w", err)
@@ -101,6 +138,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if name == "" {
 		name = "default"
 	}
+	keyOwn := key // the handler's key, before count per_organization
+	if key = h.countKey(repl, name, key); key == "" {
+		h.logger.Error("rate limit organization is empty under count per_organization; check that civic_auth runs first")
+		bodyWriter.Write(w, http.StatusInternalServerError, contract.BodyInternal)
+		return nil
+	}
 	rawCost := h.cost.Expand(repl) // "": no Cost, or a tier without a budget
 	hp, err := h.policies.get(name, rawRate, rawCost)
 	if err != nil {
@@ -144,6 +187,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if d.granted == 0 {
 		m.refused.Inc()
 		h.countRefused(r, repl, key, &d)
+		h.noteCrossings(repl, hp.req, usage.KindRequests, key != keyOwn, keyOwn, &d, hp.req.refusing(&d, 1))
 		retry := max(1, ceilDiv(d.retryAfter, 1e6))
 		b := append(buf[:0], hp.req.names[hp.req.refusing(&d, 1)]...)
 		b = append(b, ";r=0;t="...)
@@ -155,6 +199,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	m.allowed.Inc()
+	h.noteCrossings(repl, hp.req, usage.KindRequests, key != keyOwn, keyOwn, &d, -1)
 	i := hp.req.closest(&d)
 	vals[1] = string(appendRateLimit(buf[:0], hp.req.names[i], d.remaining[i], d.resetAfter[i]))
 	hdr["Ratelimit"] = vals[1:2:2]

@@ -15,6 +15,7 @@ import (
 type policySet struct {
 	rates []contract.Rate
 	names []string // each policy's name as a structured-field string
+	plain []string // each policy's name as written (quota crossings)
 	// header is the RateLimit-Policy members of the set: "<name>";q=…;w=…, …
 	header string
 	// prefix of the store key in memory and the lease cache: name:rates:
@@ -48,6 +49,7 @@ func newPolicySet(name, suffix string, rates []contract.Rate, share float64, max
 		}
 		sf := sfString(n)
 		s.names = append(s.names, sf)
+		s.plain = append(s.plain, n)
 		members[i] = sf + ";q=" + strconv.FormatInt(r.Quota, 10) + ";w=" + strconv.FormatInt(ceilDiv(r.Window.Microseconds(), 1e6), 10)
 		s.redisParts = append(s.redisParts, ":"+n+":"+strconv.FormatInt(r.Quota, 10)+"/"+strconv.FormatInt(r.Window.Milliseconds(), 10))
 		minQuota, minWindow = min(minQuota, r.Quota), min(minWindow, r.Window.Microseconds())

@@ -53,12 +53,14 @@ type usageSettings struct {
 // pool, so counts survive a reload; the flusher runs from the first App
 // Start to the limiter's Destruct (a last flush).
 type usageSink struct {
-	meter   *usage.Meter
-	ops     *usage.OperationMeter // nil: operations not counted
-	pool    *pgxpool.Pool
-	flusher *usage.Flusher
-	mu      sync.Mutex
-	started bool
+	meter *usage.Meter
+	ops   *usage.OperationMeter // nil: operations not counted
+	// crossings holds the quota thresholds reached (docs/design.md D81)
+	crossings *usage.CrossingMeter
+	pool      *pgxpool.Pool
+	flusher   *usage.Flusher
+	mu        sync.Mutex
+	started   bool
 }
 
 func newUsageSink(set usageSettings, logger *zap.Logger) (*usageSink, error) {
@@ -72,7 +74,9 @@ func newUsageSink(set usageSettings, logger *zap.Logger) (*usageSink, error) {
 		return nil, fmt.Errorf("usage postgres: %w", err)
 	}
 	m := usage.NewMeter(set.cells)
-	u := &usageSink{meter: m, pool: pool, flusher: usage.NewFlusher(m, pool, set.interval, logger)}
+	u := &usageSink{meter: m, pool: pool, flusher: usage.NewFlusher(m, pool, set.interval, logger),
+		crossings: usage.NewCrossingMeter(0)}
+	u.flusher.WithCrossings(u.crossings)
 	if set.operations {
 		u.ops = usage.NewOperationMeter(set.opCells, set.opsPerKey)
 		u.flusher.WithOperations(u.ops)

@@ -1,4 +1,4 @@
-// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|set-tier|list|delete-org|usage`
+// Package keycmd adds `civicgate keys migrate|issue|rotate|revoke|suspend|resume|set-tier|grant|grants|list|delete-org|usage`
 // and `civicgate tokens deny|undeny|list` (the access-token deny list, docs/design.md D49)
 // to the civicgate binary (docs/design.md D8). The database comes from
 // DATABASE_URL; with --file PATH every key command works on a hashed keys
@@ -24,7 +24,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "keys",
-		Usage: "migrate | issue --org NAME --tier TIER --env ENV [--expires 30d] [--name NAME] [--label k=v]... | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | set-tier --org NAME --tier TIER | list [--org NAME] [--env ENV] [--tier TIER] [--expiring 7d] [--json] | usage --org ORG … ; --file PATH for a keys file; --caddyfile PATH to check the tier",
+		Usage: "migrate | issue --org NAME --tier TIER --env ENV [--expires 30d] [--name NAME] [--label k=v]... | rotate --org NAME --env ENV [--tier TIER] [--overlap 24h] | revoke KEY_ID | suspend|resume|delete-org --org NAME | set-tier --org NAME --tier TIER | grant ORG --requests N --cost N --until WHEN | grant end ORG | grants list | list [--org NAME] [--env ENV] [--tier TIER] [--expiring 7d] [--json] | usage --org ORG … ; --file PATH for a keys file; --caddyfile PATH to check the tier",
 		Short: "Manages civicgate API keys (database from DATABASE_URL, or a keys file with --file)",
 		Long: `
 Manages the API keys civic_auth accepts. Keys are printed once, at issue or
@@ -63,6 +63,15 @@ const usageText = `usage: civicgate keys <command> [flags]
                                                    list keys: ids, prefixes, tier, status, dates, end of overlap,
                                                    expiry, labels, name; never keys or hashes; each filter narrows
                                                    the list; --expiring D keeps the live keys expiring within D
+  grant ORG [--requests N] [--cost N] --until WHEN
+                                                   raise the organization's quota (N per the window of its tier's
+                                                   first rate; other rates grow alike) and/or cost budget (N points
+                                                   per the budget's window) without changing its tier, until WHEN
+                                                   (a duration: 720h, 30d; or an RFC 3339 time); a grant never
+                                                   lowers a figure; the tier's figures return by themselves at the
+                                                   end; a new grant replaces the running one (database only)
+  grant end ORG                                    end the organization's grant now
+  grants list [--all] [--json]                     list the running grants (--all: ended ones too)
   usage --org ORG [--key KEY_ID] [--since 24h] [--by minute|hour] [--json]
                                                    requests per key and minute or hour: admitted, refused (429),
                                                    4xx, 5xx, cost, mcp (admitted requests made for an MCP tool
@@ -111,6 +120,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	sub, rest := args[0], args[1:]
 	if sub == "usage" {
 		return runUsage(ctx, rest, stdout, stderr, getenv)
+	}
+	if sub == "grant" || sub == "grants" {
+		return runGrant(ctx, sub, rest, stdout, stderr, getenv)
 	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	// The flag package's own usage block is not this command's help: -h,

@@ -153,6 +153,17 @@ type Record struct {
 	// shares it between requests).
 	Name   string
 	Labels map[string]string
+	// GrantRequests and GrantCost are the organization's grant (0: none or
+	// the tier's figure), in force until GrantUntil, compared with the clock
+	// at each request (docs/design.md D81).
+	GrantRequests, GrantCost int64
+	GrantUntil               time.Time
+}
+
+// Granted reports whether the record's organization has a grant in force at
+// now.
+func (r *Record) Granted(now time.Time) bool {
+	return (r.GrantRequests > 0 || r.GrantCost > 0) && now.Before(r.GrantUntil)
 }
 
 // EffectiveStatus is the key's status at now: a rotating key whose deadline

@@ -210,7 +210,8 @@ func (r *Record) Expired(now time.Time) bool { return expired(r.ExpiresAt, now) 
 func (r Record) Equal(o Record) bool {
 	return r.KeyID == o.KeyID && r.OrgID == o.OrgID && r.OrgName == o.OrgName && r.OrgStatus == o.OrgStatus &&
 		r.Env == o.Env && r.Tier == o.Tier && r.Status == o.Status && r.RotatesOut.Equal(o.RotatesOut) &&
-		r.Name == o.Name && r.ExpiresAt.Equal(o.ExpiresAt) && maps.Equal(r.Labels, o.Labels)
+		r.Name == o.Name && r.ExpiresAt.Equal(o.ExpiresAt) && maps.Equal(r.Labels, o.Labels) &&
+		r.GrantRequests == o.GrantRequests && r.GrantCost == o.GrantCost && r.GrantUntil.Equal(o.GrantUntil)
 }
 
 // FormatLabels writes labels as "k=v,k=v" in key order ("" for none), as

@@ -40,7 +40,7 @@ func TestMigrationThreeUpgradesKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v int
-	if err := pool.QueryRow(ctx, `SELECT max(version) FROM civicgate.keystore_migrations`).Scan(&v); err != nil || v != 5 {
+	if err := pool.QueryRow(ctx, `SELECT max(version) FROM civicgate.keystore_migrations`).Scan(&v); err != nil || v != 6 {
 		t.Fatalf("version %d %v", v, err)
 	}
 	if r, err := Lookup(ctx, pool, HashKey("old")); err != nil || r.Status != StatusActive || !r.RotatesOut.IsZero() {

@@ -31,11 +31,14 @@ func Lookup(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, h Hash) (Record, error) {
 	var r Record
-	var until, expires *time.Time
+	var until, expires, grantUntil *time.Time
 	err := q.QueryRow(ctx, `SELECT k.id, k.org_id, o.name, o.status, k.env, k.tier, k.status, k.rotates_out_at,
-			k.expires_at, k.name, k.labels
-		FROM civicgate.api_keys k JOIN civicgate.organizations o ON o.id = k.org_id WHERE k.key_hash = $1`, h[:]).
-		Scan(&r.KeyID, &r.OrgID, &r.OrgName, &r.OrgStatus, &r.Env, &r.Tier, &r.Status, &until, &expires, &r.Name, &r.Labels)
+			k.expires_at, k.name, k.labels, coalesce(g.requests, 0), coalesce(g.cost, 0), g.until
+		FROM civicgate.api_keys k JOIN civicgate.organizations o ON o.id = k.org_id
+		LEFT JOIN civicgate.org_grants g ON g.org_id = k.org_id
+		WHERE k.key_hash = $1`, h[:]).
+		Scan(&r.KeyID, &r.OrgID, &r.OrgName, &r.OrgStatus, &r.Env, &r.Tier, &r.Status, &until, &expires, &r.Name, &r.Labels,
+			&r.GrantRequests, &r.GrantCost, &grantUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Record{}, ErrNotFound
 	}
@@ -50,6 +53,9 @@ func Lookup(ctx context.Context, q interface {
 	}
 	if len(r.Labels) == 0 {
 		r.Labels = nil
+	}
+	if grantUntil != nil {
+		r.GrantUntil = grantUntil.UTC()
 	}
 	return r, nil
 }

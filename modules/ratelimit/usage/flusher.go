@@ -25,6 +25,7 @@ const PruneEvery = time.Hour
 type Flusher struct {
 	meter    *Meter
 	ops      *OperationMeter // nil: operations are not counted
+	cross    *CrossingMeter  // nil: no quota crossings recorded
 	pool     *pgxpool.Pool
 	interval time.Duration
 	timeout  time.Duration // for one flush of the running loop
@@ -65,6 +66,13 @@ func NewFlusher(m *Meter, pool *pgxpool.Pool, interval time.Duration, logger *za
 // minute counts (docs/design.md D70); call it before Start. It returns f.
 func (f *Flusher) WithOperations(ops *OperationMeter) *Flusher {
 	f.ops = ops
+	return f
+}
+
+// WithCrossings makes f write the quota crossings c holds in the same
+// batches (docs/design.md D81); call it before Start. It returns f.
+func (f *Flusher) WithCrossings(c *CrossingMeter) *Flusher {
+	f.cross = c
 	return f
 }
 
@@ -128,6 +136,9 @@ func (f *Flusher) drain() Batch {
 	b := Batch{Rows: f.meter.Drain()}
 	if f.ops != nil {
 		b.Operations, b.Records = f.ops.Drain()
+	}
+	if f.cross != nil {
+		b.Crossings = f.cross.Drain()
 	}
 	return b
 }

@@ -79,10 +79,13 @@ type Batch struct {
 	Rows       []Row
 	Operations []OperationRow
 	Records    []OperationRecord
+	// Crossings are the quota thresholds reached (docs/design.md D81),
+	// each written once per window.
+	Crossings []Crossing
 }
 
 func (b *Batch) empty() bool {
-	return len(b.Rows) == 0 && len(b.Operations) == 0 && len(b.Records) == 0
+	return len(b.Rows) == 0 && len(b.Operations) == 0 && len(b.Records) == 0 && len(b.Crossings) == 0
 }
 
 // WriteFlush is WriteBatch for a whole Batch: the minute and hour rows, the
@@ -116,7 +119,10 @@ func WriteFlush(ctx context.Context, pool *pgxpool.Pool, id string, b Batch) (ap
 				}
 			}
 		}
-		return writeOperations(ctx, tx, ops, b.Records)
+		if err := writeOperations(ctx, tx, ops, b.Records); err != nil {
+			return err
+		}
+		return writeCrossings(ctx, tx, b.Crossings)
 	})
 	if err != nil {
 		return false, fmt.Errorf("usage: write %d rows, %d operation rows: %w", len(rows), len(b.Operations), schemaErr(err))
@@ -177,6 +183,9 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
 		}
 		if err := pruneOperations(ctx, tx, now.Add(-HourRetention)); err != nil {
 			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.quota_crossings WHERE crossed_at < $1`, now.Add(-HourRetention)); err != nil {
+			return fmt.Errorf("quota crossings: %w", err)
 		}
 		// a batch is retried only while its gateway runs: kept as long as minutes
 		if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_flushes WHERE applied_at < $1`, now.Add(-MinuteRetention)); err != nil {
