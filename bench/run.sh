@@ -19,7 +19,7 @@
 #                 (-count 3; rewrites its rows of BENCHMARKS.md)
 #   opcount       what counting each request's operation adds (docs/design.md D83): BenchmarkOperationCounting
 #                 (./bench, the shipped route with and without `operations off`, alternating) and the meter's Add,
-#                 BENCH_OPCOUNT_COUNT counts (8), paired count by count (bench/opcount.sh; ≈ 2 min); its row of
+#                 BENCH_OPCOUNT_COUNT rounds (8), paired round by round (bench/opcount.sh; ≈ 3 min); its row of
 #                 BENCHMARKS.md by hand
 #   modules       every module's Go benchmarks, ./modules/... (-count 5)
 #   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites its rows
