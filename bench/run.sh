@@ -17,6 +17,10 @@
 #                 its rows of BENCHMARKS.md by hand from the log
 #   gateway       the gateway's Go benchmarks: the handler chain (bench/chain_test.go), auth, rate limit, guard
 #                 (-count 3; rewrites its rows of BENCHMARKS.md)
+#   opcount       what counting each request's operation adds (docs/design.md D83): BenchmarkOperationCounting
+#                 (./bench, the shipped route with and without `operations off`, alternating) and the meter's Add,
+#                 BENCH_OPCOUNT_COUNT rounds (8), paired round by round (bench/opcount.sh; ≈ 3 min); its row of
+#                 BENCHMARKS.md by hand
 #   modules       every module's Go benchmarks, ./modules/... (-count 5)
 #   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites its rows
 #                 of BENCHMARKS.md; --fresh (or BENCH_FRESH=1) drops and re-seeds its database
@@ -32,8 +36,8 @@
 #                 fanout 5000 subscribers of one subscription, sockets 10000×1 capped by the open-files limit):
 #                 delivery latency (every receipt and each event's last), engine subscriptions, CPU per message,
 #                 memory per socket, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 10 min per buffer)
-#   default       side-by-side, gateway, unique-vars: what `make bench` runs when BENCH is empty (≈ 14 min)
-#   all           side-by-side, cache, gateway, unique-vars, subscriptions, modules, backend
+#   default       side-by-side, gateway, opcount, unique-vars: what `make bench` runs when BENCH is empty (≈ 16 min)
+#   all           side-by-side, cache, gateway, opcount, unique-vars, subscriptions, modules, backend
 #
 # Without arguments the suites come from BENCH (default: default). Each suite's own settings are BENCH_*
 # variables, listed at the top of bench/side-by-side.sh, bench/backend.sh and bench/backend-peers.sh. GO names the go command (go).
@@ -70,9 +74,9 @@ for a in "${args[@]}"; do
 	IFS=', ' read -ra parts <<<"$a"
 	for s in "${parts[@]}"; do
 		case $s in
-		side-by-side | cache | gateway | modules | backend | backend-peers | unique-vars | subscriptions) suites+=("$s") ;;
-		default) suites+=(side-by-side gateway unique-vars) ;;
-		all) suites+=(side-by-side cache gateway unique-vars subscriptions modules backend) ;;
+		side-by-side | cache | gateway | opcount | modules | backend | backend-peers | unique-vars | subscriptions) suites+=("$s") ;;
+		default) suites+=(side-by-side gateway opcount unique-vars) ;;
+		all) suites+=(side-by-side cache gateway opcount unique-vars subscriptions modules backend) ;;
 		*) log "unknown suite \"$s\""; usage ;;
 		esac
 	done
@@ -88,6 +92,7 @@ suite_cmd() {
 	side-by-side) cmd=(bash bench/side-by-side.sh) ;;
 	cache) cmd=(bash bench/cache.sh) ;;
 	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/ratelimit/usage ./modules/gqlguard) ;;
+	opcount) cmd=(bash bench/opcount.sh) ;;
 	modules) cmd=("$GO" test -run '^$' -bench . -benchmem -count 5 ./modules/...) ;;
 	backend) cmd=(bash bench/backend.sh "${backend_args[@]}") ;;
 	backend-peers) cmd=(bash bench/backend-peers.sh "${backend_args[@]}") ;;

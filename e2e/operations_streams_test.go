@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,6 +31,12 @@ import (
 // tool call runs the tool's own document. `civicgate usage operations` then
 // shows one row per document with exactly the requests sent, and `usage
 // fields` the coordinates each document read, counted as often.
+//
+// The first gateway also serves a trusted-document manifest holding the
+// query laid out over several lines, under its SHA-256 id and under a
+// custom id: sent by either id it lands on the same row, for the row is
+// the guard's normal-form hash of the document, not the manifest's id nor
+// the hash of its exact text (docs/design.md D83).
 
 // streamsTier holds the library's families and the records' bills, for
 // the MCP tool.
@@ -46,6 +53,36 @@ var terminatedLibrarySite = strings.Replace(npmLibrarySite, "\t\t\t\tinit_timeou
 	"\t\t\t\tinit_timeout 10s\n\t\t\t\tupstream ws://{$NPM_LIBRARY_UPSTREAM}/graphql\n"+
 		"\t\t\t\tupstream_header X-Civic-Identity {http.request.header.X-Civic-Identity}\n", 1)
 
+// trustedShelf is shelfQuery as a manifest might hold it: the same
+// document, laid out otherwise, so its SHA-256 is not shelfQuery's.
+const trustedShelf = "query ShelfTitles {\n  books(first: 2) {\n    nodes {\n      title\n      author { name }\n    }\n  }\n}\n"
+
+// trustedShelfID is trustedShelf's custom id in the manifest.
+const trustedShelfID = "kiosk-shelf-titles"
+
+// withTrustedDocuments is site with a trusted_documents line naming a
+// manifest of trustedShelf, written to a temporary file, and the
+// document's SHA-256 id.
+func withTrustedDocuments(t *testing.T, site string) (string, string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(trustedShelf))
+	id := "sha256:" + hex.EncodeToString(sum[:])
+	manifest, err := json.Marshal(map[string]string{id: trustedShelf, trustedShelfID: trustedShelf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(path, manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const anchor = "\t\t\tpersisted_queries {\n"
+	out := strings.Replace(site, anchor, "\t\t\ttrusted_documents "+path+"\n"+anchor, 1)
+	if out == site {
+		t.Fatal("npmLibrarySite no longer holds a persisted_queries block")
+	}
+	return out, id
+}
+
 // streamsGateway is one gateway of the test: its stack and its library
 // site's URLs.
 type streamsGateway struct {
@@ -56,7 +93,7 @@ type streamsGateway struct {
 // startStreamsGateways starts recordsd, the library engine and two
 // gateways on one database and Redis prefix: the first tunnels
 // subscriptions, the second terminates them.
-func startStreamsGateways(t *testing.T, events *library.LoanEvents) [2]streamsGateway {
+func startStreamsGateways(t *testing.T, events *library.LoanEvents) ([2]streamsGateway, string) {
 	t.Helper()
 	a := stack.New(t, &bins)
 	engine := library.NewHandler(library.NewCatalog(), events, library.Options{
@@ -86,9 +123,10 @@ func startStreamsGateways(t *testing.T, events *library.LoanEvents) [2]streamsGa
 	a.Prepare()
 	a.StartRecordsd()
 	const lastAnchor = "# Any other Host on this port: 421 JSON (misdirected.caddy).\n"
-	a.StartGateway(gatewayFiles(t, a.Root, streamsTier, [2]string{lastAnchor, npmLibrarySite + lastAnchor}))
+	trustedSite, trustedID := withTrustedDocuments(t, npmLibrarySite)
+	a.StartGateway(gatewayFiles(t, a.Root, streamsTier, [2]string{lastAnchor, trustedSite + lastAnchor}))
 	b.StartGateway(gatewayFiles(t, b.Root, streamsTier, [2]string{lastAnchor, terminatedLibrarySite + lastAnchor}))
-	return gws
+	return gws, trustedID
 }
 
 // streamsOperation is a row of `civicgate usage operations --json`.
@@ -104,7 +142,7 @@ type streamsOperation struct {
 func TestOperationsEveryTransportOneRow(t *testing.T) {
 	dir := npmClients(t)
 	events := library.NewLoanEvents()
-	gws := startStreamsGateways(t, events)
+	gws, trustedID := startStreamsGateways(t, events)
 	a, b := gws[0], gws[1]
 	org := "opstreams-" + testenv.RandomSuffix(6)
 	key, id := a.s.IssueKey(org, "opstreams", "live")
@@ -126,6 +164,9 @@ func TestOperationsEveryTransportOneRow(t *testing.T) {
 	apq := fmt.Sprintf(`"extensions":{"persistedQuery":{"version":1,"sha256Hash":%q}}`, hex.EncodeToString(sum[:]))
 	send(http.MethodPost, a.libURL, fmt.Sprintf(`{"query":%q,%s}`, shelfQuery, apq))
 	send(http.MethodPost, a.libURL, "{"+apq+"}")
+	// The trusted document, by its SHA-256 id and by its custom id.
+	send(http.MethodPost, a.libURL, fmt.Sprintf(`{"documentId":%q}`, trustedID))
+	send(http.MethodPost, a.libURL, fmt.Sprintf(`{"documentId":%q}`, trustedShelfID))
 	// graphql-ws and graphql-sse (the npm clients) carry the query too.
 	for _, c := range []struct{ script, url string }{{"graphql-ws.mjs", a.libWS}, {"graphql-sse.mjs", a.libURL}} {
 		var out struct {
@@ -159,7 +200,7 @@ func TestOperationsEveryTransportOneRow(t *testing.T) {
 		}
 		awaitSubscribers(t, events, 0)
 		awaitOperationRows(t, a.s, org, map[string]streamsOperation{
-			"ShelfTitles": {KeyID: id, Type: "query", Name: "ShelfTitles", Requests: 8},
+			"ShelfTitles": {KeyID: id, Type: "query", Name: "ShelfTitles", Requests: 10},
 			"LoanFeed":    {KeyID: id, Type: "subscription", Name: "LoanFeed", Requests: int64(i + 1)},
 		})
 	}
@@ -171,7 +212,7 @@ func TestOperationsEveryTransportOneRow(t *testing.T) {
 	}
 
 	want := map[string]streamsOperation{
-		"ShelfTitles": {KeyID: id, Type: "query", Name: "ShelfTitles", Requests: 8},
+		"ShelfTitles": {KeyID: id, Type: "query", Name: "ShelfTitles", Requests: 10},
 		"LoanFeed":    {KeyID: id, Type: "subscription", Name: "LoanFeed", Requests: int64(len(subscribers))},
 		"SearchBills": {KeyID: id, Type: "query", Name: "SearchBills", Requests: 1},
 	}
@@ -200,8 +241,8 @@ func TestOperationsEveryTransportOneRow(t *testing.T) {
 	for _, f := range fields.Fields {
 		got[f.Coordinate] = f.Requests
 	}
-	for coord, n := range map[string]int64{"Query.books": 8, "Query.books(first:)": 8, "BookConnection.nodes": 8,
-		"Book.title": 8, "Book.author": 8, "Author.name": 8, "Subscription.loanEvents": 3, "LoanEvent.kind": 3,
+	for coord, n := range map[string]int64{"Query.books": 10, "Query.books(first:)": 10, "BookConnection.nodes": 10,
+		"Book.title": 10, "Book.author": 10, "Author.name": 10, "Subscription.loanEvents": 3, "LoanEvent.kind": 3,
 		"Query.bills": 1} {
 		if got[coord] != n {
 			t.Errorf("coordinate %s counted %d, want %d (fields %s)", coord, got[coord], n, out)

@@ -27,8 +27,8 @@ func Ledger() pgmigrate.Ledger {
 }
 
 // Migrate creates or upgrades the usage tables (usage_minute, usage_hour,
-// usage_flushes, usage_operation_hour, operations, operation_coordinates,
-// quota_crossings)
+// usage_flushes, usage_operation_hour, usage_operation_org_hour,
+// usage_operation_keys, operations, operation_coordinates, quota_crossings)
 // in schema civicgate; it is idempotent and safe to run
 // concurrently. They have no foreign keys, so it needs no other owner's.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {

@@ -28,18 +28,32 @@ ON CONFLICT (key_id, start, op_hash) DO UPDATE SET
 	last_seen       = greatest(u.last_seen, EXCLUDED.last_seen)`
 
 // upsertOrgOperationsSQL adds the same rows summed per organization, hour
-// and operation (docs/design.md D78).
+// and operation (docs/design.md D78), with the type and name first written
+// and the latency buckets added as the keys' are (D83).
 const upsertOrgOperationsSQL = `INSERT INTO civicgate.usage_operation_org_hour AS u
-	(org_id, start, op_hash, requests, errors, cost, last_seen)
-SELECT o, s, h, rq, er, c, ls
-FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::timestamptz[])
-	WITH ORDINALITY AS t(o, s, h, rq, er, c, ls, n)
+	(org_id, start, op_hash, op_type, op_name, requests, errors, cost, latency_buckets, last_seen)
+SELECT o, s, h, ty, na, rq, er, c, ($9::bigint[])[(n - 1) * 16 + 1 : n * 16], ls
+FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $10::timestamptz[])
+	WITH ORDINALITY AS t(o, s, h, ty, na, rq, er, c, ls, n)
 ORDER BY n
 ON CONFLICT (org_id, start, op_hash) DO UPDATE SET
-	requests  = u.requests + EXCLUDED.requests,
-	errors    = u.errors + EXCLUDED.errors,
-	cost      = u.cost + EXCLUDED.cost,
-	last_seen = greatest(u.last_seen, EXCLUDED.last_seen)`
+	op_type         = CASE WHEN u.op_type = '' THEN EXCLUDED.op_type ELSE u.op_type END,
+	op_name         = CASE WHEN u.op_type = '' THEN EXCLUDED.op_name ELSE u.op_name END,
+	requests        = u.requests + EXCLUDED.requests,
+	errors          = u.errors + EXCLUDED.errors,
+	cost            = u.cost + EXCLUDED.cost,
+	latency_buckets = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
+		FROM unnest(u.latency_buckets, EXCLUDED.latency_buckets) WITH ORDINALITY AS x(a, b, i) ORDER BY i),
+	last_seen       = greatest(u.last_seen, EXCLUDED.last_seen)`
+
+// upsertOperationKeysSQL moves each (organization, operation, key)'s last
+// hour forward (docs/design.md D83); a retried batch moves nothing twice,
+// as greatest is idempotent.
+const upsertOperationKeysSQL = `INSERT INTO civicgate.usage_operation_keys AS u (org_id, op_hash, key_id, last_start)
+SELECT o, h, k, s FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS t(o, h, k, s, n)
+ORDER BY n
+ON CONFLICT (org_id, op_hash, key_id) DO UPDATE SET last_start = EXCLUDED.last_start
+WHERE u.last_start < EXCLUDED.last_start`
 
 // upsertRecordsSQL writes each operation once; a later write only fills a
 // text missing until the guard computed shapes, and moves last_seen (the
@@ -84,14 +98,26 @@ func writeOperations(ctx context.Context, tx pgx.Tx, ops []OperationRow, recs []
 	}
 	for chunk := range slices.Chunk(orgRollup(ops), batchRows) {
 		n := len(chunk)
-		orgs, starts, hashes := make([]string, n), make([]time.Time, n), make([]string, n)
+		orgs, starts, hashes, types, names := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n), make([]string, n)
 		reqs, errs, costs, lastSeen := make([]int64, n), make([]int64, n), make([]int64, n), make([]time.Time, n)
+		buckets := make([]int64, 0, n*LatencyBuckets)
 		for i, r := range chunk {
-			orgs[i], starts[i], hashes[i] = r.OrgID, r.Start, r.Hash
+			orgs[i], starts[i], hashes[i], types[i], names[i] = r.OrgID, r.Start, r.Hash, r.Type, r.Name
 			reqs[i], errs[i], costs[i], lastSeen[i] = r.Requests, r.Errors, r.Cost, r.LastSeen
+			buckets = append(buckets, r.Latency[:]...)
 		}
-		if _, err := tx.Exec(ctx, upsertOrgOperationsSQL, orgs, starts, hashes, reqs, errs, costs, lastSeen); err != nil {
+		if _, err := tx.Exec(ctx, upsertOrgOperationsSQL, orgs, starts, hashes, types, names, reqs, errs, costs, buckets, lastSeen); err != nil {
 			return fmt.Errorf("upsert into civicgate.usage_operation_org_hour: %w", err)
+		}
+	}
+	for chunk := range slices.Chunk(operationKeys(ops), batchRows) {
+		n := len(chunk)
+		orgs, hashes, keys, starts := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+		for i, r := range chunk {
+			orgs[i], hashes[i], keys[i], starts[i] = r.OrgID, r.Hash, r.KeyID, r.Start
+		}
+		if _, err := tx.Exec(ctx, upsertOperationKeysSQL, orgs, hashes, keys, starts); err != nil {
+			return fmt.Errorf("upsert into civicgate.usage_operation_keys: %w", err)
 		}
 	}
 	recs = uniqueRecords(recs)
@@ -163,8 +189,8 @@ func rollupOperations(rows []OperationRow) []OperationRow {
 }
 
 // orgRollup sums rolled-up rows per (organization, hour, hash), sorted that
-// way: the lock order of the organization rows. KeyID, Type, Name and
-// Latency are left out.
+// way: the lock order of the organization rows. KeyID is left out; the type
+// and name are the first row's.
 func orgRollup(rows []OperationRow) []OperationRow {
 	type cellID struct {
 		org, hash string
@@ -177,17 +203,42 @@ func orgRollup(rows []OperationRow) []OperationRow {
 		if i, ok := idx[id]; ok {
 			o := &out[i]
 			o.Requests, o.Errors, o.Cost = o.Requests+r.Requests, o.Errors+r.Errors, o.Cost+r.Cost
+			o.Latency.Plus(&r.Latency)
 			if r.LastSeen.After(o.LastSeen) {
 				o.LastSeen = r.LastSeen
 			}
 			continue
 		}
 		idx[id] = len(out)
-		out = append(out, OperationRow{OrgID: r.OrgID, Start: r.Start, Hash: r.Hash, Requests: r.Requests,
-			Errors: r.Errors, Cost: r.Cost, LastSeen: r.LastSeen})
+		r.KeyID = ""
+		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b OperationRow) int {
 		return cmp.Or(cmp.Compare(a.OrgID, b.OrgID), a.Start.Compare(b.Start), cmp.Compare(a.Hash, b.Hash))
+	})
+	return out
+}
+
+// operationKeys is, per (organization, hash, key) of rolled-up rows, the
+// latest hour, sorted that way: the lock order of usage_operation_keys.
+// Only OrgID, Hash, KeyID and Start are set.
+func operationKeys(rows []OperationRow) []OperationRow {
+	type pairID struct{ org, hash, key string }
+	idx := make(map[pairID]int, len(rows))
+	out := make([]OperationRow, 0, len(rows))
+	for _, r := range rows {
+		id := pairID{r.OrgID, r.Hash, r.KeyID}
+		if i, ok := idx[id]; ok {
+			if r.Start.After(out[i].Start) {
+				out[i].Start = r.Start
+			}
+			continue
+		}
+		idx[id] = len(out)
+		out = append(out, OperationRow{OrgID: r.OrgID, Hash: r.Hash, KeyID: r.KeyID, Start: r.Start})
+	}
+	slices.SortFunc(out, func(a, b OperationRow) int {
+		return cmp.Or(cmp.Compare(a.OrgID, b.OrgID), cmp.Compare(a.Hash, b.Hash), cmp.Compare(a.KeyID, b.KeyID))
 	})
 	return out
 }
@@ -210,6 +261,9 @@ func pruneOperations(ctx context.Context, tx pgx.Tx, cutoff time.Time) error {
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_operation_org_hour WHERE start < $1`, cutoff); err != nil {
 		return fmt.Errorf("organization operation hours: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.usage_operation_keys WHERE last_start < $1`, cutoff); err != nil {
+		return fmt.Errorf("operation keys: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM civicgate.operations WHERE last_seen < $1`, cutoff); err != nil {
 		return fmt.Errorf("operations: %w", err)

@@ -94,4 +94,17 @@ func TestOrgHoursFilledOnMigration(t *testing.T) {
 	if r != 7 || e != 1 || c != 14 || !last.Equal(h.Add(time.Minute)) {
 		t.Fatalf("filled %d/%d/%d %v", r, e, c, last)
 	}
+	// 0008 (docs/design.md D83): the type, name and buckets, and each key's
+	// last hour of the operation.
+	var typ, name string
+	var buckets []int64
+	var keys int
+	if err := pool.QueryRow(ctx, `SELECT op_type, op_name, latency_buckets,
+			(SELECT count(*) FROM civicgate.usage_operation_keys WHERE org_id = 'o' AND op_hash = 'h' AND last_start = $1)
+		FROM civicgate.usage_operation_org_hour WHERE org_id = 'o' AND start = $1 AND op_hash = 'h'`, h).Scan(&typ, &name, &buckets, &keys); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "query" || name != "Q" || len(buckets) != LatencyBuckets || keys != 2 {
+		t.Fatalf("filled %s %s %v, %d keys", typ, name, buckets, keys)
+	}
 }
