@@ -215,3 +215,44 @@ func TestDeprecationNoticeOnce(t *testing.T) {
 		t.Errorf("text:\n%s\nHTML:\n%s", m.Text, m.HTML)
 	}
 }
+
+// TestKeyExpiryLeavesOut: only active keys of active organizations are due;
+// a revoked key, a key of a suspended organization and a key already
+// expired are not, and a key expiring beyond the window is not yet.
+func TestKeyExpiryLeavesOut(t *testing.T) {
+	pool := newPool(t)
+	ctx := t.Context()
+	soon := keystore.Lifecycle{ExpiresAt: time.Now().Add(3 * 24 * time.Hour)}
+	issue := func(org string, l keystore.Lifecycle) keystore.Issued {
+		t.Helper()
+		k, err := keystore.IssueWith(ctx, pool, keystore.IssueSpec{Org: org, Tier: "paid", Env: "live", Lifecycle: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	due := issue("due", soon)
+	revoked := issue("revoked", soon)
+	suspended := issue("suspended", soon)
+	expired := issue("expired", soon)
+	issue("later", keystore.Lifecycle{ExpiresAt: time.Now().Add(30 * 24 * time.Hour)})
+	for _, q := range []struct {
+		sql string
+		arg string
+	}{
+		{`UPDATE civicgate.api_keys SET status = 'revoked', retired_at = now() WHERE id = $1`, revoked.ID},
+		{`UPDATE civicgate.organizations SET status = 'suspended', suspended_at = now() WHERE id = $1`, suspended.OrgID},
+		{`UPDATE civicgate.api_keys SET created_at = now() - interval '2 days', expires_at = now() - interval '1 minute' WHERE id = $1`, expired.ID},
+	} {
+		if _, err := pool.Exec(ctx, q.sql, q.arg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns, err := notices.KeyExpiry{}.Due(ctx, pool, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 1 || ns[0].Org != due.OrgID || !strings.HasPrefix(ns[0].Subject, due.ID+"@") {
+		t.Fatalf("due: %+v, want only %s", ns, due.ID)
+	}
+}
