@@ -21,7 +21,7 @@ import (
 	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
-func newPool(t *testing.T) *pgxpool.Pool {
+func newPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(t.Context(), testenv.Postgres(t))
 	if err != nil {
@@ -38,7 +38,7 @@ func newPool(t *testing.T) *pgxpool.Pool {
 }
 
 // admin makes addr an admin of org as an operator's sign-in link does.
-func admin(t *testing.T, pool *pgxpool.Pool, org, addr string) {
+func admin(t testing.TB, pool *pgxpool.Pool, org, addr string) {
 	t.Helper()
 	if _, err := consolestore.CreateLink(t.Context(), pool, consolestore.LinkSpec{Org: org, Email: addr, Role: keystore.RoleAdmin,
 		CreatedBy: "test", TTL: time.Hour}); err != nil {
