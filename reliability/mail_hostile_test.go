@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/mail"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/civicgate/civicgate/internal/testkit/stack"
 	"github.com/civicgate/civicgate/internal/testkit/testenv"
 	"github.com/civicgate/civicgate/internal/testkit/testmailpit"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
@@ -225,4 +227,53 @@ func TestExpiringKeyFlood(t *testing.T) {
 			t.Errorf("%s got %d mails", a, c)
 		}
 	}
+}
+
+var stackKey = regexp.MustCompile(`cg_(live|test)_[A-Za-z0-9]+`)
+
+// TestNoticeMailThroughTheBinary: the built gateway on the shipped
+// Caddyfile.local, mail through a real SMTP server: a key issued by the CLI
+// to expire in 3 days, with markup in its name, reaches the organization's
+// admin (a `console link --role admin` address) as one notice, soon after
+// the gateway starts; the mail holds no key, the name is escaped in HTML,
+// and no log line holds the key.
+func TestNoticeMailThroughTheBinary(t *testing.T) {
+	mp := testmailpit.Start(t)
+	s := stack.New(t, &bins)
+	s.Prepare()
+	out := s.Run(s.Bins.Civicgate, "keys", "issue", "--org", "acme", "--tier", "free", "--env", "live",
+		"--expires", "3d", "--name", "<b>nightly</b>")
+	key := stackKey.FindString(out)
+	if key == "" {
+		t.Fatal("keys issue printed no key")
+	}
+	s.Run(s.Bins.Civicgate, "console", "link", "--org", "acme", "--email", "ada@example.org", "--role", "admin")
+	s.Setenv("CIVICGATE_MAIL_FROM", "civicgate <noreply@civicgate.test>")
+	s.Setenv("CIVICGATE_SMTP_URL", mp.SMTPURL())
+	s.StartRecordsd()
+	s.StartGateway("caddyfile/Caddyfile.local")
+	var got []testmailpit.Mail
+	testenv.Eventually(t, 90*time.Second, "the expiry notice", func() error {
+		if got = mp.MailsTo(t, "ada@example.org"); len(got) == 0 {
+			return fmt.Errorf("no mail yet")
+		}
+		return nil
+	})
+	if len(got) != 1 {
+		t.Fatalf("%d mails, want 1", len(got))
+	}
+	m := got[0]
+	if !strings.HasPrefix(m.Subject, "Your API key of acme expires ") {
+		t.Errorf("subject %q", m.Subject)
+	}
+	if strings.Contains(m.Text+m.HTML, key) {
+		t.Error("the notice holds the key")
+	}
+	if strings.Contains(m.HTML, "<b>nightly") || !strings.Contains(m.HTML, "&lt;b&gt;nightly&lt;/b&gt;") {
+		t.Errorf("the key's name in HTML:\n%s", m.HTML)
+	}
+	if !strings.Contains(m.Text, s.Getenv("CIVICGATE_CONSOLE_URL")+"/orgs/") {
+		t.Errorf("no console link:\n%s", m.Text)
+	}
+	s.CheckLogs(t, key)
 }
