@@ -34,13 +34,14 @@ func TestCaddyfileErrors(t *testing.T) {
 	})
 }
 
-func config(smtp string, interval string) []byte {
+func config(smtp, ca, interval string) []byte {
 	src := fmt.Sprintf(`{
 	admin off
 	civic_mail {
 		database {env.CIVIC_MAIL_TEST_DSN}
 		from "Civic Gate <noreply@civicgate.test>"
 		smtp %s
+		smtp_ca %s
 		site_url https://console.example.org
 		interval %s
 		notices {
@@ -51,7 +52,7 @@ func config(smtp string, interval string) []byte {
 :0 {
 	respond ok
 }
-`, smtp, interval)
+`, smtp, ca, interval)
 	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(src), nil)
 	if err != nil {
 		panic(err)
@@ -62,7 +63,8 @@ func config(smtp string, interval string) []byte {
 // TestAppSendsAcrossAReload: civic_mail's worker, started with the app,
 // sends what is enqueued and the notices its round finds (an expiring key's
 // admin is told), keeps sending after a reload (the new app's worker), each
-// mail exactly once; after Stop nothing is sent.
+// mail exactly once; after Stop nothing is sent. The server requires
+// STARTTLS and AUTH; its certificate is trusted through smtp_ca.
 func TestAppSendsAcrossAReload(t *testing.T) {
 	dsn := testenv.Postgres(t)
 	pool, err := pgxpool.New(t.Context(), dsn)
@@ -76,7 +78,10 @@ func TestAppSendsAcrossAReload(t *testing.T) {
 	if err := notices.Migrate(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
-	mp := testmailpit.Start(t)
+	cert, key, ca := testmailpit.Certificate(t)
+	mp := testmailpit.StartWith(t, testmailpit.Options{TLSCert: cert, TLSKey: key, RequireSTARTTLS: true,
+		AuthFile: testmailpit.AuthFile(t, "mailer", "s3cret")})
+	smtpURL := fmt.Sprintf("smtp://mailer:s3cret@127.0.0.1:%d?tls=starttls", mp.SMTPPort)
 	t.Setenv("CIVIC_MAIL_TEST_DSN", dsn)
 	if _, err := keystore.IssueWith(t.Context(), pool, keystore.IssueSpec{Org: "acme", Tier: "paid", Env: "live",
 		Lifecycle: keystore.Lifecycle{ExpiresAt: time.Now().Add(3 * 24 * time.Hour)}}); err != nil {
@@ -86,7 +91,7 @@ func TestAppSendsAcrossAReload(t *testing.T) {
 		Role: keystore.RoleAdmin, CreatedBy: "test", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if err := caddy.Load(config(mp.SMTPURL(), "50ms"), true); err != nil {
+	if err := caddy.Load(config(smtpURL, ca, "50ms"), true); err != nil {
 		t.Fatal(err)
 	}
 	stopped := false
@@ -113,7 +118,7 @@ func TestAppSendsAcrossAReload(t *testing.T) {
 	}
 	enqueue("a@example.org")
 	awaitSent(2) // a, and the key expiry notice
-	if err := caddy.Load(config(mp.SMTPURL(), "40ms"), true); err != nil {
+	if err := caddy.Load(config(smtpURL, ca, "40ms"), true); err != nil {
 		t.Fatal(err)
 	}
 	enqueue("b@example.org")
