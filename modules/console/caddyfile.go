@@ -71,12 +71,9 @@ type OIDCRule struct {
 //	        terms_url <url>
 //	        api_url <url>
 //	        site_url <https://console host>
-//	        mail_from <address>
-//	        smtp <smtp://user:pass@host:port?tls=starttls|implicit|none> | mail_folder <dir>
 //	        limit_ip|limit_address|limit_domain <rate>...
 //	        allow_domains|deny_domains <domain>...
-//	        max_pending_mails <n>
-//	    }
+//	    }                                                 # mails: the civic_mail global option (modules/console/mailapp)
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopt.Read(d, "civic_console", caddyopt.Block{

@@ -125,17 +125,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("civic_console: %w", err)
 	}
 	h.serve = h.routes()
-	if h.signup != nil {
-		h.signup.worker.Start() // the outbox's sender (docs/design.md D74); Cleanup stops it
-	}
 	return nil
 }
 
 // Cleanup closes the database pool and releases the webhooks service.
 func (h *Handler) Cleanup() error {
-	if h.signup != nil {
-		h.signup.worker.Stop()
-	}
 	if h.hooks != nil {
 		h.hooks.Close()
 	}

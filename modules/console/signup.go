@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/mail"
 	"net/url"
-	"path/filepath"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
-	"go.uber.org/zap"
 
 	"github.com/civicgate/civicgate/internal/caddyopt"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
-	"github.com/civicgate/civicgate/modules/console/outbox"
+	"github.com/civicgate/civicgate/modules/console/mailapp"
 	"github.com/civicgate/civicgate/modules/contract"
 	"github.com/civicgate/civicgate/modules/ratelimit"
 )
@@ -45,65 +42,52 @@ type SignupConfig struct {
 	TermsURL string `json:"terms_url,omitempty"` // the operator's terms, which the person accepts
 	APIURL   string `json:"api_url,omitempty"`   // the GraphQL endpoint, for the curl line shown with the key
 	SiteURL  string `json:"site_url,omitempty"`  // this console's public URL, for the links in mails
-	MailFrom string `json:"mail_from,omitempty"` // "Name <addr>" or addr
-	// SMTP is smtp://user:pass@host:port?tls=starttls|implicit|none (use {env.CIVICGATE_SMTP_URL}).
-	SMTP string `json:"smtp,omitempty"`
-	// MailFolder, instead of SMTP, writes each mail to a file of this folder:
-	// for a development site on a loopback address only.
-	MailFolder   string   `json:"mail_folder,omitempty"`
+	// The mails go through the civic_mail app's outbox and sender (its
+	// global option: from, smtp or folder, max_pending; docs/design.md D82).
 	LimitIP      string   `json:"limit_ip,omitempty"`
 	LimitAddress string   `json:"limit_address,omitempty"`
 	LimitDomain  string   `json:"limit_domain,omitempty"`
 	AllowDomains []string `json:"allow_domains,omitempty"`
 	DenyDomains  []string `json:"deny_domains,omitempty"`
-	// MaxPendingMails bounds the outbox (default outbox.DefaultMaxPending).
-	MaxPendingMails int `json:"max_pending_mails,omitempty"`
 }
 
 func (h *Handler) signupBlock() caddyopt.Option {
 	c := &SignupConfig{}
 	return caddyopt.Sub(caddyopt.Block{
-		"mode":              caddyopt.String(&c.Mode),
-		"tier":              caddyopt.String(&c.Tier),
-		"terms_url":         caddyopt.String(&c.TermsURL),
-		"api_url":           caddyopt.String(&c.APIURL),
-		"site_url":          caddyopt.String(&c.SiteURL),
-		"mail_from":         caddyopt.String(&c.MailFrom),
-		"smtp":              caddyopt.String(&c.SMTP),
-		"mail_folder":       caddyopt.String(&c.MailFolder),
-		"limit_ip":          caddyopt.String(&c.LimitIP),
-		"limit_address":     caddyopt.String(&c.LimitAddress),
-		"limit_domain":      caddyopt.String(&c.LimitDomain),
-		"allow_domains":     caddyopt.Strings(&c.AllowDomains),
-		"deny_domains":      caddyopt.Strings(&c.DenyDomains),
-		"max_pending_mails": caddyopt.Positive(&c.MaxPendingMails),
+		"mode":          caddyopt.String(&c.Mode),
+		"tier":          caddyopt.String(&c.Tier),
+		"terms_url":     caddyopt.String(&c.TermsURL),
+		"api_url":       caddyopt.String(&c.APIURL),
+		"site_url":      caddyopt.String(&c.SiteURL),
+		"limit_ip":      caddyopt.String(&c.LimitIP),
+		"limit_address": caddyopt.String(&c.LimitAddress),
+		"limit_domain":  caddyopt.String(&c.LimitDomain),
+		"allow_domains": caddyopt.Strings(&c.AllowDomains),
+		"deny_domains":  caddyopt.Strings(&c.DenyDomains),
 	}).Then(func() { h.Signup = c })
 }
 
 // signup is a provisioned sign-up: nil when the mode is closed.
 type signup struct {
 	SignupConfig
-	from    *mail.Address
 	site    *url.URL
-	worker  *outbox.Worker
+	mail    *mailapp.App // the outbox's sender: enqueue, then Wake
 	byIP    *ratelimit.Limit
 	byAddr  *ratelimit.Limit
 	byDom   *ratelimit.Limit
 	allow   map[string]bool
 	deny    map[string]bool
-	dev     bool // mails go to a folder
 	limiter *ratelimit.App
 }
 
 // provisionSignup checks the signup block and, unless closed, makes the
-// limits and the outbox worker (started by Provision's caller through
-// h.signup.worker.Start).
+// limits and finds the civic_mail app that sends its mails.
 func (h *Handler) provisionSignup(ctx caddy.Context, repl *caddy.Replacer) error {
 	if h.Signup == nil {
 		return nil
 	}
 	c := h.Signup
-	for _, p := range []*string{&c.Mode, &c.Tier, &c.TermsURL, &c.APIURL, &c.SiteURL, &c.MailFrom, &c.SMTP, &c.MailFolder} {
+	for _, p := range []*string{&c.Mode, &c.Tier, &c.TermsURL, &c.APIURL, &c.SiteURL} {
 		*p = repl.ReplaceKnown(*p, "")
 	}
 	c.Mode = cmp.Or(c.Mode, SignupClosed)
@@ -129,34 +113,19 @@ func (h *Handler) provisionSignup(ctx caddy.Context, repl *caddy.Replacer) error
 		return fmt.Errorf("signup: site_url must be this console's https://host[:port] (http only on a loopback address): the links in mails point there")
 	}
 	s.site = site
-	if s.from, err = mail.ParseAddress(c.MailFrom); err != nil || outbox.CheckAddress(s.from.Address) != nil {
-		return fmt.Errorf("signup: mail_from must be an address (\"Name <addr>\" or addr)")
-	}
-	var sender outbox.Sender
+	mapp, err := ctx.AppIfConfigured("civic_mail")
 	switch {
-	case c.SMTP != "" && c.MailFolder != "":
-		return errors.New("signup: smtp and mail_folder are exclusive")
-	case c.SMTP != "":
-		cfg, err := outbox.ParseSMTPURL(c.SMTP)
-		if err != nil {
-			return fmt.Errorf("signup: %w", err)
-		}
-		sender = &outbox.SMTPSender{Config: cfg, From: s.from.Address}
-	case c.MailFolder != "":
-		if !loopbackHost(site.Hostname()) {
-			return errors.New("signup: mail_folder is for a development site on a loopback address only (site_url is not); configure smtp")
-		}
-		folder, err := filepath.Abs(c.MailFolder)
-		if err != nil {
-			return fmt.Errorf("signup: mail_folder: %w", err)
-		}
-		logger := h.logger
-		sender = &outbox.FolderSink{Folder: folder, Written: func(path string) {
-			logger.Info("console: development mail written (no mail was sent)", zap.String("file", path))
-		}}
-		s.dev = true
-	default:
-		return errors.New("signup: configure smtp (e.g. smtp {env.CIVICGATE_SMTP_URL}) or, for development, mail_folder")
+	case errors.Is(err, caddy.ErrNotConfigured):
+		return errors.New("signup: mails need the civic_mail global option (from, and smtp or, for development, folder)")
+	case err != nil:
+		return fmt.Errorf("signup: %w", err)
+	}
+	s.mail = mapp.(*mailapp.App)
+	switch {
+	case !s.mail.Sends():
+		return errors.New("signup: civic_mail sends nothing: configure its smtp (e.g. smtp {env.CIVICGATE_SMTP_URL}) or, for development, folder")
+	case s.mail.DevFolder() && !loopbackHost(site.Hostname()):
+		return errors.New("signup: civic_mail's folder is for a development site on a loopback address only (site_url is not); configure smtp")
 	}
 	app, err := ctx.App("civic_rate_limit")
 	if err != nil {
@@ -180,7 +149,6 @@ func (h *Handler) provisionSignup(ctx caddy.Context, repl *caddy.Replacer) error
 		}
 	}
 	s.allow, s.deny = domainSet(c.AllowDomains), domainSet(c.DenyDomains)
-	s.worker = &outbox.Worker{Pool: h.pool, Sender: sender, From: s.from, Logger: h.logger.Named("outbox")}
 	h.signup = s
 	return nil
 }

@@ -15,11 +15,11 @@ import (
 	"github.com/civicgate/civicgate/internal/testkit/testenv"
 )
 
-// TestSignupDevMailFolder: with mail_folder on a loopback site, a sign-up's
+// TestSignupDevMailFolder: with civic_mail's folder on a loopback site, a sign-up's
 // mail becomes a private file holding the link, and no SMTP server is used.
 func TestSignupDevMailFolder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "mail")
-	g := startSignupGatewayMail(t, SignupOpen, "mail_folder "+dir)
+	g := startSignupGatewayMail(t, SignupOpen, "folder "+dir)
 	if r := g.signup(t, signupFields("dev@example.org", "Dev")); r.code != 200 {
 		t.Fatalf("sign-up: %d", r.code)
 	}
@@ -42,27 +42,37 @@ func TestSignupDevMailFolder(t *testing.T) {
 	})
 }
 
-// TestSignupConfigRefused: a signup block that cannot work is refused when
-// the configuration loads, naming the option; closed needs nothing.
+// TestSignupConfigRefused: a signup block, or the civic_mail option it
+// sends through, that cannot work is refused when the configuration loads,
+// naming the option; closed needs nothing.
 func TestSignupConfigRefused(t *testing.T) {
 	t.Setenv("CIVIC_SIGNUP_TEST_SMTP", "smtp://user:s3cret@mail.example.org:587?tls=none")
 	const ok = "tier free\nterms_url https://example.org/terms\napi_url https://api.example.org/v1/graphql\n" +
-		"site_url https://console.example.org\nmail_from noreply@example.org\n"
-	for name, c := range map[string]struct{ block, want string }{
-		"closed needs nothing":     {"mode closed", ""},
-		"unknown mode":             {"mode sometimes", `mode "sometimes"`},
-		"unknown tier":             {"mode open\n" + strings.Replace(ok, "tier free", "tier gold", 1) + "smtp smtp://mail.example.org", `tier "gold"`},
-		"no mail":                  {"mode open\n" + ok, "configure smtp"},
-		"folder on a public site":  {"mode open\n" + ok + "mail_folder /tmp/x", "mail_folder is for a development site"},
-		"both":                     {"mode open\n" + ok + "smtp smtp://mail.example.org\nmail_folder /tmp/x", "exclusive"},
-		"plain SMTP to the world":  {"mode open\n" + ok + "smtp {env.CIVIC_SIGNUP_TEST_SMTP}", "tls=none is only allowed to a loopback host"},
-		"http site_url":            {"mode open\n" + strings.Replace(ok, "https://console", "http://console", 1) + "smtp smtp://mail.example.org", "site_url"},
-		"terms not a URL":          {"mode open\n" + strings.Replace(ok, "https://example.org/terms", "terms.html", 1) + "smtp smtp://mail.example.org", "terms_url"},
-		"mail_from with a newline": {"mode open\n" + strings.Replace(ok, "noreply@example.org", `"a@b.org\r\nBcc: c@d.org"`, 1) + "smtp smtp://mail.example.org", "mail_from"},
-		"bad limit":                {"mode open\n" + ok + "smtp smtp://mail.example.org\nlimit_ip lots", "signup-ip"},
+		"site_url https://console.example.org\n"
+	const mail = "database postgres://127.0.0.1:1/x\nfrom noreply@example.org\n"
+	for name, c := range map[string]struct{ block, mail, want string }{
+		"closed needs nothing":    {"mode closed", "", ""},
+		"unknown mode":            {"mode sometimes", "", `mode "sometimes"`},
+		"unknown tier":            {"mode open\n" + strings.Replace(ok, "tier free", "tier gold", 1), mail + "smtp smtp://mail.example.org", `tier "gold"`},
+		"no civic_mail":           {"mode open\n" + ok, "", "civic_mail global option"},
+		"no mail":                 {"mode open\n" + ok, mail, "configure its smtp"},
+		"folder on a public site": {"mode open\n" + ok, mail + "folder /tmp/x", "folder is for a development site"},
+		"folder, public console": {"mode open\n" + ok, mail + "folder /tmp/x\nsite_url http://localhost:1",
+			"civic_mail's folder is for a development site"},
+		"both":                    {"mode open\n" + ok, mail + "smtp smtp://mail.example.org\nfolder /tmp/x", "exclusive"},
+		"plain SMTP to the world": {"mode open\n" + ok, mail + "smtp {env.CIVIC_SIGNUP_TEST_SMTP}", "tls=none is only allowed to a loopback host"},
+		"http site_url":           {"mode open\n" + strings.Replace(ok, "https://console", "http://console", 1), mail + "smtp smtp://mail.example.org", "site_url"},
+		"terms not a URL":         {"mode open\n" + strings.Replace(ok, "https://example.org/terms", "terms.html", 1), mail + "smtp smtp://mail.example.org", "terms_url"},
+		"from with a newline": {"mode open\n" + ok, strings.Replace(mail, "noreply@example.org", `"a@b.org\r\nBcc: c@d.org"`, 1) +
+			"smtp smtp://mail.example.org", "from must be an address"},
+		"bad limit": {"mode open\n" + ok + "limit_ip lots", mail + "smtp smtp://mail.example.org", "signup-ip"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			src := "{\n admin off\n}\nhttp://localhost:0 {\ncivic_console {\ndatabase postgres://127.0.0.1:1/x\ntier free 30/m bills\nsignup {\n" + c.block + "\n}\n}\n}"
+			global := "admin off\n"
+			if c.mail != "" {
+				global += "civic_mail {\n" + c.mail + "\n}\n"
+			}
+			src := "{\n" + global + "}\nhttp://localhost:0 {\ncivic_console {\ndatabase postgres://127.0.0.1:1/x\ntier free 30/m bills\nsignup {\n" + c.block + "\n}\n}\n}"
 			cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(src), nil)
 			if err != nil {
 				t.Fatalf("adapt: %v", err)

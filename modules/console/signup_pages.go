@@ -139,10 +139,10 @@ func (h *Handler) signupSubmit(w http.ResponseWriter, r *http.Request) {
 		IntendedUse: f.IntendedUse, TermsURL: s.TermsURL, ClientAddr: clientAddr(r)}
 	if taken {
 		// The same answer as for a new address: only the mailbox learns more.
-		err = outbox.Enqueue(ctx, h.pool, alreadyMail(s, email), s.MaxPendingMails)
+		err = outbox.Enqueue(ctx, h.pool, alreadyMail(s, email), s.mail.MaxPendingMails())
 	} else {
 		err = consolestore.CreateSignup(ctx, h.pool, spec, func(tx pgx.Tx, id, token string) error {
-			return outbox.Enqueue(ctx, tx, verifyMail(s, email, f.Name, token), s.MaxPendingMails)
+			return outbox.Enqueue(ctx, tx, verifyMail(s, email, f.Name, token), s.mail.MaxPendingMails())
 		})
 	}
 	if errors.Is(err, outbox.ErrFull) {
@@ -153,7 +153,7 @@ func (h *Handler) signupSubmit(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	s.worker.Wake()
+	s.mail.Wake()
 	// Sign-ups are rare: each clears a few requests that ended long ago, so the
 	// table stays small without a worker (as sign-ins do for sessions).
 	if err := consolestore.PruneSignups(ctx, h.pool, 100); err != nil {

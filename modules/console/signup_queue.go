@@ -57,7 +57,7 @@ func (h *Handler) signupDecide(w http.ResponseWriter, r *http.Request, m member)
 			if token != "" {
 				msg = approvedMail(s, su.Email, token)
 			}
-			return outbox.Enqueue(ctx, tx, msg, s.MaxPendingMails)
+			return outbox.Enqueue(ctx, tx, msg, s.mail.MaxPendingMails())
 		})
 	if errors.Is(err, consolestore.ErrSignupRefused) {
 		h.status(w, r, http.StatusConflict, "This request is not awaiting a decision", "Another operator may have decided it.")
@@ -67,7 +67,7 @@ func (h *Handler) signupDecide(w http.ResponseWriter, r *http.Request, m member)
 		h.fail(w, r, err)
 		return
 	}
-	s.worker.Wake()
+	s.mail.Wake()
 	done := map[bool]string{true: "approved", false: "refused"}[decision == "approve"]
 	h.audit(r, m, "", "signup."+decision, su.ID, su.Email)
 	http.Redirect(w, r, "/signups?"+url.Values{"done": {done}}.Encode(), http.StatusSeeOther)

@@ -46,6 +46,12 @@ func signupConfig(apiPort, consolePort, httpsPort int, redisAddr, prefix, mode, 
 		redis redis://%[6]s
 		key_prefix %[7]s
 	}
+	civic_mail {
+		database {env.CIVIC_CONSOLE_TEST_DSN}
+		from "Civic Gate <noreply@civicgate.test>"
+		site_url http://localhost:%[3]d
+		%[9]s
+	}
 }
 http://localhost:%[2]d {
 	@webhooks path /v1/changes /v1/webhook-endpoints /v1/webhook-endpoints/*
@@ -66,8 +72,6 @@ http://localhost:%[3]d {
 			terms_url https://civicgate.test/terms
 			api_url http://localhost:%[2]d/v1/graphql
 			site_url http://localhost:%[3]d
-			mail_from "Civic Gate <noreply@civicgate.test>"
-			%[9]s
 			limit_ip 100/1h
 			limit_address 2/1h
 			limit_domain 5/1h
@@ -85,7 +89,7 @@ func startSignupGateway(t *testing.T, mode string) (*gateway, *testmailpit.Serve
 }
 
 // startSignupGatewayMail starts the sign-up gateway with mailLine (smtp … or
-// mail_folder …) in its signup block.
+// folder …) in its civic_mail block.
 func startSignupGatewayMail(t *testing.T, mode, mailLine string) *gateway {
 	t.Helper()
 	_, prefix := testenv.Redis(t)

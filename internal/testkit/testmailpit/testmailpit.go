@@ -87,18 +87,32 @@ func Binary(t testing.TB) string {
 // Server is a running Mailpit.
 type Server struct {
 	SMTPPort, HTTPPort int
+	opts               Options
 	bin, dir           string
 	cmd                *exec.Cmd
 	t                  testing.TB
 }
 
+// Options make Mailpit's SMTP side a production-like server: TLS with a
+// certificate (PEM files), STARTTLS or implicit TLS required, and AUTH.
+type Options struct {
+	TLSCert, TLSKey string // PEM files; both or neither
+	RequireSTARTTLS bool   // refuse mail before STARTTLS
+	RequireTLS      bool   // implicit TLS: TLS from the first byte
+	// AuthFile holds "user:password" lines; AUTH is then required.
+	AuthFile string
+}
+
 // Start runs Mailpit on free loopback ports (plain SMTP, no auth), stopped
 // at the end of the test. Its mails are kept in a database of the test's
 // temporary directory, so Stop and Start keep them.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// StartWith runs Mailpit as Start does, with opts.
+func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	testenv.NeedsServices(t)
-	s := &Server{SMTPPort: testenv.FreePort(t), HTTPPort: testenv.FreePort(t), bin: Binary(t), dir: t.TempDir(), t: t}
+	s := &Server{SMTPPort: testenv.FreePort(t), HTTPPort: testenv.FreePort(t), opts: opts, bin: Binary(t), dir: t.TempDir(), t: t}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
@@ -110,8 +124,22 @@ func (s *Server) SMTPURL() string { return fmt.Sprintf("smtp://127.0.0.1:%d?tls=
 // Start (re)starts the server on its ports and waits until both answer.
 func (s *Server) Start() {
 	s.t.Helper()
-	cmd := exec.Command(s.bin, "--smtp", fmt.Sprintf("127.0.0.1:%d", s.SMTPPort), "--listen", fmt.Sprintf("127.0.0.1:%d", s.HTTPPort),
-		"--database", filepath.Join(s.dir, "mailpit.db"), "--smtp-disable-rdns", "--quiet")
+	args := []string{"--smtp", fmt.Sprintf("127.0.0.1:%d", s.SMTPPort), "--listen", fmt.Sprintf("127.0.0.1:%d", s.HTTPPort),
+		"--database", filepath.Join(s.dir, "mailpit.db"), "--smtp-disable-rdns", "--quiet"}
+	o := s.opts
+	if o.TLSCert != "" {
+		args = append(args, "--smtp-tls-cert", o.TLSCert, "--smtp-tls-key", o.TLSKey)
+	}
+	if o.RequireSTARTTLS {
+		args = append(args, "--smtp-require-starttls")
+	}
+	if o.RequireTLS {
+		args = append(args, "--smtp-require-tls")
+	}
+	if o.AuthFile != "" {
+		args = append(args, "--smtp-auth-file", o.AuthFile)
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("testmailpit: start: %v", err)

@@ -25,6 +25,7 @@ import (
 	"github.com/civicgate/civicgate/internal/clirun"
 	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/console/consolestore"
+	"github.com/civicgate/civicgate/modules/console/notices"
 )
 
 // DefaultConsoleURL is where `make up` serves the console.
@@ -159,6 +160,10 @@ func runMigrate(ctx context.Context, stdout, stderr io.Writer, getenv func(strin
 	}
 	defer pool.Close()
 	if err := consolestore.Migrate(ctx, pool); err != nil {
+		fmt.Fprintln(stderr, "civicgate console migrate:", err)
+		return 1
+	}
+	if err := notices.Migrate(ctx, pool); err != nil { // the notice mails (docs/design.md D82)
 		fmt.Fprintln(stderr, "civicgate console migrate:", err)
 		return 1
 	}
