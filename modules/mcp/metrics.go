@@ -30,6 +30,9 @@ const (
 	refusedBatch          = "batch"
 	refusedBadRequest     = "bad_request"
 	refusedMessageRate    = "message_rate"
+	refusedNotEntitled    = "not_entitled"    // a modern tools/call refused from Mcp-Name, its body unread
+	refusedHeaderMismatch = "header_mismatch" // standard headers missing, malformed or not the body's
+	refusedVersion        = "unsupported_version"
 )
 
 // Reasons a session ends (civicgate_mcp_sessions_ended_total).
@@ -67,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "tool_calls_total",
 			Help: "MCP tool calls, by outcome (ok, graphql_error, bad_arguments, not_entitled, rate_limited, refused, upstream_error, too_large, canceled)."}, []string{"outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refusals_total",
-			Help: "MCP requests civic_mcp refused itself, by reason (origin, unknown_session, key_sessions, sessions, too_large, batch, bad_request, message_rate)."}, []string{"reason"}),
+			Help: "MCP requests civic_mcp refused itself, by reason (origin, unknown_session, key_sessions, sessions, too_large, batch, bad_request, message_rate, not_entitled, header_mismatch, unsupported_version)."}, []string{"reason"}),
 	}
 	if reg == nil {
 		return m, nil
