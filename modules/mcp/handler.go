@@ -62,6 +62,7 @@ type Handler struct {
 	// itself, one server per tier (modern.go).
 	stateless *mcpsdk.StreamableHTTPHandler
 	tiers     *tierServers
+	listens   *listenTable                // open subscriptions/listen streams (listen.go)
 	messages  caddyhttp.MiddlewareHandler // civic_rate_limit at MessageRate
 	impl      *mcpsdk.Implementation
 }
@@ -119,6 +120,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		// No SessionTimeout: the session table ends idle sessions itself,
 		// so that every end goes through one path (sessions.go).
 	})
+	h.listens = newListenTable(h.MaxSessions, h.MaxSessionsPerKey)
 	h.tiers = &tierServers{m: map[string]*mcpsdk.Server{}}
 	h.stateless = mcpsdk.NewStreamableHTTPHandler(statelessServerOf, &mcpsdk.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -136,6 +138,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 func (h *Handler) Cleanup() error {
 	if h.sessions != nil {
 		h.sessions.endAll(endUnloaded)
+	}
+	if h.listens != nil {
+		h.listens.closeAll()
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -127,7 +128,7 @@ func (h *Handler) refuseUnsupportedVersion(w http.ResponseWriter, id json.RawMes
 }
 
 // serveModern serves a POST of revision 2026-07-28 (checkHeaders passed).
-func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, caller *contract.Caller) {
+func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, q *contract.Request, caller *contract.Caller) {
 	method, present, valid := headerValue(r.Header, methodHeaderName)
 	if present && !valid {
 		h.refuseMismatch(w, nil, "the Mcp-Method header is malformed")
@@ -145,6 +146,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 		}
 	}
 	families := strings.Join(caller.Families, ",")
+	h.listens.seen(caller.KeyID, families) // a tier change reaches the key's open streams (listen.go)
 	var tool *tooldef.Tool
 	if method == methodToolCall {
 		// The tier is checked against the tool the header names before a
@@ -154,8 +156,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 				h.metrics.refusals.WithLabelValues(refusedNotEntitled).Inc()
 				h.metrics.calls.WithLabelValues(callNotEntitled).Inc()
 				w.Header()[contract.HeaderRefusedFamily] = []string{t.Family}
-				writeRPCErrorData(w, http.StatusForbidden, nil, codeModernNotEntitled, contract.MsgNotEntitled,
-					map[string]string{"refusedFamily": t.Family})
+				contract.WriteJSON(w, http.StatusForbidden, notEntitledBody(t.Family))
 				return
 			}
 			tool = t
@@ -189,7 +190,10 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 		h.refuse(w, refusedBadRequest, http.StatusNotFound, head.ID, codeMethodNotFound,
 			"Method not found: "+method+" was removed in MCP 2026-07-28")
 		return
-	case method == methodListen || (method != methodDiscover && !serverMethods[method]):
+	case method == methodListen:
+		h.serveListen(w, r, q, caller, body, listenID(head.ID), families)
+		return
+	case method != methodDiscover && !serverMethods[method]:
 		h.refuse(w, refusedBadRequest, http.StatusNotFound, head.ID, codeMethodNotFound, "Method not found")
 		return
 	}
@@ -197,6 +201,21 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 	r.ContentLength = int64(len(body))
 	h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tierKey{}, h.tierServer(families))))
 }
+
+// notEntitledBody is the modern refusal of a call of a tool of family,
+// encoded once per family (the refusal from the headers is the cheap path).
+func notEntitledBody(family string) []byte {
+	if b, ok := notEntitledBodies.Load(family); ok {
+		return b.([]byte)
+	}
+	e := rpcError{JSONRPC: "2.0", ID: null}
+	e.Error.Code, e.Error.Message, e.Error.Data = codeModernNotEntitled, contract.MsgNotEntitled, map[string]string{"refusedFamily": family}
+	b, _ := json.Marshal(&e) // strings only
+	notEntitledBodies.Store(family, b)
+	return b
+}
+
+var notEntitledBodies sync.Map // family → []byte
 
 // readMessage reads a POST's body and its head (transport.go's checks: size,
 // batches, the method rule), or answers why not.
@@ -273,57 +292,72 @@ type modernCallMessage struct {
 	version   string
 }
 
-// parseModernCall reads a tools/call body: members matched exactly (maps
-// keep the last of a repeated member, as the SDK's decoder does), the id a
-// string or a number, params an object with a string name, _meta an object
-// with the protocol version and the client's capabilities (the fields
-// 2026-07-28 requires: -32602 without them), clientInfo, when sent, an
-// Implementation.
+// parseModernCall reads a tools/call body in one pass: the id a string or
+// a number, params an object with a string name, _meta an object with the
+// protocol version and the client's capabilities (the fields 2026-07-28
+// requires: -32602 without them), clientInfo, when sent, an Implementation.
+// Only civic_mcp reads a modern call's body, and what it reads must equal
+// the headers (modernCall), so no other reading of it can run.
 func parseModernCall(body []byte) (modernCallMessage, *jsonrpc.Error) {
 	var c modernCallMessage
 	invalid := func(msg string) (modernCallMessage, *jsonrpc.Error) {
 		return c, &jsonrpc.Error{Code: codeInvalidParams, Message: msg}
 	}
-	var msg map[string]json.RawMessage
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Params  json.RawMessage `json:"params"`
+	}
+	var params struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      *struct {
+			Version      *string         `json:"io.modelcontextprotocol/protocolVersion"`
+			Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+			ClientInfo   *struct {
+				Name    *string `json:"name"`
+				Version *string `json:"version"`
+			} `json:"io.modelcontextprotocol/clientInfo"`
+		} `json:"_meta"`
+	}
 	if json.Unmarshal(body, &msg) != nil {
 		return c, &jsonrpc.Error{Code: codeParseError, Message: "The request body is not a JSON-RPC message"}
 	}
-	var rawID any
-	if json.Unmarshal(msg["id"], &rawID) == nil {
-		if id, err := jsonrpc.MakeID(rawID); err == nil {
-			c.id = id
-		}
+	if id, ok := modernID(msg.ID); ok {
+		c.id = id
 	}
-	if !c.id.IsValid() || string(msg["jsonrpc"]) != `"2.0"` {
+	if !c.id.IsValid() || msg.JSONRPC != "2.0" {
 		return c, &jsonrpc.Error{Code: codeInvalidRequest, Message: "Invalid Request"}
 	}
-	var params, meta map[string]json.RawMessage
-	if p := msg["params"]; len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
-		return invalid("params must be an object")
+	if len(msg.Params) == 0 || msg.Params[0] != '{' || json.Unmarshal(msg.Params, &params) != nil {
+		return invalid("params must be an object with a string name")
 	}
-	if json.Unmarshal(params["name"], &c.name) != nil || c.name == "" {
+	if params.Name == nil || *params.Name == "" {
 		return invalid("params.name must be a tool's name")
 	}
-	c.arguments = params["arguments"]
-	if m := params["_meta"]; len(m) == 0 || m[0] != '{' || json.Unmarshal(m, &meta) != nil {
+	c.name, c.arguments = *params.Name, params.Arguments
+	m := params.Meta
+	if m == nil || m.Version == nil || *m.Version == "" {
 		return invalid("missing or invalid _meta field " + metaVersion)
 	}
-	if json.Unmarshal(meta[metaVersion], &c.version) != nil || c.version == "" {
-		return invalid("missing or invalid _meta field " + metaVersion)
-	}
-	if cp := meta[metaCapabilities]; len(cp) == 0 || cp[0] != '{' || !json.Valid(cp) {
+	c.version = *m.Version
+	if len(m.Capabilities) == 0 || m.Capabilities[0] != '{' {
 		return invalid("missing or invalid _meta field " + metaCapabilities)
 	}
-	if ci, sent := meta[metaClientInfo]; sent {
-		var impl struct {
-			Name    *string `json:"name"`
-			Version *string `json:"version"`
-		}
-		if len(ci) == 0 || ci[0] != '{' || json.Unmarshal(ci, &impl) != nil || impl.Name == nil || impl.Version == nil {
-			return invalid("invalid _meta field " + metaClientInfo)
-		}
+	if ci := m.ClientInfo; ci != nil && (ci.Name == nil || ci.Version == nil) {
+		return invalid("invalid _meta field " + metaClientInfo)
 	}
 	return c, nil
+}
+
+// modernID is a request id: a JSON string or number (jsonrpc.MakeID's).
+func modernID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	var v any
+	if len(raw) == 0 || (raw[0] != '"' && raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &v) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(v)
+	return id, err == nil
 }
 
 // writeModernAnswer writes the response to a call: an error, or the result
@@ -335,6 +369,15 @@ func writeModernAnswer(w http.ResponseWriter, status int, id jsonrpc.ID, res *mc
 	var err error
 	if rpcErr != nil || res == nil {
 		data, err = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: rpcErr})
+	} else if len(res.Meta) == 0 && impl != nil {
+		data, err = encodeCallAnswer(id, res, nil, true)
+		if err == nil { // _meta is CallToolResult's first member
+			var info []byte
+			if info, err = serverInfoMember(impl); err == nil {
+				i := bytes.Index(data, []byte(`"result":{`)) + len(`"result":{`)
+				data = slices.Concat(data[:i], info, data[i:])
+			}
+		}
 	} else {
 		r := *res
 		meta := make(mcpsdk.Meta, len(r.Meta)+1)
@@ -353,6 +396,23 @@ func writeModernAnswer(w http.ResponseWriter, status int, id jsonrpc.ID, res *mc
 	w.Header()["Cache-Control"] = noCache
 	contract.WriteJSON(w, status, data)
 }
+
+// serverInfoMember is `"_meta":{"…/serverInfo":impl},` as the SDK writes
+// it, encoded once per Implementation.
+func serverInfoMember(impl *mcpsdk.Implementation) ([]byte, error) {
+	if v, ok := serverInfoCache.Load(impl); ok {
+		return v.([]byte), nil
+	}
+	enc, err := marshalUnescaped(mcpsdk.Meta{metaServerInfo: impl})
+	if err != nil {
+		return nil, err
+	}
+	b := slices.Concat([]byte(`"_meta":`), []byte(enc), []byte(","))
+	serverInfoCache.Store(impl, b)
+	return b, nil
+}
+
+var serverInfoCache sync.Map // *mcpsdk.Implementation → []byte
 
 // tierKey carries a modern request's tier server to statelessServerOf.
 type tierKey struct{}
@@ -385,7 +445,7 @@ func (h *Handler) tierServer(families string) *mcpsdk.Server {
 	}
 	srv := mcpsdk.NewServer(h.impl, &mcpsdk.ServerOptions{
 		SupportedProtocolVersions: allVersions,
-		Capabilities:              &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{}},
+		Capabilities:              &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}}, // listen.go
 		SetCacheable:              setCacheable,
 	})
 	for _, t := range h.tools.For(families) {

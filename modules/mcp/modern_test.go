@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/mcp/tooldef"
 )
 
@@ -179,6 +182,7 @@ func TestModernRefusals(t *testing.T) {
 		"initialize":             {"POST", modernBody("8", "initialize", ""), modernHeaders("initialize", ""), 404, `"code":-32601,"message":"Method not found: initialize was removed in MCP 2026-07-28"`},
 		"logging/setLevel":       {"POST", modernBody("8", "logging/setLevel", `"level":"info"`), modernHeaders("logging/setLevel", ""), 404, `"code":-32601`},
 		"unknown method":         {"POST", modernBody("9", "tools/destroy", ""), modernHeaders("tools/destroy", ""), 404, `{"jsonrpc":"2.0","id":9,"error":{"code":-32601,"message":"Method not found"}}`},
+		"listen, _meta 2025":     {"POST", strings.Replace(modernBody("9", methodListen, ""), `"2026-07-28"`, `"2025-11-25"`, 1), modernHeaders(methodListen, ""), 400, `"code":-32020`},
 		"GET":                    {"GET", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
 		"DELETE":                 {"DELETE", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
 		"not entitled":           {"POST", modernBody("3", "tools/call", `"name":"member_loans"`), modernHeaders("tools/call", "member_loans"), 403, `{"jsonrpc":"2.0","id":null,"error":{"code":-31030,"message":"Tier not entitled to this endpoint family","data":{"refusedFamily":"loans"}}}`},
@@ -263,5 +267,82 @@ func TestModernAnswerIsTheSDKs(t *testing.T) {
 				t.Errorf("result %d, id %s:\n civic_mcp %s\n SDK       %s", i, id, got.Body, want.Body)
 			}
 		}
+	}
+}
+
+// subscriptions/listen: acknowledged, told of a tier change (seen on the
+// key's next request), bounded per key, and ended by a revocation (awaited,
+// the latency logged: docs/design.md D22 says within 2 s).
+func TestModernListen(t *testing.T) {
+	g := newGateway(t)
+	key := g.issue(t, "reader")
+	g.start(t, gatewayConfig{mcpOptions: "max_sessions_per_key 2"})
+	listen := modernBody(`"L1"`, methodListen, `"notifications":{"toolsListChanged":true}`)
+	open := func() (*http.Response, *bufio.Scanner) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.base+"/v1/mcp", strings.NewReader(listen))
+		req.Header.Set("Authorization", "Bearer "+key.Key)
+		for k, v := range modernHeaders(methodListen, "") {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp, bufio.NewScanner(resp.Body)
+	}
+	next := func(sc *bufio.Scanner) string {
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				return d
+			}
+		}
+		return ""
+	}
+	resp, sc := open()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("listen: %d %v", resp.StatusCode, resp.Header)
+	}
+	if ack := next(sc); ack != `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L1"},"notifications":{"toolsListChanged":true}}}` {
+		t.Fatalf("acknowledgement %s", ack)
+	}
+	if r2, _ := open(); r2.StatusCode != http.StatusOK {
+		t.Fatalf("second listen: %d", r2.StatusCode)
+	}
+	if r3, _ := open(); r3.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("third listen over max_sessions_per_key 2: %d", r3.StatusCode)
+	}
+	// The tier changes; the key's next request (any instance, here this
+	// one, once civic_auth has read the keys file) tells the stream.
+	g.setTier(t, key.ID, "partner")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		// A call of the new family's tool: refused from its header (no
+		// message rate spent) until the tier has changed.
+		r := g.send(t, http.MethodPost, "/v1/mcp", key.Key, []byte(modernBody("2", "tools/call", `"name":"member_loans","arguments":{"member":"m1"}`)), modernHeaders("tools/call", "member_loans"))
+		if r.status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tier change never reached the gateway: %d %s", r.status, r.body)
+		}
+	}
+	if n := next(sc); n != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L1"}}}` {
+		t.Fatalf("after the tier change: %s", n)
+	}
+	ended := make(chan time.Time, 1)
+	go func() {
+		for sc.Scan() {
+		}
+		ended <- time.Now()
+	}()
+	revoked := time.Now()
+	if _, err := keystore.RevokeFile(g.keysFile, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-ended:
+		t.Logf("the listen stream ended %s after the revocation was written", at.Sub(revoked).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the listen stream still open 30 s after the revocation")
 	}
 }

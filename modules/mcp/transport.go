@@ -180,7 +180,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 		return
 	}
 	if r.Header.Get(versionHeader) == versionModern {
-		h.serveModern(w, r, next, caller)
+		h.serveModern(w, r, next, q, caller)
 		return
 	}
 	// 2025-06-18 removed JSON-RPC batching; both revisions served refuse it.
