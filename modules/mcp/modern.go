@@ -64,6 +64,13 @@ const (
 	codeModernRateLimited  = -31032
 )
 
+// modernCode reports whether code is one 2026-07-28 defines or one of
+// civic_mcp's modern-era codes: their errors omit an id not known
+// (2026-07-28's JSONRPCErrorResponse: "id?: RequestId", never null).
+func modernCode(code int) bool {
+	return code == codeHeaderMismatch || code == -32021 || code == codeUnsupportedVersion || code <= -31000 && code > -32000
+}
+
 // allVersions are the revisions /v1/mcp serves, newest first.
 var allVersions = []string{versionModern, "2025-11-25", "2025-06-18"}
 
@@ -208,7 +215,7 @@ func notEntitledBody(family string) []byte {
 	if b, ok := notEntitledBodies.Load(family); ok {
 		return b.([]byte)
 	}
-	e := rpcError{JSONRPC: "2.0", ID: null}
+	e := rpcError{JSONRPC: "2.0"} // no id: the body is not read
 	e.Error.Code, e.Error.Message, e.Error.Data = codeModernNotEntitled, contract.MsgNotEntitled, map[string]string{"refusedFamily": family}
 	b, _ := json.Marshal(&e) // strings only
 	notEntitledBodies.Store(family, b)

@@ -161,6 +161,7 @@ func TestModernRefusals(t *testing.T) {
 		return c
 	}
 	callHdr := modernHeaders("tools/call", "get_book")
+	refusedBefore := g.scrape(t, `civicgate_mcp_refusals_total{reason="not_entitled"}`)
 	for name, c := range map[string]struct {
 		method, body string
 		hdr          map[string]string
@@ -170,14 +171,14 @@ func TestModernRefusals(t *testing.T) {
 		"no Mcp-Method":          {"POST", modernBody("1", "tools/list", ""), set(modernHeaders("", ""), "Mcp-Method", ""), 400, `{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch: missing required Mcp-Method header"}}`},
 		"Mcp-Method not body's":  {"POST", call, modernHeaders("tools/list", ""), 400, `{"jsonrpc":"2.0","id":5,"error":{"code":-32020,"message":"Header mismatch: the Mcp-Method header does not match the body's method"}}`},
 		"Mcp-Method twice":       {"POST", call, set(callHdr, "Mcp-Method", "tools/call, tools/call"), 400, `"code":-32020,"message":"Header mismatch: the Mcp-Method header is malformed"`},
-		"no Mcp-Name":            {"POST", call, set(callHdr, "Mcp-Name", ""), 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"Header mismatch: the Mcp-Name header is missing or malformed"}}`},
+		"no Mcp-Name":            {"POST", call, set(callHdr, "Mcp-Name", ""), 400, `{"jsonrpc":"2.0","error":{"code":-32020,"message":"Header mismatch: the Mcp-Name header is missing or malformed"}}`},
 		"Mcp-Name not body's":    {"POST", call, set(callHdr, "Mcp-Name", "list_books"), 400, `{"jsonrpc":"2.0","id":5,"error":{"code":-32020,"message":"Header mismatch: the Mcp-Name header does not match the body's params.name"}}`},
 		"bad Base64 name":        {"POST", call, set(callHdr, "Mcp-Name", "=?base64?***?="), 400, `"code":-32020`},
 		"_meta another version":  {"POST", strings.Replace(call, `"2026-07-28"`, `"2025-11-25"`, 1), callHdr, 400, `{"jsonrpc":"2.0","id":5,"error":{"code":-32020,"message":"Header mismatch: the MCP-Protocol-Version header does not match _meta's io.modelcontextprotocol/protocolVersion"}}`},
 		"no _meta":               {"POST", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_book"}}`, callHdr, 400, `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"missing or invalid _meta field io.modelcontextprotocol/protocolVersion"}}`},
 		"no capabilities":        {"POST", strings.Replace(call, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1), callHdr, 400, `"code":-32602,"message":"missing or invalid _meta field io.modelcontextprotocol/clientCapabilities"`},
 		"2025 header, 2026 body": {"POST", modernBody("6", "tools/list", ""), mcpHeaders(g.initialize(t, reader.Key, nil)), 400, `{"jsonrpc":"2.0","id":6,"error":{"code":-32020,`},
-		"unknown version":        {"POST", call, set(callHdr, "Mcp-Protocol-Version", "2027-01-01"), 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18"]}}}`},
+		"unknown version":        {"POST", call, set(callHdr, "Mcp-Protocol-Version", "2027-01-01"), 400, `{"jsonrpc":"2.0","error":{"code":-32022,"message":"Unsupported protocol version","data":{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18"]}}}`},
 		"ping":                   {"POST", modernBody("8", "ping", ""), modernHeaders("ping", ""), 404, `{"jsonrpc":"2.0","id":8,"error":{"code":-32601,"message":"Method not found: ping was removed in MCP 2026-07-28"}}`},
 		"initialize":             {"POST", modernBody("8", "initialize", ""), modernHeaders("initialize", ""), 404, `"code":-32601,"message":"Method not found: initialize was removed in MCP 2026-07-28"`},
 		"logging/setLevel":       {"POST", modernBody("8", "logging/setLevel", `"level":"info"`), modernHeaders("logging/setLevel", ""), 404, `"code":-32601`},
@@ -185,7 +186,7 @@ func TestModernRefusals(t *testing.T) {
 		"listen, _meta 2025":     {"POST", strings.Replace(modernBody("9", methodListen, ""), `"2026-07-28"`, `"2025-11-25"`, 1), modernHeaders(methodListen, ""), 400, `"code":-32020`},
 		"GET":                    {"GET", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
 		"DELETE":                 {"DELETE", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
-		"not entitled":           {"POST", modernBody("3", "tools/call", `"name":"member_loans"`), modernHeaders("tools/call", "member_loans"), 403, `{"jsonrpc":"2.0","id":null,"error":{"code":-31030,"message":"Tier not entitled to this endpoint family","data":{"refusedFamily":"loans"}}}`},
+		"not entitled":           {"POST", modernBody("3", "tools/call", `"name":"member_loans"`), modernHeaders("tools/call", "member_loans"), 403, `{"jsonrpc":"2.0","error":{"code":-31030,"message":"Tier not entitled to this endpoint family","data":{"refusedFamily":"loans"}}}`},
 		"unknown tool":           {"POST", modernBody("4", "tools/call", `"name":"nope"`), modernHeaders("tools/call", "nope"), 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown tool"}}`},
 		"notification":           {"POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, modernHeaders("notifications/cancelled", ""), 202, ``},
 	} {
@@ -196,8 +197,8 @@ func TestModernRefusals(t *testing.T) {
 			}
 		})
 	}
-	if n := g.scrape(t, `civicgate_mcp_refusals_total{reason="not_entitled"}`); n != 1 {
-		t.Errorf("not_entitled refusals: %v, want 1", n)
+	if n := g.scrape(t, `civicgate_mcp_refusals_total{reason="not_entitled"}`) - refusedBefore; n != 1 {
+		t.Errorf("not_entitled refusals: %v more, want 1", n)
 	}
 }
 

@@ -64,7 +64,7 @@ var serverMethods = map[string]bool{
 // rpcError is a JSON-RPC error response.
 type rpcError struct {
 	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
+	ID      json.RawMessage `json:"id,omitempty"`
 	Error   struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -84,8 +84,8 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 // none).
 func writeRPCErrorData(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data any) {
 	e := rpcError{JSONRPC: "2.0", ID: id}
-	if len(e.ID) == 0 {
-		e.ID = null
+	if len(e.ID) == 0 && !modernCode(code) {
+		e.ID = null // JSON-RPC 2.0; 2026-07-28's errors leave an unknown id out
 	}
 	e.Error.Code, e.Error.Message, e.Error.Data = code, msg, data
 	body, err := json.Marshal(&e)
