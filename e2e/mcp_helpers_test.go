@@ -50,9 +50,9 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// mcpConnect opens a session with key through the go-sdk's client (no
-// standalone event stream: the tests that need one open it raw), closed
-// (DELETE) when the test ends.
+// mcpConnect opens a session with key through the go-sdk's client at
+// revision 2025-11-25 (no standalone event stream: the tests that need one
+// open it raw), closed (DELETE) when the test ends.
 func mcpConnect(t *testing.T, s *stack.Stack, key string) *mcpsdk.ClientSession {
 	t.Helper()
 	cs, err := mcpTryConnect(t.Context(), s, key)
@@ -70,7 +70,7 @@ func mcpTryConnect(ctx context.Context, s *stack.Stack, key string) (*mcpsdk.Cli
 		HTTPClient:           &http.Client{Transport: bearerTransport{key, s.Client.Transport}},
 		DisableStandaloneSSE: true,
 		MaxRetries:           -1,
-	}, nil)
+	}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // the SDK's default is 2026-07-28 (no session)
 }
 
 // mcpToolNames lists the session's tools by name (every page).

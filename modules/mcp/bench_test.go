@@ -35,14 +35,19 @@ import (
 const benchAnswer = `{"data":{"book":{"id":"b1","title":"Middlemarch","author":{"id":"a1","name":"George Eliot"}}}}`
 
 type chain struct {
-	srv *caddyhttp.Server
-	key string
+	srv       *caddyhttp.Server
+	key       string
+	readerKey string // a tier of catalog alone
 }
 
 func startChain(tb testing.TB, maxSessions int) *chain {
 	tb.Helper()
 	keysFile := filepath.Join(tb.TempDir(), "keys.json")
 	iss, err := keystore.IssueToFile(keysFile, "bench", "bench", "live")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reader, err := keystore.IssueToFile(keysFile, "benchreader", "benchreader", "live")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,6 +63,7 @@ func startChain(tb testing.TB, maxSessions int) *chain {
 		environment live
 		identity_secret %[4]q
 		tier bench 1000000000/h catalog loans
+		tier benchreader 1000000000/h catalog
 	}
 }
 http://localhost:%[2]d {
@@ -88,7 +94,7 @@ http://localhost:%[2]d {
 		tb.Fatal(err)
 	}
 	for _, s := range app.(*caddyhttp.App).Servers {
-		return &chain{srv: s, key: iss.Key}
+		return &chain{srv: s, key: iss.Key, readerKey: reader.Key}
 	}
 	tb.Fatal("no server")
 	return nil
@@ -143,6 +149,19 @@ func (c *chain) serve(w *recorder, path, session string, body []byte) int {
 	w.reset()
 	c.srv.ServeHTTP(w, r)
 	return w.status
+}
+
+// modern makes r a 2026-07-28 POST of method (and name) with key.
+func (c *chain) modern(r *http.Request, key, method, name string) {
+	r.Host = "localhost"
+	r.Header["Content-Type"] = []string{"application/json"}
+	r.Header["Authorization"] = []string{"Bearer " + key}
+	r.Header["Accept"] = []string{"application/json, text/event-stream"}
+	r.Header["Mcp-Protocol-Version"] = []string{versionModern}
+	r.Header["Mcp-Method"] = []string{method}
+	if name != "" {
+		r.Header["Mcp-Name"] = []string{name}
+	}
 }
 
 // open initializes a session and returns its id.
@@ -229,6 +248,43 @@ func benchToolsCall(b *testing.B) {
 			b.Fatalf("answer %s", w.body.String())
 		}
 		return s
+	})
+}
+
+// modernCallBody is toolCallBody in revision 2026-07-28.
+var modernCallBody = []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_book","arguments":{"id":"b1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`)
+
+// BenchmarkModernToolsCall: the same call in revision 2026-07-28, no
+// session (modern.go; target: no more CPU than BenchmarkToolsCall).
+func BenchmarkModernToolsCall(b *testing.B) {
+	c := startChain(b, 10)
+	w := &recorder{h: http.Header{}}
+	run(b, func() int {
+		r := httptest.NewRequest(http.MethodPost, "/v1/mcp", bytes.NewReader(modernCallBody))
+		c.modern(r, c.key, "tools/call", "get_book")
+		w.reset()
+		c.srv.ServeHTTP(w, r)
+		if w.status == http.StatusOK && !strings.Contains(w.body.String(), `"structuredContent":{"book":{"id":"b1"`) {
+			b.Fatalf("answer %s", w.body.String())
+		}
+		return w.status
+	})
+}
+
+// BenchmarkModernRefusedFromHeaders: a 2026-07-28 call of a tool the tier
+// lacks, refused from Mcp-Name before the body is read (target: 5 µs).
+func BenchmarkModernRefusedFromHeaders(b *testing.B) {
+	c := startChain(b, 10)
+	w := &recorder{h: http.Header{}}
+	run(b, func() int {
+		r := httptest.NewRequest(http.MethodPost, "/v1/mcp", bytes.NewReader(modernCallBody))
+		c.modern(r, c.readerKey, "tools/call", "member_loans")
+		w.reset()
+		c.srv.ServeHTTP(w, r)
+		if w.status == http.StatusForbidden {
+			return http.StatusOK
+		}
+		return w.status
 	})
 }
 

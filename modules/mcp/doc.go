@@ -1,5 +1,6 @@
 // Package mcp is the civic_mcp Caddy handler: the Model Context Protocol
-// endpoint (Streamable HTTP, revision 2025-11-25, 2025-06-18 accepted) whose
+// endpoint (Streamable HTTP, revision 2026-07-28 without sessions beside
+// revision 2025-11-25 with them, 2025-06-18 accepted) whose
 // tools are the GraphQL operations of a tool manifest (package tooldef), each
 // tools/call run as a GraphQL POST through the rest of the route — the same
 // rate limit, guard, cache and upstream as POST /v1/graphql (docs/mcp.md

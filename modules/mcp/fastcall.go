@@ -174,7 +174,7 @@ func (h *Handler) answerCall(w http.ResponseWriter, r *http.Request, next caddyh
 		return true
 	}
 	var res *mcpsdk.CallToolResult
-	rpcErr := h.outsideTier(s, tool)
+	rpcErr := h.outsideTier(s.tierFamilies(), tool)
 	if rpcErr == nil {
 		res, rpcErr = h.runTool(tool, c.arguments, func(gql []byte) answer {
 			if live.ctx.Err() != nil { // the session ended: nothing is sent
@@ -196,7 +196,7 @@ var noCache = []string{"no-cache, no-transform"}
 // rpcErr — as the SDK encodes it (jsonrpc2's NewResponse and
 // EncodeMessage: no HTML escaping), in one application/json body.
 func writeCallAnswer(w http.ResponseWriter, status int, id jsonrpc.ID, res *mcpsdk.CallToolResult, rpcErr error) {
-	data, err := encodeCallAnswer(id, res, rpcErr)
+	data, err := encodeCallAnswer(id, res, rpcErr, false)
 	if err != nil { // a result is built from JSON already parsed
 		status, data = http.StatusInternalServerError, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}`)
 	}
@@ -207,8 +207,10 @@ func writeCallAnswer(w http.ResponseWriter, status int, id jsonrpc.ID, res *mcps
 // encodeCallAnswer encodes the response to the call id. A result is
 // marshaled as the SDK marshals it and put in the envelope EncodeMessage
 // would write around it ({"jsonrpc","id","result"}, the result compact
-// already), so that it is not encoded twice.
-func encodeCallAnswer(id jsonrpc.ID, res *mcpsdk.CallToolResult, rpcErr error) ([]byte, error) {
+// already), so that it is not encoded twice; complete adds the
+// "resultType":"complete" member 2026-07-28 requires, last, where
+// CallToolResult.MarshalJSON writes it.
+func encodeCallAnswer(id jsonrpc.ID, res *mcpsdk.CallToolResult, rpcErr error, complete bool) ([]byte, error) {
 	if rpcErr != nil {
 		return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: rpcErr})
 	}
@@ -224,6 +226,9 @@ func encodeCallAnswer(id jsonrpc.ID, res *mcpsdk.CallToolResult, rpcErr error) (
 	result, err := marshalUnescaped(res)
 	if err != nil {
 		return nil, err
+	}
+	if complete { // a result is an object: '}' ends it
+		result = append(result[:len(result)-1:len(result)-1], `,"resultType":"complete"}`...)
 	}
 	data := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(idJSON)+len(result))
 	data = append(data, `{"jsonrpc":"2.0","id":`...)

@@ -107,7 +107,7 @@ func TestEncodeCallAnswerIsTheSDKs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, res := range results {
-			got, err := encodeCallAnswer(id, res, nil)
+			got, err := encodeCallAnswer(id, res, nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestEncodeCallAnswerIsTheSDKs(t *testing.T) {
 				t.Errorf("id %v:\n got  %s\n want %s", raw, got, want)
 			}
 		}
-		got, _ := encodeCallAnswer(id, nil, notEntitled("loans"))
+		got, _ := encodeCallAnswer(id, nil, notEntitled("loans"), false)
 		want, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: notEntitled("loans")})
 		if !bytes.Equal(got, want) {
 			t.Errorf("error, id %v:\n got  %s\n want %s", raw, got, want)

@@ -265,7 +265,7 @@ func TestGoClientCallsAreAnsweredByCivicMCP(t *testing.T) {
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{
 		Endpoint: g.base + "/v1/mcp", HTTPClient: &http.Client{Transport: rec.wrap(bearer{reader.Key})}, DisableStandaloneSSE: true, MaxRetries: -1,
-	}, nil)
+	}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,8 +58,13 @@ type Handler struct {
 	metrics  *metrics
 	sessions *sessionTable
 	sdk      *mcpsdk.StreamableHTTPHandler
-	messages caddyhttp.MiddlewareHandler // civic_rate_limit at MessageRate
-	impl     *mcpsdk.Implementation
+	// stateless serves the 2026-07-28 messages civic_mcp does not answer
+	// itself, one server per tier (modern.go).
+	stateless *mcpsdk.StreamableHTTPHandler
+	tiers     *tierServers
+	listens   *listenTable                // open subscriptions/listen streams (listen.go)
+	messages  caddyhttp.MiddlewareHandler // civic_rate_limit at MessageRate
+	impl      *mcpsdk.Implementation
 }
 
 // CaddyModule returns the Caddy module information.
@@ -115,6 +120,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		// No SessionTimeout: the session table ends idle sessions itself,
 		// so that every end goes through one path (sessions.go).
 	})
+	h.listens = newListenTable(h.MaxSessions, h.MaxSessionsPerKey)
+	h.tiers = &tierServers{m: map[string]*mcpsdk.Server{}}
+	h.stateless = mcpsdk.NewStreamableHTTPHandler(statelessServerOf, &mcpsdk.StreamableHTTPOptions{
+		Stateless:                    true,
+		JSONResponse:                 true, // one answer per POST: no stream to hold
+		DisableLocalhostProtection:   true,
+		MaxRequestBodyBytes:          h.MaxMessage,
+		PropagateRequestCancellation: true,
+	})
 	return nil
 }
 
@@ -124,6 +138,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 func (h *Handler) Cleanup() error {
 	if h.sessions != nil {
 		h.sessions.endAll(endUnloaded)
+	}
+	if h.listens != nil {
+		h.listens.closeAll()
 	}
 	return nil
 }
@@ -161,6 +178,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// the module's own (toolcall.go), so it is removed again here whatever
 	// handler ran before.
 	delete(r.Header, callHeader)
+	if r.Method != http.MethodPost && r.Header.Get(versionHeader) == versionModern {
+		// 2026-07-28 has neither the GET stream nor sessions to DELETE.
+		w.Header()["Allow"] = allowedModern
+		contract.WriteJSON(w, http.StatusMethodNotAllowed, contract.BodyMethodNotAllowed)
+		return nil
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.servePOST(w, r, next, q, caller)
@@ -175,7 +198,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return nil
 }
 
-var allowed = []string{"GET, POST, DELETE"}
+var (
+	allowed       = []string{"GET, POST, DELETE"}
+	allowedModern = []string{"POST"}
+)
 
 // bodyOriginRefused answers a browser origin not in allowed_origins.
 var bodyOriginRefused = contract.ErrorBody(msgOriginRefused)

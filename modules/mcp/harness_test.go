@@ -205,8 +205,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// connect opens an MCP session with key through the SDK's client; the
-// standalone event stream only when opts asks for notifications.
+// connect opens an MCP session with key through the SDK's client at
+// revision 2025-11-25 (the SDK's default is 2026-07-28: modern_test.go);
+// the standalone event stream only when opts asks for notifications.
 func (g *gateway) connect(t *testing.T, key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	t.Helper()
 	cs, err := g.tryConnect(t, key, opts)
@@ -222,7 +223,7 @@ func (g *gateway) tryConnect(t *testing.T, key string, opts *mcpsdk.ClientOption
 	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{
 		Endpoint: g.base + "/v1/mcp", HTTPClient: &http.Client{Transport: bearer{key}},
 		DisableStandaloneSSE: opts == nil || opts.ToolListChangedHandler == nil, MaxRetries: -1,
-	}, nil)
+	}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}

@@ -78,10 +78,10 @@ func isToolCall(head rpcHead) bool {
 
 // admitMessage takes one unit of the caller's message rate for the message
 // with id, or answers why not: 429 with Retry-After and the RateLimit
-// headers, a JSON-RPC error whose data holds what a rate-limited tool
-// call's _meta holds; whatever else civic_rate_limit answered (a store
-// down in closed mode: 500), as it answered it.
-func (h *Handler) admitMessage(w http.ResponseWriter, r *http.Request, id json.RawMessage, caller *contract.Caller) bool {
+// headers, a JSON-RPC error (code: the era's) whose data holds what a
+// rate-limited tool call's _meta holds; whatever else civic_rate_limit
+// answered (a store down in closed mode: 500), as it answered it.
+func (h *Handler) admitMessage(w http.ResponseWriter, r *http.Request, id json.RawMessage, caller *contract.Caller, code int) bool {
 	repl := caddy.NewReplacer()
 	repl.Set(messageKeyPlaceholder, caller.KeyID)
 	rec := &decisionRecorder{header: make(http.Header, 4)}
@@ -109,7 +109,7 @@ func (h *Handler) admitMessage(w http.ResponseWriter, r *http.Request, id json.R
 	if secs, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil {
 		data["retryAfter"] = secs
 	}
-	writeRPCErrorData(w, http.StatusTooManyRequests, id, codeRateLimited, rateLimitedText(rec.body, retryAfter), data)
+	writeRPCErrorData(w, http.StatusTooManyRequests, id, code, rateLimitedText(rec.body, retryAfter), data)
 	return false
 }
 

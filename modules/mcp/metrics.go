@@ -30,6 +30,10 @@ const (
 	refusedBatch          = "batch"
 	refusedBadRequest     = "bad_request"
 	refusedMessageRate    = "message_rate"
+	refusedNotEntitled    = "not_entitled"    // a modern tools/call refused from Mcp-Name, its body unread
+	refusedHeaderMismatch = "header_mismatch" // standard headers missing, malformed or not the body's
+	refusedVersion        = "unsupported_version"
+	refusedListens        = "listens" // subscriptions/listen over max_sessions_per_key or max_sessions
 )
 
 // Reasons a session ends (civicgate_mcp_sessions_ended_total).
@@ -45,6 +49,7 @@ const (
 // label.
 type metrics struct {
 	open     prometheus.Gauge
+	listens  prometheus.Gauge
 	opened   prometheus.Counter
 	ended    *prometheus.CounterVec
 	calls    *prometheus.CounterVec
@@ -60,6 +65,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		open: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "sessions_open",
 			Help: "MCP sessions open."}),
+		listens: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "listens_open",
+			Help: "MCP subscriptions/listen streams open (revision 2026-07-28)."}),
 		opened: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "sessions_opened_total",
 			Help: "MCP sessions opened (initialize admitted)."}),
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "sessions_ended_total",
@@ -67,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "tool_calls_total",
 			Help: "MCP tool calls, by outcome (ok, graphql_error, bad_arguments, not_entitled, rate_limited, refused, upstream_error, too_large, canceled)."}, []string{"outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refusals_total",
-			Help: "MCP requests civic_mcp refused itself, by reason (origin, unknown_session, key_sessions, sessions, too_large, batch, bad_request, message_rate)."}, []string{"reason"}),
+			Help: "MCP requests civic_mcp refused itself, by reason (origin, unknown_session, key_sessions, sessions, too_large, batch, bad_request, message_rate, not_entitled, header_mismatch, unsupported_version, listens)."}, []string{"reason"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -77,6 +84,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.opened, err = collectors.Register(reg, m.opened); err != nil {
+		return nil, err
+	}
+	if m.listens, err = collectors.Register(reg, m.listens); err != nil {
 		return nil, err
 	}
 	for _, v := range []**prometheus.CounterVec{&m.ended, &m.calls, &m.refusals} {

@@ -58,7 +58,7 @@ func TestShippedGatewayRecordsTools(t *testing.T) {
 		cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{
 			Endpoint: s.HTTPSURL + "/v1/mcp", HTTPClient: &http.Client{Transport: keyed{key, s.Client.Transport}},
 			DisableStandaloneSSE: true, MaxRetries: -1,
-		}, nil)
+		}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}

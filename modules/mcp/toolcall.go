@@ -142,6 +142,7 @@ func (h *Handler) newServer(s *session) *mcpsdk.Server {
 		GetSessionID:              func() string { return id },
 		SupportedProtocolVersions: supportedVersions,
 		Capabilities:              &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}},
+		SetCacheable:              setCacheable, // a tier's list is private (modern.go)
 	})
 	srv.AddReceivingMiddleware(h.entitlement(s))
 	for _, t := range h.tools.For(s.csv) {
@@ -160,7 +161,7 @@ func (h *Handler) entitlement(s *session) mcpsdk.Middleware {
 			if method == methodToolCall {
 				if p, ok := req.GetParams().(*mcpsdk.CallToolParamsRaw); ok {
 					if t, known := h.tools.Lookup(p.Name); known {
-						if err := h.outsideTier(s, t); err != nil {
+						if err := h.outsideTier(s.tierFamilies(), t); err != nil {
 							return nil, err
 						}
 					}
@@ -171,10 +172,10 @@ func (h *Handler) entitlement(s *session) mcpsdk.Middleware {
 	}
 }
 
-// outsideTier is the JSON-RPC error of a call of tool t when the session's
-// tier lacks its family (counted), or nil.
-func (h *Handler) outsideTier(s *session, t *tooldef.Tool) error {
-	if t.Entitled(s.tierFamilies()) {
+// outsideTier is the JSON-RPC error of a call of tool t when the tier of
+// families (comma-separated) lacks its family (counted), or nil.
+func (h *Handler) outsideTier(families string, t *tooldef.Tool) error {
+	if t.Entitled(families) {
 		return nil
 	}
 	h.metrics.calls.WithLabelValues(callNotEntitled).Inc()

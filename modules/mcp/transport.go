@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,7 +64,7 @@ var serverMethods = map[string]bool{
 // rpcError is a JSON-RPC error response.
 type rpcError struct {
 	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
+	ID      json.RawMessage `json:"id,omitempty"`
 	Error   struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -83,8 +84,8 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 // none).
 func writeRPCErrorData(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data any) {
 	e := rpcError{JSONRPC: "2.0", ID: id}
-	if len(e.ID) == 0 {
-		e.ID = null
+	if len(e.ID) == 0 && !modernCode(code) {
+		e.ID = null // JSON-RPC 2.0; 2026-07-28's errors leave an unknown id out
 	}
 	e.Error.Code, e.Error.Message, e.Error.Data = code, msg, data
 	body, err := json.Marshal(&e)
@@ -119,12 +120,21 @@ func (h *Handler) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 	}
-	if v := r.Header.Get(versionHeader); v != "" && v != supportedVersions[0] && v != supportedVersions[1] {
-		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeBadRequest,
-			"Unsupported MCP-Protocol-Version (supported: "+strings.Join(supportedVersions, ", ")+")")
+	if v := r.Header.Get(versionHeader); v != "" && !slices.Contains(allVersions, v) {
+		// As 2026-07-28 specifies (a modern client reads the supported
+		// versions from it; a 2025 one sees a 400, as before).
+		h.refuseUnsupportedVersion(w, nil, truncate(v, maxHeaderValue))
 		return false
 	}
 	return true
+}
+
+// truncate cuts s to at most n bytes (a value echoed to its sender).
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // accepts reads Accept as the SDK does (streamableAccepts).
@@ -169,32 +179,22 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 	if !h.checkHeaders(w, r) {
 		return
 	}
-	body, err := readBody(r, h.MaxMessage)
-	if errors.Is(err, errTooLarge) {
-		h.metrics.refusals.WithLabelValues(refusedTooLarge).Inc()
-		contract.WriteJSON(w, http.StatusRequestEntityTooLarge, contract.BodyTooLarge)
+	if r.Header.Get(versionHeader) == versionModern {
+		h.serveModern(w, r, next, q, caller)
 		return
 	}
-	if err != nil {
-		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body could not be read")
+	// 2025-06-18 removed JSON-RPC batching; both revisions served refuse it.
+	body, head, ok := h.readMessage(w, r)
+	if !ok {
 		return
 	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		// 2025-06-18 removed JSON-RPC batching; both revisions served refuse it.
-		h.refuse(w, refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
+	if claimsModern(body) {
+		// _meta names a revision the header does not: the header decides the
+		// era, so the body must agree with it (2026-07-28 "Server Validation").
+		h.refuseMismatch(w, head.ID, "the MCP-Protocol-Version header does not match _meta's "+metaVersion)
 		return
 	}
-	head, err := readHead(body)
-	switch {
-	case errors.Is(err, errAmbiguousMember):
-		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid Request: "+err.Error())
-		return
-	case err != nil:
-		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
-		return
-	}
-	if !isToolCall(head) && !h.admitMessage(w, r, head.ID, caller) {
+	if !isToolCall(head) && !h.admitMessage(w, r, head.ID, caller, codeRateLimited) {
 		return
 	}
 	if len(head.ID) > 0 && head.Method != "" && !serverMethods[head.Method] {
@@ -235,6 +235,25 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, next caddyht
 	defer s.unregister(live)
 	r.Header[callHeader] = []string{live.id}
 	h.serveCall(w, sr, live)
+}
+
+// claimsModern reports whether a message's params._meta names a protocol
+// version (only 2026-07-28 and later requests carry one). The member is
+// looked for as written first, so that a 2025 message pays nothing.
+func claimsModern(body []byte) bool {
+	if !bytes.Contains(body, []byte("protocolVersion")) {
+		return false
+	}
+	var msg struct {
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return false
+	}
+	_, ok := msg.Params.Meta[metaVersion]
+	return ok
 }
 
 // initialize opens a session for caller (within the caps) and lets the SDK
