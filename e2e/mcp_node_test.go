@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,31 +107,7 @@ type nodeOutput struct {
 // there with `npm ci`.
 func nodeClient(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: the TypeScript SDK's test needs Node.js 20 or later and npm", tool)
-		}
-	}
-	src := filepath.Join(stack.RepoRoot(t), "e2e", "mcp-node")
-	dir := t.TempDir()
-	for _, name := range []string{"package.json", "package-lock.json", "client.mjs"} {
-		data, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci of e2e/mcp-node failed (%v): the pinned @modelcontextprotocol/sdk could not be installed — is the npm registry reachable?\n%s",
-			err, tailLines(out, 30))
-	}
-	return dir
+	return npmInstall(t, "mcp-node", "the pinned @modelcontextprotocol/sdk")
 }
 
 // runNodeClient runs client.mjs against the stack's /v1/mcp with key,

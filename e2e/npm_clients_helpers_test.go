@@ -36,36 +36,7 @@ const npmClientsCeiling = 2 * time.Minute
 // e2e/mcp-node: npm failing fails the test, never skips it.
 func npmClients(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: the npm clients' tests need Node.js 20 or later and npm", tool)
-		}
-	}
-	src := filepath.Join(stack.RepoRoot(t), "e2e", "npm-clients")
-	files, err := filepath.Glob(filepath.Join(src, "*.mjs"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts in %s: %v", src, err)
-	}
-	files = append(files, filepath.Join(src, "package.json"), filepath.Join(src, "package-lock.json"))
-	dir := t.TempDir()
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci of e2e/npm-clients failed (%v): the pinned GraphQL clients could not be installed — is the npm registry reachable?\n%s",
-			err, tailLines(out, 30))
-	}
-	return dir
+	return npmInstall(t, "npm-clients", "the pinned GraphQL clients")
 }
 
 // npmRun is one running client script.

@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/internal/testkit/stack"
+)
+
+// npmInstall copies e2e/<folder> (package.json, its lock and the *.mjs
+// scripts) into a directory of the test's own and installs the locked
+// packages there with `npm ci`: node or npm missing, or npm failing, fails
+// the test (what names the packages it installs), never skips it.
+func npmInstall(t *testing.T, folder, what string) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: %s need Node.js 20 or later and npm", tool, what)
+		}
+	}
+	src := filepath.Join(stack.RepoRoot(t), "e2e", folder)
+	files, err := filepath.Glob(filepath.Join(src, "*.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in %s: %v", src, err)
+	}
+	files = append(files, filepath.Join(src, "package.json"), filepath.Join(src, "package-lock.json"))
+	dir := t.TempDir()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci of e2e/%s failed (%v): %s could not be installed — is the npm registry reachable?\n%s",
+			folder, err, what, tailLines(out, 30))
+	}
+	return dir
+}
