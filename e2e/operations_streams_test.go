@@ -92,8 +92,9 @@ type streamsGateway struct {
 
 // startStreamsGateways starts recordsd, the library engine and two
 // gateways on one database and Redis prefix: the first tunnels
-// subscriptions, the second terminates them.
-func startStreamsGateways(t *testing.T, events *library.LoanEvents) ([2]streamsGateway, string) {
+// subscriptions, the second terminates them. schema, when given, is the
+// gateways' copy of the library's schema instead of the engine's own.
+func startStreamsGateways(t *testing.T, events *library.LoanEvents, schema ...string) ([2]streamsGateway, string) {
 	t.Helper()
 	a := stack.New(t, &bins)
 	engine := library.NewHandler(library.NewCatalog(), events, library.Options{
@@ -114,6 +115,9 @@ func startStreamsGateways(t *testing.T, events *library.LoanEvents) ([2]streamsG
 		s.Setenv("CIVICGATE_USAGE_FLUSH", "1s")
 		s.Setenv("NPM_LIBRARY_PORT", port)
 		s.Setenv("NPM_LIBRARY_SCHEMA", filepath.Join(s.Root, "examples", "other-backend", "library.graphqls"))
+		if len(schema) > 0 {
+			s.Setenv("NPM_LIBRARY_SCHEMA", schema[0])
+		}
 		s.Setenv("NPM_LIBRARY_UPSTREAM", strings.TrimPrefix(lib.URL, "http://"))
 		gws[i] = streamsGateway{s: s, libURL: "http://127.0.0.1:" + port + "/graphql", libWS: "ws://127.0.0.1:" + port + "/graphql"}
 	}
@@ -302,4 +306,91 @@ func sendWithKey(method, target, key, body string) (int, string, http.Header, er
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(b), resp.Header, err
+}
+
+// An upstream's error on an admitted subscription counts one error on its
+// operation's row (docs/design.md D83). The gateways' schema is ahead of the
+// engine's: loanEvents takes an argument the engine does not know, so the
+// guard admits `loanEvents(since: 1)` and the engine (gqlgen) rejects it —
+// over graphql-ws with an `error` message, over graphql-sse with a `next`
+// result holding the errors. The subscription goes over graphql-ws through
+// the tunnelling gateway and to the terminating one, and over graphql-sse to
+// the terminating one (whose hub reads the engine's graphql-ws `error`) and
+// through the tunnelling one (a 200 stream whose result holds errors: a
+// result, not an error, as a POST's 200 with errors).
+func TestOperationsSubscriptionErrors(t *testing.T) {
+	dir := npmClients(t)
+	events := library.NewLoanEvents()
+	// The repository's schema, the stack's root being a copy of it.
+	src, err := os.ReadFile(filepath.Join("..", "examples", "other-backend", "library.graphqls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := strings.Replace(string(src), "  loanEvents: LoanEvent!", "  loanEvents(since: Int): LoanEvent!", 1)
+	if ahead == string(src) {
+		t.Fatal("library.graphqls no longer declares loanEvents without arguments")
+	}
+	schema := filepath.Join(t.TempDir(), "library-ahead.graphqls")
+	if err := os.WriteFile(schema, []byte(ahead), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gws, _ := startStreamsGateways(t, events, schema)
+	a, b := gws[0], gws[1]
+	org := "suberr-" + testenv.RandomSuffix(6)
+	key, id := a.s.IssueKey(org, "opstreams", "live")
+	t.Cleanup(func() { a.s.CheckLogs(t, key); b.s.CheckLogs(t, key) })
+
+	const ghost = `subscription GhostFeed { loanEvents(since: 1) { kind } }`
+	steps := []struct {
+		script, url      string
+		requests, errors int64
+	}{
+		{"graphql-ws.mjs", a.libWS, 1, 1},   // tunnelled: the engine's error message
+		{"graphql-ws.mjs", b.libWS, 2, 2},   // terminated: the hub's error
+		{"graphql-sse.mjs", b.libURL, 3, 3}, // terminated stream: the hub's error
+		{"graphql-sse.mjs", a.libURL, 4, 3}, // tunnelled stream: a result with errors
+	}
+	for _, st := range steps {
+		var out struct {
+			Events []json.RawMessage `json:"events"`
+			Error  *clientError      `json:"error"`
+		}
+		raw := runNPMScript(t, dir, "", st.script, key, map[string]any{"url": st.url, "query": ghost, "count": 1}, &out)
+		failed := out.Error != nil && len(out.Error.Errors) > 0
+		if !failed && (len(out.Events) != 1 || !strings.Contains(string(out.Events[0]), `"errors"`)) {
+			t.Fatalf("%s %s: the engine's refusal did not reach the client: %s", st.script, st.url, raw)
+		}
+		awaitOperationErrors(t, a, org, streamsOperation{KeyID: id, Type: "subscription", Name: "GhostFeed",
+			Requests: st.requests, Errors: st.errors})
+	}
+	if n := events.Subscribers(); n != 0 {
+		t.Fatalf("%d loanEvents subscribers: the engine ran a subscription it rejected", n)
+	}
+}
+
+// awaitOperationErrors waits until org's only row is want (its hash aside).
+func awaitOperationErrors(t *testing.T, g streamsGateway, org string, want streamsOperation) {
+	t.Helper()
+	s := g.s
+	stack.WaitFor(t, 60*time.Second, fmt.Sprintf("the row %+v", want), func() error {
+		out, err := s.RunErr(s.Bins.Civicgate, "usage", "operations", "--org", org, "--since", "1h", "--json")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		var answer struct {
+			Operations []streamsOperation `json:"operations"`
+		}
+		if err := json.Unmarshal([]byte(out), &answer); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if len(answer.Operations) != 1 {
+			return fmt.Errorf("rows %+v", answer.Operations)
+		}
+		got := answer.Operations[0]
+		got.Hash = ""
+		if got != want {
+			return fmt.Errorf("row %+v", got)
+		}
+		return nil
+	})
 }

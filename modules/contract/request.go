@@ -45,6 +45,7 @@ type Request struct {
 	costBudget CostBudget
 	graphQL    GraphQLRequest
 	hasGraphQL bool
+	failed     bool
 	transport  string
 }
 
@@ -150,6 +151,14 @@ func (q *Request) SetOperationRecorder(r OperationRecorder) { q.recorder = r }
 
 // OperationRecorder is the recorder set by SetOperationRecorder, or nil.
 func (q *Request) OperationRecorder() OperationRecorder { return q.recorder }
+
+// SetOperationFailed marks the request's operation as an error whatever its
+// status: an event stream the upstream ended with an error after a 200
+// (docs/design.md D83).
+func (q *Request) SetOperationFailed() { q.failed = true }
+
+// OperationFailed reports whether SetOperationFailed was called.
+func (q *Request) OperationFailed() bool { return q.failed }
 
 // SetCostBudget sets the caller's cost budget for this request.
 func (q *Request) SetCostBudget(b CostBudget) { q.costBudget = b }

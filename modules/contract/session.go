@@ -59,4 +59,9 @@ type OperationRecorder interface {
 	// modify it) that spent cost points of the key's cost budget (0 without
 	// one) and was admitted latency after its message arrived.
 	RecordOperation(op *GraphQLOperation, cost int64, latency time.Duration)
+	// RecordOperationError counts one error of op, which RecordOperation
+	// counted when it was admitted at admitted: the upstream ended it with
+	// an error (docs/design.md D83). It adds no request, cost or latency,
+	// and lands on the row of the admission's hour.
+	RecordOperationError(op *GraphQLOperation, admitted time.Time)
 }

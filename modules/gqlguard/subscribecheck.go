@@ -51,7 +51,7 @@ type subscribeChecker struct {
 	recorder contract.OperationRecorder // nil: operations not counted
 }
 
-func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (forward, errs []byte) {
+func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (forward, errs []byte, failed func()) {
 	var (
 		rec     refusalRecorder
 		adm     admitted
@@ -92,7 +92,7 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		if errs == nil {
 			_, errs = refusalErrors(rec.status, rec.body, rec.Header().Get(contract.HeaderRefusedFamily))
 		}
-		return nil, errs
+		return nil, errs, nil
 	}
 	endGuardSpan(span, &adm, outcomeAllowed)
 	s.g.metrics.allowed.Inc()
@@ -105,9 +105,14 @@ func (s *subscribeChecker) CheckSubscribe(ctx context.Context, payload []byte) (
 		if s.scope.budget != nil {
 			cost = adm.co.Cost
 		}
-		s.recorder.RecordOperation(&adm.op.Published, cost, time.Since(arrived))
+		op, rec := &adm.op.Published, s.recorder
+		rec.RecordOperation(op, cost, time.Since(arrived))
+		// The upstream's error message for it counts one error on the same
+		// row (docs/design.md D83); the compiled operation is shared and
+		// lives as long as the closure.
+		failed = func() { rec.RecordOperationError(op, arrived) }
 	}
-	return forward, nil
+	return forward, nil, failed
 }
 
 // eventStream is an admitted graphql-sse request for the shell: charged

@@ -33,8 +33,15 @@ type recordedOperation struct {
 
 // operationLog is a contract.OperationRecorder keeping its calls.
 type operationLog struct {
-	mu    sync.Mutex
-	calls []recordedOperation
+	mu     sync.Mutex
+	calls  []recordedOperation
+	failed []*contract.GraphQLOperation // RecordOperationError's
+}
+
+func (l *operationLog) RecordOperationError(op *contract.GraphQLOperation, _ time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failed = append(l.failed, op)
 }
 
 func (l *operationLog) RecordOperation(op *contract.GraphQLOperation, cost int64, latency time.Duration) {

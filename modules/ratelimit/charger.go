@@ -75,6 +75,18 @@ func (c *upgradeCharger) RecordOperation(op *contract.GraphQLOperation, cost int
 	u.ops.Add(&s)
 }
 
+// RecordOperationError implements contract.OperationRecorder: one error of
+// op, counted by RecordOperation when it was admitted at admitted, on the
+// row of that hour (docs/design.md D83).
+func (c *upgradeCharger) RecordOperationError(op *contract.GraphQLOperation, admitted time.Time) {
+	u := c.limiter.usage
+	if u == nil || u.ops == nil || c.keyID == "" || op == nil {
+		return
+	}
+	s := usage.OperationSample{KeyID: c.keyID, Org: fixedOrg(c.org), At: admitted, Operation: op, ErrorOnly: true}
+	u.ops.Add(&s)
+}
+
 // withCharger returns r carrying a Charger for storeKey and rt when r is a
 // WebSocket upgrade (Upgrade: websocket with Connection: upgrade), else r
 // itself: plain requests pay nothing. When the key's operations are counted

@@ -92,7 +92,8 @@ func (u *usageSink) add(keyID string, org usage.OrgSource, at time.Time, d usage
 
 // addOperation counts the GraphQL operation the guard admitted for r, if it
 // published one (docs/design.md D70): its hash, type and name, whether the
-// answer's HTTP status was an error, its cost and how long the handler
+// answer's HTTP status was an error (or the stream the upstream ended with
+// an error, D83), its cost and how long the handler
 // chain took. Variables and credentials are not read.
 func (u *usageSink) addOperation(r *http.Request, keyID string, org usage.OrgSource, at time.Time, d usage.Delta, took time.Duration) {
 	q, ok := contract.RequestFrom(r.Context())
@@ -104,7 +105,7 @@ func (u *usageSink) addOperation(r *http.Request, keyID string, org usage.OrgSou
 		return
 	}
 	s := usage.OperationSample{KeyID: keyID, Org: org, At: at, Operation: &g.Operation,
-		Error: d.ClientErrors+d.ServerErrors > 0, Cost: d.Cost, Latency: took}
+		Error: d.ClientErrors+d.ServerErrors > 0 || q.OperationFailed(), Cost: d.Cost, Latency: took}
 	u.ops.Add(&s)
 }
 

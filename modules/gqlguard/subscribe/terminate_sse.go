@@ -89,6 +89,12 @@ func (s *Shell) terminateEventStream(w http.ResponseWriter, r *http.Request, q *
 				return nil
 			case ev.end:
 				if ev.errs != nil {
+					// The hub's error ends the stream: its operation
+					// failed, counted once when the stream's request is
+					// (docs/design.md D83).
+					if q != nil {
+						q.SetOperationFailed()
+					}
 					send("next", errorsResult(ev.errs))
 				}
 				send("complete", nil)

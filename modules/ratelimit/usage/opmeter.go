@@ -101,6 +101,10 @@ type OperationSample struct {
 	// computes one) is recorded once per hash.
 	Operation *contract.GraphQLOperation
 	Error     bool // answered 4xx or 5xx (the HTTP status only)
+	// ErrorOnly counts one error of a request already counted (a
+	// subscription the upstream ended with an error, docs/design.md D83):
+	// no request, cost or latency.
+	ErrorOnly bool
 	Cost      int64
 	Latency   time.Duration
 }
@@ -267,6 +271,11 @@ func (m *OperationMeter) Add(s *OperationSample) {
 			m.dropped.Add(1)
 			return
 		}
+	}
+	if s.ErrorOnly {
+		c.errors++
+		sh.mu.Unlock()
+		return
 	}
 	c.requests++
 	if s.Error {

@@ -28,8 +28,10 @@ type Checker interface {
 	// CheckSubscribe returns the payload to forward upstream (the same slice
 	// or a rewritten one, e.g. a persisted query resolved to its full text)
 	// or, when refused, errs: the JSON array of GraphQL errors sent in the
-	// protocol's error message payload.
-	CheckSubscribe(ctx context.Context, payload []byte) (forward []byte, errs []byte)
+	// protocol's error message payload. failed (nil: nothing to tell) is
+	// called at most once, when the upstream ends the admitted subscription
+	// with an error message (docs/design.md D83).
+	CheckSubscribe(ctx context.Context, payload []byte) (forward []byte, errs []byte, failed func())
 }
 
 // Slots bounds concurrent subscriptions across connections (e.g. per API

@@ -80,13 +80,17 @@ func (c *filterConn) followWatch() {
 
 // upstreamEnded is called by the writer for each upstream complete or
 // error message, and for its connection_ack (before the ack's last bytes are
-// written: a frame the filter injects after this waits for them).
+// written: a frame the filter injects after this waits for them). An error
+// message ends an active subscription with an error: the Checker is told,
+// once, since the id is no longer active after it (docs/design.md D83).
 func (c *filterConn) upstreamEnded(typ, id []byte) {
 	if string(typ) == msgConnectionAck {
 		c.acked.Store(true)
 		return
 	}
-	c.subs.removeBytes(id)
+	if sub, ok := c.subs.removeBytes(id); ok && sub.failed != nil && string(typ) == msgError {
+		sub.failed()
+	}
 }
 
 // terminate sends the client a close frame of code and reason (between two
@@ -232,11 +236,11 @@ func (c *filterConn) subscribe(m clientMessage, tokenInside bool) error {
 		c.refused(OutcomeBearer)
 		return c.refuse(id, graphQLErrors("Request must not contain the bearer token", "BAD_REQUEST"))
 	}
-	forward, holdsSlot, errs := c.admit(c.ctx, m.Payload)
+	forward, sub, errs := c.admit(c.ctx, m.Payload)
 	if errs != nil {
 		return c.refuse(id, errs)
 	}
-	if !c.subs.add(id, holdsSlot) {
+	if !c.subs.add(id, sub) {
 		return nil // the connection ended meanwhile
 	}
 	c.forward(msgSubscribe, m.ID, forward)

@@ -18,15 +18,15 @@ type recordingChecker struct {
 	admitted map[string]bool
 }
 
-func (c *recordingChecker) CheckSubscribe(_ context.Context, payload []byte) ([]byte, []byte) {
+func (c *recordingChecker) CheckSubscribe(_ context.Context, payload []byte) ([]byte, []byte, func()) {
 	if !bytes.Contains(payload, []byte("ok")) {
-		return nil, []byte(`[{"message":"no"}]`)
+		return nil, []byte(`[{"message":"no"}]`), nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fwd := `{"query":"admitted ` + string(rune('a'+len(c.admitted)%26)) + `"}`
 	c.admitted[fwd] = true
-	return []byte(fwd), nil
+	return []byte(fwd), nil, nil
 }
 
 // readUpstreamFrames decodes what the filter sent upstream: masked client

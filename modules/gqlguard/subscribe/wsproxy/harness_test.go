@@ -180,18 +180,20 @@ func (s *countingSlots) await(t *testing.T, n int) {
 }
 
 // policyChecker refuses queries naming "forbidden" and resolves the
-// persisted query {"extensions":{"persisted":"ticks3"}}.
-type policyChecker struct{ admitted atomic.Int64 }
+// persisted query {"extensions":{"persisted":"ticks3"}}. Each admitted
+// subscription's failed adds to failed (docs/design.md D83).
+type policyChecker struct{ admitted, failed atomic.Int64 }
 
-func (c *policyChecker) CheckSubscribe(_ context.Context, payload []byte) ([]byte, []byte) {
+func (c *policyChecker) CheckSubscribe(_ context.Context, payload []byte) ([]byte, []byte, func()) {
 	s := string(payload)
+	failed := func() { c.failed.Add(1) }
 	switch {
 	case strings.Contains(s, "forbidden"):
-		return nil, []byte(`[{"message":"Forbidden field","extensions":{"code":"FORBIDDEN"}}]`)
+		return nil, []byte(`[{"message":"Forbidden field","extensions":{"code":"FORBIDDEN"}}]`), nil
 	case strings.Contains(s, `"persisted":"ticks3"`):
 		c.admitted.Add(1)
-		return []byte(`{"query":"subscription { ticks(n: 3) }"}`), nil
+		return []byte(`{"query":"subscription { ticks(n: 3) }"}`), nil, failed
 	}
 	c.admitted.Add(1)
-	return payload, nil
+	return payload, nil, failed
 }

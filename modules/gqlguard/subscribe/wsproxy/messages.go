@@ -19,6 +19,10 @@ const (
 // allowed from then on.
 const msgConnectionAck = "connection_ack"
 
+// msgError is the server's error message: it ends one subscription with
+// errors.
+const msgError = "error"
+
 // clientMessage is one decoded client message. Only these members reach
 // the upstream: every forwarded message is re-encoded from them, so the
 // upstream reads exactly what the filter decided on (no duplicate or

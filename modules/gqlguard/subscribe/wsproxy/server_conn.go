@@ -195,12 +195,12 @@ func (c *serverConn) subscribe(m clientMessage, tokenInside bool) error {
 		c.refuse(idJSON, graphQLErrors("Request must not contain the bearer token", "BAD_REQUEST"))
 		return nil
 	}
-	forward, holdsSlot, errs := c.admit(active, m.Payload)
+	forward, sub, errs := c.admit(active, m.Payload)
 	if errs != nil {
 		c.refuse(idJSON, errs)
 		return nil
 	}
-	s := &termSub{c: c, id: id, idJSON: idJSON, holdsSlot: holdsSlot}
+	s := &termSub{c: c, id: id, idJSON: idJSON, holdsSlot: sub.holdsSlot, failed: sub.failed}
 	c.cfg.Observer.Subscriptions(1)
 	c.mu.Lock()
 	if c.done || c.final {
@@ -238,20 +238,20 @@ func (c *serverConn) subscribe(m clientMessage, tokenInside bool) error {
 
 // admit runs admitSubscribe on a goroutine of its own, so that the reader's
 // stack, which an idle socket keeps, never grows to the checker's depth.
-func (c *serverConn) admit(active int, payload []byte) (forward []byte, holdsSlot bool, errs []byte) {
+func (c *serverConn) admit(active int, payload []byte) (forward []byte, sub activeSub, errs []byte) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer func() {
 			if v := recover(); v != nil {
 				c.cfg.Logger.Error("panic admitting a subscription", zap.String("panic_type", fmt.Sprintf("%T", v)))
-				forward, holdsSlot, errs = nil, false, graphQLErrors("Internal Server Error", "INTERNAL_SERVER_ERROR")
+				forward, sub, errs = nil, activeSub{}, graphQLErrors("Internal Server Error", "INTERNAL_SERVER_ERROR")
 			}
 		}()
-		forward, holdsSlot, errs = admitSubscribe(c.ctx, &c.cfg.Config, active, payload)
+		forward, sub, errs = admitSubscribe(c.ctx, &c.cfg.Config, active, payload)
 	}()
 	<-done
-	return forward, holdsSlot, errs
+	return forward, sub, errs
 }
 
 // refuse answers a subscription with an error message; it never becomes
@@ -371,6 +371,7 @@ type termSub struct {
 	id        string
 	idJSON    string
 	holdsSlot bool
+	failed    func() // the Checker's, for the hub's error; nil: none
 	stop      func()
 	timer     *time.Timer
 
@@ -395,6 +396,12 @@ func (s *termSub) End(errs []byte) {
 	c.mu.Unlock()
 	s.release()
 	if errs != nil {
+		// The hub's error (the upstream's error message, or its socket
+		// lost past the retries): the operation failed (docs/design.md
+		// D83). Only the first End gets here: it removed s.
+		if s.failed != nil {
+			s.failed()
+		}
 		c.enqueue(outMsg{op: opText, idJSON: s.idJSON, typ: "error", payload: errs})
 	} else {
 		c.enqueue(outMsg{op: opText, idJSON: s.idJSON, typ: "complete"})

@@ -15,8 +15,14 @@ type subscriptions struct {
 	slots Slots
 
 	mu     sync.Mutex
-	active map[string]bool // id → holds a Slots slot
+	active map[string]activeSub
 	closed bool
+}
+
+// activeSub is one active subscription of a connection.
+type activeSub struct {
+	holdsSlot bool   // holds a Slots slot
+	failed    func() // the Checker's, for an upstream error message; nil: none
 }
 
 func (s *subscriptions) has(id string) bool {
@@ -34,52 +40,54 @@ func (s *subscriptions) count() int {
 
 // add makes id active; it reports false (and gives the slot back) once the
 // connection has ended.
-func (s *subscriptions) add(id string, holdsSlot bool) bool {
+func (s *subscriptions) add(id string, sub activeSub) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		if holdsSlot {
+		if sub.holdsSlot {
 			s.slots.Release()
 		}
 		return false
 	}
 	if s.active == nil {
-		s.active = make(map[string]bool)
+		s.active = make(map[string]activeSub)
 	}
-	s.active[id] = holdsSlot
+	s.active[id] = sub
 	return true
 }
 
 // remove ends id and releases its slot; unknown ids are ignored.
 func (s *subscriptions) remove(id string) {
 	s.mu.Lock()
-	holdsSlot, ok := s.active[id]
+	sub, ok := s.active[id]
 	delete(s.active, id)
 	s.mu.Unlock()
-	if ok && holdsSlot {
+	if ok && sub.holdsSlot {
 		s.slots.Release()
 	}
 }
 
-// removeBytes is remove for an id read from the upstream's stream.
-func (s *subscriptions) removeBytes(id []byte) {
+// removeBytes is remove for an id read from the upstream's stream; it
+// returns what was removed (ok false: id was not active).
+func (s *subscriptions) removeBytes(id []byte) (sub activeSub, ok bool) {
 	s.mu.Lock()
-	holdsSlot, ok := s.active[string(id)] // no allocation for a map lookup
+	sub, ok = s.active[string(id)] // no allocation for a map lookup
 	if ok {
 		delete(s.active, string(id))
 	}
 	s.mu.Unlock()
-	if ok && holdsSlot {
+	if ok && sub.holdsSlot {
 		s.slots.Release()
 	}
+	return sub, ok
 }
 
 // closeAll releases every slot held; later adds are refused.
 func (s *subscriptions) closeAll() {
 	s.mu.Lock()
 	held := 0
-	for _, holdsSlot := range s.active {
-		if holdsSlot {
+	for _, sub := range s.active {
+		if sub.holdsSlot {
 			held++
 		}
 	}
@@ -93,32 +101,32 @@ func (s *subscriptions) closeAll() {
 
 // admit runs the admission checks of one subscribe after the protocol
 // checks (admitSubscribe).
-func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte, holdsSlot bool, errs []byte) {
+func (c *filterConn) admit(ctx context.Context, payload []byte) (forward []byte, sub activeSub, errs []byte) {
 	return admitSubscribe(ctx, &c.cfg, c.subs.count(), payload)
 }
 
 // admitSubscribe runs the admission checks of one subscribe, the same for
 // the tunnel filter and the terminator: MaxSubscriptions (active is the
 // connection's count), Slots, Charger, Checker, in that order. It returns
-// the payload to forward and whether a slot was taken, or errs, the
-// GraphQL errors of the refusal.
-func admitSubscribe(ctx context.Context, cfg *Config, active int, payload []byte) (forward []byte, holdsSlot bool, errs []byte) {
+// the payload to forward, whether a slot was taken and the Checker's
+// failed, or errs, the GraphQL errors of the refusal.
+func admitSubscribe(ctx context.Context, cfg *Config, active int, payload []byte) (forward []byte, sub activeSub, errs []byte) {
 	if active >= cfg.MaxSubscriptions {
 		cfg.refused(OutcomeSubscriptionLimit)
-		return nil, false, graphQLErrors("Too many subscriptions on this connection", "SUBSCRIPTION_LIMIT")
+		return nil, sub, graphQLErrors("Too many subscriptions on this connection", "SUBSCRIPTION_LIMIT")
 	}
 	if cfg.Slots != nil {
 		if !cfg.Slots.Acquire() {
 			cfg.refused(OutcomeSubscriptionLimit)
-			return nil, false, graphQLErrors("Too many subscriptions for this key", "SUBSCRIPTION_LIMIT")
+			return nil, sub, graphQLErrors("Too many subscriptions for this key", "SUBSCRIPTION_LIMIT")
 		}
-		holdsSlot = true
+		sub.holdsSlot = true
 	}
-	refuse := func(errs []byte) ([]byte, bool, []byte) {
-		if holdsSlot {
+	refuse := func(errs []byte) ([]byte, activeSub, []byte) {
+		if sub.holdsSlot {
 			cfg.Slots.Release()
 		}
-		return nil, false, errs
+		return nil, activeSub{}, errs
 	}
 	if cfg.Charger != nil {
 		allowed, retryAfter, err := cfg.Charger.Charge(ctx)
@@ -139,7 +147,7 @@ func admitSubscribe(ctx context.Context, cfg *Config, active int, payload []byte
 	forward = payload
 	if cfg.Checker != nil {
 		var errs []byte
-		forward, errs = cfg.Checker.CheckSubscribe(ctx, payload)
+		forward, errs, sub.failed = cfg.Checker.CheckSubscribe(ctx, payload)
 		if errs != nil || forward == nil {
 			if errs == nil {
 				errs = graphQLErrors("Subscription refused", "FORBIDDEN")
@@ -147,7 +155,7 @@ func admitSubscribe(ctx context.Context, cfg *Config, active int, payload []byte
 			return refuse(errs)
 		}
 	}
-	return forward, holdsSlot, nil
+	return forward, sub, nil
 }
 
 // The outcomes Config.Refused is told of.
