@@ -23,8 +23,8 @@ const maxCrossings = 1000
 
 // StaleCrossing is how long after its window ended a crossing still not
 // mailed (its organization has no admin yet) is dropped: marked without a
-// mail, so such rows cannot hold the oldest-first read at its bound, and a
-// new admin is not told of last week's minute.
+// mail, so such rows hold the oldest-first read at its bound a day at most,
+// and a new admin is not told of last week's minute.
 const StaleCrossing = 24 * time.Hour
 
 // Quota tells an organization's admins that its keys used 80 % or all of a
