@@ -5,6 +5,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/civicgate/civicgate/modules/ratelimit/usage"
 )
 
 // BenchmarkPages renders every console page for an organization with 10 000
@@ -42,6 +45,32 @@ func BenchmarkPages(b *testing.B) {
 				size = w.Body.Len()
 			}
 			b.ReportMetric(float64(size), "bytes/page")
+		})
+	}
+}
+
+// BenchmarkOperationsAnswer times the Operations page's answer on the
+// console's fixture over 30 days: the keys' rows the page added up before
+// (keys_rows, usage.Operations) against the organization's sums it reads now
+// (org_sums, usage.OrganizationOperations, docs/design.md D83), in three
+// alternating rounds so a changing load weighs on both.
+func BenchmarkOperationsAnswer(b *testing.B) {
+	big := newBigOrg(b)
+	args := usage.OperationsArgs{Org: big.orgID, Since: 30 * 24 * time.Hour}
+	for range 3 {
+		b.Run("keys_rows", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := usage.Operations(b.Context(), big.h.pool, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("org_sums", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := usage.OrganizationOperations(b.Context(), big.h.pool, args); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

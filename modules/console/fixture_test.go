@@ -75,6 +75,13 @@ func newBigOrg(t testing.TB) *bigOrg {
 		 SELECT $2, $1, date_trunc('hour', now()) - h * interval '1 hour', lpad(to_hex(g), 64, '0'), 'query', 'Operation' || g,
 		   1 + (g + h) % 7, (g + h) % 2, 3, array_fill(1::bigint, ARRAY[16]), date_trunc('hour', now()) - h * interval '1 hour'
 		 FROM generate_series(1, 300) g, generate_series(0, 30*24) h`,
+		// The organization's sums and key pairs the flush writes beside
+		// the key's rows (docs/design.md D83), which the page reads.
+		`INSERT INTO civicgate.usage_operation_org_hour (org_id, start, op_hash, op_type, op_name, requests, errors, cost, latency_buckets, last_seen)
+		 SELECT org_id, start, op_hash, op_type, op_name, requests, errors, cost, latency_buckets, last_seen
+		 FROM civicgate.usage_operation_hour WHERE org_id = $1`,
+		`INSERT INTO civicgate.usage_operation_keys (org_id, op_hash, key_id, last_start)
+		 SELECT org_id, op_hash, key_id, max(start) FROM civicgate.usage_operation_hour WHERE org_id = $1 GROUP BY 1, 2, 3`,
 		`ANALYZE`,
 	} {
 		args := []any{is.OrgID, is.ID}

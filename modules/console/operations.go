@@ -14,7 +14,7 @@ import (
 // The operations page (docs/design.md D77): what the organization's keys
 // ran by GraphQL operation, the schema fields those operations read and the
 // deprecated ones among them, over a window. Every figure comes from the
-// usage package's answers (usage.Operations, usage.FieldsOf,
+// usage package's answers (usage.OrganizationOperations, usage.FieldsOf,
 // usage.DeprecatedUse: the code behind `civicgate usage` and
 // admin.api.civic_usage), asked for the organization of the URL, which
 // inOrg has already held to the member's own (an operator: any).
@@ -58,15 +58,10 @@ func deprecatedRows(uses []usage.DeprecatedCoordinateUse) []deprecatedRow {
 	return out
 }
 
-// operationRow is one operation of the organization, its keys added up.
-type operationRow struct {
-	Name, Type, Hash string
-	Requests, Errors int64
-	Keys             int
-	P95              time.Duration
-	LastSeen         time.Time
-	latency          usage.Latencies
-}
+// operationRow is one operation of the organization, its keys added up by
+// usage.OrganizationOperations from the organization's sums per hour
+// (docs/design.md D83), never by the page.
+type operationRow struct{ usage.OrganizationOperation }
 
 // P95Text is the p95 as the page prints it: the upper bound of its
 // latency bucket (usage.Latencies.Percentile), so "≤".
@@ -77,31 +72,12 @@ func (o operationRow) P95Text() string {
 	return "≤ " + o.P95.String()
 }
 
-// byOperation adds per-key rows of one operation together: requests,
-// errors and latency buckets (p95 is read from the sum, never averaged),
-// most requests first. Name and type are those of the first row (the
-// name first seen for the hash, usage.Operations).
-func byOperation(rows []usage.OperationUsage) []operationRow {
-	idx := make(map[string]int, len(rows))
-	var out []operationRow
-	for _, r := range rows {
-		i, ok := idx[r.Hash]
-		if !ok {
-			i = len(out)
-			idx[r.Hash] = i
-			out = append(out, operationRow{Name: r.Name, Type: r.Type, Hash: r.Hash})
-		}
-		o := &out[i]
-		o.Requests += r.Requests
-		o.Errors += r.Errors
-		o.Keys++
-		o.latency.Plus(&r.Latency)
-		if r.LastSeen.After(o.LastSeen) {
-			o.LastSeen = r.LastSeen
-		}
-	}
-	for i := range out {
-		out[i].P95 = out[i].latency.Percentile(0.95)
+// operationRows orders the operations as the page lists them: most
+// requests first, then by name and hash, so ties read alphabetically.
+func operationRows(ops []usage.OrganizationOperation) []operationRow {
+	out := make([]operationRow, len(ops))
+	for i, op := range ops {
+		out[i] = operationRow{op}
 	}
 	slices.SortStableFunc(out, func(a, b operationRow) int {
 		return cmp.Or(cmp.Compare(b.Requests, a.Requests), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Hash, b.Hash))
@@ -129,13 +105,13 @@ func (h *Handler) operationsPage(w http.ResponseWriter, r *http.Request, m membe
 	// takes the slowest one's time, not their sum (BenchmarkPages).
 	args := usage.OperationsArgs{Org: o.org.ID, Since: win.Span, Now: now}
 	var (
-		ops                          []usage.OperationUsage
+		ops                          []usage.OrganizationOperation
 		fields                       []usage.FieldUsage
 		deprecated                   []usage.DeprecatedCoordinateUse
 		opsErr, fieldsErr, deprecErr error
 		wg                           sync.WaitGroup
 	)
-	wg.Go(func() { ops, opsErr = usage.Operations(ctx, h.pool, args) })
+	wg.Go(func() { ops, opsErr = usage.OrganizationOperations(ctx, h.pool, args) })
 	wg.Go(func() { fields, fieldsErr = usage.FieldsOf(ctx, h.pool, args) })
 	wg.Go(func() { deprecated, deprecErr = usage.DeprecatedUse(ctx, h.pool, o.org.ID, win.Span, now) })
 	wg.Wait()
@@ -145,7 +121,7 @@ func (h *Handler) operationsPage(w http.ResponseWriter, r *http.Request, m membe
 			return
 		}
 	}
-	rows := byOperation(ops)
+	rows := operationRows(ops)
 	h.render(w, r, http.StatusOK, "operations", h.orgView(m, o, "operations", "Operations", map[string]any{
 		"Window": win, "Windows": operationsWindows,
 		"Operations": firstOf(rows), "MoreOperations": max(len(rows)-operationsListed, 0),

@@ -54,7 +54,8 @@ func operationOf(name string, hash int, coords, deprecated, reasons []string) *c
 }
 
 // seedTwoOrganizations counts, an hour ago: acme's key ran AcmeBooks (reads
-// the deprecated Query.oldBooks) 7 times and AcmeShelf twice; other's key
+// the deprecated Query.oldBooks) 7 times and AcmeShelf twice, a second key
+// of acme AcmeShelf once; other's key
 // ran OtherSecretOp (reads the deprecated Query.otherLegacy) 50 times; and
 // acme's key ran AcmeMonthly ten days ago.
 func seedTwoOrganizations(t *testing.T, g *gateway, acme, other org) {
@@ -66,6 +67,7 @@ func seedTwoOrganizations(t *testing.T, g *gateway, acme, other org) {
 	secret := operationOf("OtherSecretOp", 0xb1, []string{"Query.otherLegacy", "Query.otherOnly"}, []string{"Query.otherLegacy"}, []string{"other's reason"})
 	g.countOperation(t, g.keyIDOf(t, acme), acme.id, books, 7, hourAgo, 40*time.Millisecond)
 	g.countOperation(t, g.keyIDOf(t, acme), acme.id, shelf, 2, hourAgo, 3*time.Millisecond)
+	g.countOperation(t, "key_acme_second", acme.id, shelf, 1, hourAgo, 3*time.Millisecond)
 	g.countOperation(t, g.keyIDOf(t, acme), acme.id, monthly, 1, time.Now().Add(-10*24*time.Hour), time.Millisecond)
 	g.countOperation(t, g.keyIDOf(t, other), other.id, secret, 50, hourAgo, time.Millisecond)
 }
@@ -118,11 +120,11 @@ func TestOperationsPage(t *testing.T) {
 	}
 	ops := tableRows(t, r.body, "operations")
 	if len(ops) != 2 || !strings.HasPrefix(ops[0], "Name=AcmeBooks; Type=query; Requests=7; Errors=1; p95=≤ 64ms; Keys=1") ||
-		!strings.HasPrefix(ops[1], "Name=AcmeShelf; Type=query; Requests=2; Errors=1; p95=≤ 4ms") {
+		!strings.HasPrefix(ops[1], "Name=AcmeShelf; Type=query; Requests=3; Errors=1; p95=≤ 4ms; Keys=2") {
 		t.Errorf("operation rows of 24h %q", ops)
 	}
 	fields := tableRows(t, r.body, "fields")
-	if len(fields) != 3 || !strings.HasPrefix(fields[0], "Coordinate=Book.title; Requests=9; Operations=2") {
+	if len(fields) != 3 || !strings.HasPrefix(fields[0], "Coordinate=Book.title; Requests=10; Operations=2") {
 		t.Errorf("field rows %q", fields)
 	}
 	for _, foreign := range []string{"OtherSecretOp", "Query.otherLegacy", "Query.otherOnly", "other's reason", "<img", "AcmeMonthly", `books(filter:`} {

@@ -117,8 +117,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, m member, o o
 			budgets = append(budgets, t+": "+groupDigits(tc.Cost.Quota)+" cost points per "+contract.WindowName(*tc.Cost))
 		}
 	}
+	grant, err := h.activeGrant(ctx, o.org.ID, o.org.Tiers, time.Now())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	h.render(w, r, http.StatusOK, "overview", h.orgView(m, o, "overview", o.org.Name, map[string]any{
-		"Live": live, "Limits": lines, "Budgets": budgets, "Tiers": h.tierNames(), "Unconfigured": unconfigured(o.org.Tiers, h.tiers),
+		"Live": live, "Limits": lines, "Budgets": budgets, "Grant": grant, "Tiers": h.tierNames(), "Unconfigured": unconfigured(o.org.Tiers, h.tiers),
 	}))
 }
 
@@ -151,6 +156,7 @@ func (h *Handler) unknownTiers(have []string) []string {
 type listedOrg struct {
 	consolestore.Org
 	UnknownTiers []string
+	Grant        *keystore.Grant // in force now, or nil
 }
 
 func (h *Handler) orgsPage(w http.ResponseWriter, r *http.Request, m member) {
@@ -168,9 +174,22 @@ func (h *Handler) orgsPage(w http.ResponseWriter, r *http.Request, m member) {
 	if more {
 		next = orgs[len(orgs)-1].Name
 	}
+	ids := make([]string, len(orgs))
+	for i, o := range orgs {
+		ids[i] = o.ID
+	}
+	grants, err := keystore.OrgGrants(r.Context(), h.pool, ids) // the page's organizations, one query
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	now := time.Now()
 	rows := make([]listedOrg, len(orgs))
 	for i, o := range orgs {
 		rows[i] = listedOrg{Org: o, UnknownTiers: h.unknownTiers(o.Tiers)}
+		if g := grants[o.ID]; (g.Requests > 0 || g.Cost > 0) && g.Active(now) {
+			rows[i].Grant = &g
+		}
 	}
 	h.render(w, r, http.StatusOK, "orgs", view{Title: "Organizations", Member: &m, Nav: "orgs",
 		Data: map[string]any{"Orgs": rows, "Next": next}})

@@ -169,8 +169,8 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 		old   map[int]int // version → the old version
 		fresh int         // versions newer than the old ledger, applied by this run
 	}{
-		// keystore 5: the key lifecycle (docs/design.md D71), after the old ledger
-		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}, 1},
+		// keystore 5 on: the key lifecycle (docs/design.md D71), grants (D81), after the old ledger
+		{"civicgate.keystore_migrations", map[int]int{1: 1, 2: 3, 3: 4, 4: 5}, len(fileVersions(t, keystore.Ledger())) - 4},
 		// usage 4 on: operations (docs/design.md D70), their deprecation reasons (D77), their
 		// sums per organization (D78), after the old ledger
 		{"civicgate.usage_migrations", map[int]int{1: 2, 2: 6, 3: 7}, usageVersions(t) - 3},
@@ -218,11 +218,13 @@ func TestHandoverFromTheOldLedger(t *testing.T) {
 		t.Errorf("the handed-over schema differs from a fresh one:\nold database: %q\nfresh:        %q", got, want)
 	}
 
+	// A file after the key store's last, whatever that is.
+	keysLater := slices.Max(fileVersions(t, keystore.Ledger())) + 1
 	for _, l := range []pgmigrate.Ledger{
-		withFile(t, keystore.Ledger(), "0006_later.sql", `ALTER TABLE civicgate.api_keys ADD COLUMN note text NOT NULL DEFAULT ''`),
+		withFile(t, keystore.Ledger(), fmt.Sprintf("%04d_later.sql", keysLater), `ALTER TABLE civicgate.api_keys ADD COLUMN note text NOT NULL DEFAULT ''`),
 		withFile(t, Ledger(), "0003_later.sql", `ALTER TABLE civicgate.console_links ADD COLUMN note text NOT NULL DEFAULT ''`),
 	} {
-		later := 6
+		later := keysLater
 		if l.Table == "civicgate.console_migrations" {
 			later = 3
 		}
@@ -269,7 +271,7 @@ func TestHandoverFromAnOlderDatabase(t *testing.T) {
 		ledger       pgmigrate.Ledger
 		seeded, runs []int
 	}{
-		{keystore.Ledger(), []int{1, 2}, []int{3, 4, 5}},
+		{keystore.Ledger(), []int{1, 2}, fileVersions(t, keystore.Ledger())[2:]},
 		{usage.Ledger(), []int{1}, usageFileVersions(t)[1:]},
 		{Ledger(), nil, []int{1, 2}},
 	} {

@@ -85,8 +85,11 @@ type NoticesConfig struct {
 	KeyExpiryOff bool           `json:"key_expiry_off,omitempty"`
 	// Deprecations, unless false, tells admins of the deprecated fields
 	// their operations read.
-	Deprecations *bool          `json:"deprecations,omitempty"`
-	Interval     caddy.Duration `json:"interval,omitempty"`
+	Deprecations *bool `json:"deprecations,omitempty"`
+	// Quota, unless false, tells admins that their organization used 80 %
+	// or all of a quota or cost budget in a window (docs/design.md D82).
+	Quota    *bool          `json:"quota,omitempty"`
+	Interval caddy.Duration `json:"interval,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -192,6 +195,9 @@ func (a *App) provisionNotices() error {
 	if n.Deprecations == nil || *n.Deprecations {
 		// The webhook notice's bound of operations (docs/design.md D79).
 		sources = append(sources, notices.Deprecations{MaxOperations: webhooks.MaxNoticeOperations, SiteURL: site})
+	}
+	if n.Quota == nil || *n.Quota {
+		sources = append(sources, notices.Quota{SiteURL: site})
 	}
 	a.every = cmp.Or(time.Duration(n.Interval), DefaultNoticeInterval)
 	a.runner = &notices.Runner{Pool: a.pool, Sources: sources, MaxPending: a.MaxPending, Now: time.Now,

@@ -25,6 +25,7 @@ func init() {
 //	    notices {
 //	        key_expiry <duration>|off      # default 7d
 //	        deprecations on|off            # default on
+//	        quota on|off                   # default on: 80 % / 100 % of a quota
 //	        interval <duration>            # default 1m
 //	    }
 //	}
@@ -62,6 +63,7 @@ func (a *App) noticesBlock() caddyopt.Option {
 			return nil
 		}),
 		"deprecations": caddyopt.OnOff(&n.Deprecations),
+		"quota":        caddyopt.OnOff(&n.Quota),
 		"interval":     caddyopt.PositiveDuration(&n.Interval),
 	}).Then(func() { a.Notices = n })
 }

@@ -31,6 +31,9 @@ type Notice struct {
 	// mailed once per (kind, Org, Subject). At most 200 bytes.
 	Subject string
 	Mail    Content
+	// Rows are the source's own rows the notice tells of, which a Recorder
+	// marks in the transaction that mails it (the quota crossings' ids).
+	Rows []int64
 }
 
 // Content is a notice mail's words. Every string is plain text (names from
