@@ -260,3 +260,62 @@ func runNode2026(t *testing.T, gateways []*stack.Stack, dir, ca, key, mode, tool
 	}
 	return out
 }
+
+// TestMCP2026ListenRevokedEverywhere: a subscriptions/listen stream of one
+// key on each of two gateways ends within 2 s of `keys revoke` run against
+// the first, with no request of the key anywhere in between: the key
+// store's notification reaches each gateway's credential watch
+// (docs/design.md D80).
+func TestMCP2026ListenRevokedEverywhere(t *testing.T) {
+	f := startFleet(t, 2, "redis://"+testenv.RedisAddr()+"/0")
+	a := f.gateways[0]
+	key, id := a.IssueKey("mcp26listen", "free", "live")
+	defer func() {
+		for _, s := range f.gateways {
+			s.CheckLogs(t, key)
+		}
+	}()
+	const listen = `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	ended := make(chan time.Time, len(f.gateways))
+	for _, s := range f.gateways {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.HTTPSURL+"/v1/mcp", strings.NewReader(listen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"Authorization": "Bearer " + key, "Content-Type": "application/json",
+			"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := s.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		buf := make([]byte, 4096)
+		if n, _ := resp.Body.Read(buf); resp.StatusCode != http.StatusOK || !bytes.Contains(buf[:n], []byte("notifications/subscriptions/acknowledged")) {
+			t.Fatalf("listen: %d %s", resp.StatusCode, buf[:n])
+		}
+		go func() {
+			for {
+				if _, err := resp.Body.Read(buf); err != nil {
+					ended <- time.Now()
+					return
+				}
+			}
+		}()
+	}
+	revoked := time.Now()
+	a.Run(a.Bins.Civicgate, "keys", "revoke", id)
+	for i := range f.gateways {
+		select {
+		case at := <-ended:
+			d := at.Sub(revoked)
+			if d > 2*time.Second {
+				t.Errorf("a stream ended %v after the revocation, want within 2 s", d)
+			}
+			t.Logf("a stream ended %v after keys revoke began", d)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d streams still open 10 s after the revocation", len(f.gateways)-i, len(f.gateways))
+		}
+	}
+}

@@ -191,6 +191,42 @@ func TestMCP2026Hostile(t *testing.T) {
 		}
 	})
 
+	t.Run("OverRateBodyUnread", func(t *testing.T) {
+		// A key of the free tier (30/m) calls until refused: the 31st call
+		// is the first 429 (each call charged once, from the headers), and
+		// an over-rate call is refused before its body is read — 200 KB of
+		// garbage gets the same 429 -31032 without an id, not a parse error,
+		// and nothing goes upstream (docs/design.md D80).
+		over, _ := s.IssueKey("mcp26over", "free", "live")
+		keys = append(keys, over)
+		h := hdr("tools/call", "search_bills")
+		served := 0
+		for ; served < 40; served++ {
+			if r := a.in(t).do(http.MethodPost, over, "", call(20+served, "search_bills", ""), h); r.status != http.StatusOK {
+				break
+			}
+		}
+		if served != 30 {
+			t.Errorf("%d calls served before the first refusal, want the tier's 30", served)
+		}
+		before := a.up.count()
+		for what, body := range map[string]string{
+			"a call":              call(99, "search_bills", ""),
+			"200 KB of garbage":   strings.Repeat("{[\"", 70<<10),
+			"another tool's body": call(98, "search_lobbying_disclosures", ""),
+		} {
+			r := a.in(t).do(http.MethodPost, over, "", body, h)
+			var m rpcMsg
+			if r.status != http.StatusTooManyRequests || json.Unmarshal([]byte(r.body), &m) != nil || m.Error == nil ||
+				m.Error.Code != -31032 || strings.Contains(r.body, `"id"`) || r.header.Get("Retry-After") == "" {
+				t.Errorf("%s over the rate: %d %.300s, want 429 -31032 without an id", what, r.status, r.body)
+			}
+		}
+		if n := a.up.count() - before; n != 0 {
+			t.Errorf("%d requests upstream over the rate", n)
+		}
+	})
+
 	for _, body := range a.log.seen {
 		for _, k := range keys {
 			if strings.Contains(body, k) || strings.Contains(body, k[len(k)-20:]) {

@@ -38,6 +38,7 @@ type chain struct {
 	srv       *caddyhttp.Server
 	key       string
 	readerKey string // a tier of catalog alone
+	tinyKey   string // a tier of 1/h: over its rate after one call
 }
 
 func startChain(tb testing.TB, maxSessions int) *chain {
@@ -48,6 +49,10 @@ func startChain(tb testing.TB, maxSessions int) *chain {
 		tb.Fatal(err)
 	}
 	reader, err := keystore.IssueToFile(keysFile, "benchreader", "benchreader", "live")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tiny, err := keystore.IssueToFile(keysFile, "benchtiny", "benchtiny", "live")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -64,6 +69,7 @@ func startChain(tb testing.TB, maxSessions int) *chain {
 		identity_secret %[4]q
 		tier bench 1000000000/h catalog loans
 		tier benchreader 1000000000/h catalog
+		tier benchtiny 1/h catalog
 	}
 }
 http://localhost:%[2]d {
@@ -94,7 +100,7 @@ http://localhost:%[2]d {
 		tb.Fatal(err)
 	}
 	for _, s := range app.(*caddyhttp.App).Servers {
-		return &chain{srv: s, key: iss.Key, readerKey: reader.Key}
+		return &chain{srv: s, key: iss.Key, readerKey: reader.Key, tinyKey: tiny.Key}
 	}
 	tb.Fatal("no server")
 	return nil
@@ -266,6 +272,23 @@ func BenchmarkModernToolsCall(b *testing.B) {
 		c.srv.ServeHTTP(w, r)
 		if w.status == http.StatusOK && !strings.Contains(w.body.String(), `"structuredContent":{"book":{"id":"b1"`) {
 			b.Fatalf("answer %s", w.body.String())
+		}
+		return w.status
+	})
+}
+
+// BenchmarkModernOverRate: a 2026-07-28 call over the key's API rate,
+// refused by civic_rate_limit before the body is read (moderncall.go).
+func BenchmarkModernOverRate(b *testing.B) {
+	c := startChain(b, 10)
+	w := &recorder{h: http.Header{}}
+	run(b, func() int {
+		r := httptest.NewRequest(http.MethodPost, "/v1/mcp", bytes.NewReader(modernCallBody))
+		c.modern(r, c.tinyKey, "tools/call", "get_book")
+		w.reset()
+		c.srv.ServeHTTP(w, r)
+		if w.status == http.StatusTooManyRequests {
+			return http.StatusOK
 		}
 		return w.status
 	})

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -94,22 +92,12 @@ func (h *Handler) admitMessage(w http.ResponseWriter, r *http.Request, id json.R
 	if admitted && err == nil {
 		return true
 	}
-	for _, name := range [...]string{"Retry-After", "Ratelimit", "Ratelimit-Policy"} {
-		if v := rec.header[name]; len(v) > 0 {
-			w.Header()[name] = v
-		}
-	}
 	h.metrics.refusals.WithLabelValues(refusedMessageRate).Inc()
 	if rec.status != http.StatusTooManyRequests {
 		contract.WriteJSON(w, http.StatusInternalServerError, contract.BodyInternal)
 		return false
 	}
-	retryAfter := rec.header.Get("Retry-After")
-	data := map[string]any{"rateLimit": rec.header.Get("RateLimit"), "rateLimitPolicy": rec.header.Get("RateLimit-Policy")}
-	if secs, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil {
-		data["retryAfter"] = secs
-	}
-	writeRPCErrorData(w, http.StatusTooManyRequests, id, code, rateLimitedText(rec.body, retryAfter), data)
+	writeRateLimited(w, rec.header, rec.body, id, code)
 	return false
 }
 

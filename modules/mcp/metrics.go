@@ -30,6 +30,7 @@ const (
 	refusedBatch          = "batch"
 	refusedBadRequest     = "bad_request"
 	refusedMessageRate    = "message_rate"
+	refusedRateLimited    = "rate_limited"    // a modern tools/call over the API rate, its body unread (moderncall.go)
 	refusedNotEntitled    = "not_entitled"    // a modern tools/call refused from Mcp-Name, its body unread
 	refusedHeaderMismatch = "header_mismatch" // standard headers missing, malformed or not the body's
 	refusedVersion        = "unsupported_version"

@@ -17,7 +17,6 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/civicgate/civicgate/modules/contract"
-	"github.com/civicgate/civicgate/modules/mcp/tooldef"
 )
 
 // The modern era (MCP revision 2026-07-28, docs/design.md D80): a POST whose
@@ -154,7 +153,6 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 	}
 	families := strings.Join(caller.Families, ",")
 	h.listens.seen(caller.KeyID, families) // a tier change reaches the key's open streams (listen.go)
-	var tool *tooldef.Tool
 	if method == methodToolCall {
 		// The tier is checked against the tool the header names before a
 		// byte of the body is read: a call the tier lacks costs no parse.
@@ -166,9 +164,16 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 				contract.WriteJSON(w, http.StatusForbidden, notEntitledBody(t.Family))
 				return
 			}
-			tool = t
+			// The API rate is charged from the headers by civic_rate_limit
+			// itself, on the call's GraphQL request, before the body is
+			// read (moderncall.go).
+			h.modernCall(w, r, next, name, t, families)
+			return
 		}
-	} else if !h.admitMessage(w, r, nil, caller, codeModernRateLimited) {
+	}
+	// Every other message, a call of a name no tool has too, takes its
+	// unit of the message rate before its body is read.
+	if !h.admitMessage(w, r, nil, caller, codeModernRateLimited) {
 		return
 	}
 	body, head, ok := h.readMessage(w, r)
@@ -190,8 +195,8 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 	case head.Method != method:
 		h.refuseMismatch(w, head.ID, "the Mcp-Method header does not match the body's method")
 		return
-	case method == methodToolCall:
-		h.modernCall(w, r, next, body, name, tool, families)
+	case method == methodToolCall: // a name no tool has (modernCall takes the others)
+		h.unknownToolCall(w, body, name)
 		return
 	case removedMethods[method]:
 		h.refuse(w, refusedBadRequest, http.StatusNotFound, head.ID, codeMethodNotFound,
@@ -209,8 +214,8 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 	h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tierKey{}, h.tierServer(families))))
 }
 
-// notEntitledBody is the modern refusal of a call of a tool of family,
-// encoded once per family (the refusal from the headers is the cheap path).
+// notEntitledBody is the modern deferredRefusal of a call of a tool of family,
+// encoded once per family (the deferredRefusal from the headers is the cheap path).
 func notEntitledBody(family string) []byte {
 	if b, ok := notEntitledBodies.Load(family); ok {
 		return b.([]byte)
@@ -227,68 +232,46 @@ var notEntitledBodies sync.Map // family → []byte
 // readMessage reads a POST's body and its head (transport.go's checks: size,
 // batches, the method rule), or answers why not.
 func (h *Handler) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, rpcHead, bool) {
-	body, err := readBody(r, h.MaxMessage)
-	if errors.Is(err, errTooLarge) {
-		h.metrics.refusals.WithLabelValues(refusedTooLarge).Inc()
-		contract.WriteJSON(w, http.StatusRequestEntityTooLarge, contract.BodyTooLarge)
-		return nil, rpcHead{}, false
-	}
-	if err != nil {
-		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body could not be read")
-		return nil, rpcHead{}, false
-	}
-	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-		h.refuse(w, refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
-		return nil, rpcHead{}, false
-	}
-	head, err := readHead(body)
-	switch {
-	case errors.Is(err, errAmbiguousMember):
-		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid Request: "+err.Error())
-		return nil, rpcHead{}, false
-	case err != nil:
-		h.refuse(w, refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
+	body, head, refused := h.checkMessage(r)
+	if refused != nil {
+		refused(w)
 		return nil, rpcHead{}, false
 	}
 	return body, head, true
 }
 
-// modernCall answers a tools/call of revision 2026-07-28: the body read
-// (parseModernCall), checked against the headers, then the steps of every
-// call (runTool). tool is the manifest's tool Mcp-Name named (nil: none),
-// already found in the tier.
-func (h *Handler) modernCall(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, body []byte, name string, tool *tooldef.Tool, families string) {
-	c, rpcErr := parseModernCall(body)
-	if rpcErr != nil {
-		h.metrics.refusals.WithLabelValues(refusedBadRequest).Inc()
-		writeModernAnswer(w, http.StatusBadRequest, c.id, nil, rpcErr, nil)
-		return
+// deferredRefusal writes an answer decided where it cannot be written yet (a
+// modern call's body is read inside the chain: moderncall.go).
+type deferredRefusal func(http.ResponseWriter)
+
+// checkMessage reads a POST's body and its head, or returns the deferredRefusal.
+func (h *Handler) checkMessage(r *http.Request) ([]byte, rpcHead, deferredRefusal) {
+	body, err := readBody(r, h.MaxMessage)
+	if errors.Is(err, errTooLarge) {
+		return nil, rpcHead{}, func(w http.ResponseWriter) {
+			h.metrics.refusals.WithLabelValues(refusedTooLarge).Inc()
+			contract.WriteJSON(w, http.StatusRequestEntityTooLarge, contract.BodyTooLarge)
+		}
 	}
-	idJSON, _ := json.Marshal(c.id.Raw())
+	if err != nil {
+		return nil, rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body could not be read")
+	}
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		return nil, rpcHead{}, h.refusing(refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
+	}
+	head, err := readHead(body)
 	switch {
-	case c.version != versionModern:
-		h.refuseMismatch(w, idJSON, "the MCP-Protocol-Version header does not match _meta's "+metaVersion)
-		return
-	case c.name != name:
-		h.refuseMismatch(w, idJSON, "the Mcp-Name header does not match the body's params.name")
-		return
-	case tool == nil:
-		writeModernAnswer(w, http.StatusOK, c.id, nil, &jsonrpc.Error{Code: codeInvalidParams, Message: "unknown tool"}, nil)
-		return
+	case errors.Is(err, errAmbiguousMember):
+		return nil, rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid Request: "+err.Error())
+	case err != nil:
+		return nil, rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
 	}
-	live := &liveCall{r: r, next: next}
-	live.ctx, live.cancel = context.WithCancel(r.Context())
-	defer live.cancel()
-	var res *mcpsdk.CallToolResult
-	callErr := h.outsideTier(families, tool)
-	if callErr == nil {
-		res, callErr = h.runTool(tool, c.arguments, func(gql []byte) answer { return h.forward(live, gql) })
-	}
-	var e *jsonrpc.Error
-	if errors.As(callErr, &e) && e.Code == codeNotEntitled {
-		e.Code = codeModernNotEntitled // the guard's 403 naming the families lacked
-	}
-	writeModernAnswer(w, http.StatusOK, c.id, res, callErr, h.impl)
+	return body, head, nil
+}
+
+// refusing is h.refuse, to be written later.
+func (h *Handler) refusing(reason string, status int, id json.RawMessage, code int, msg string) deferredRefusal {
+	return func(w http.ResponseWriter) { h.refuse(w, reason, status, id, code, msg) }
 }
 
 // modernCallMessage is a tools/call of revision 2026-07-28 as read.
@@ -306,38 +289,46 @@ type modernCallMessage struct {
 // Only civic_mcp reads a modern call's body, and what it reads must equal
 // the headers (modernCall), so no other reading of it can run.
 func parseModernCall(body []byte) (modernCallMessage, *jsonrpc.Error) {
-	var c modernCallMessage
-	invalid := func(msg string) (modernCallMessage, *jsonrpc.Error) {
-		return c, &jsonrpc.Error{Code: codeInvalidParams, Message: msg}
-	}
+	// One pass when the message decodes without a type error (every call
+	// a client sends); parseModernCallChecked reads anything else, member
+	// by member, for its exact error. A message the one pass decodes, the
+	// checked reading decodes to the same values.
 	var msg struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Params  json.RawMessage `json:"params"`
+		Params  *modernParams   `json:"params"`
 	}
-	var params struct {
-		Name      *string         `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      *struct {
-			Version      *string         `json:"io.modelcontextprotocol/protocolVersion"`
-			Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-			ClientInfo   *struct {
-				Name    *string `json:"name"`
-				Version *string `json:"version"`
-			} `json:"io.modelcontextprotocol/clientInfo"`
-		} `json:"_meta"`
+	if json.Unmarshal(body, &msg) != nil || msg.Params == nil {
+		return parseModernCallChecked(body)
 	}
-	if json.Unmarshal(body, &msg) != nil {
-		return c, &jsonrpc.Error{Code: codeParseError, Message: "The request body is not a JSON-RPC message"}
-	}
+	var c modernCallMessage
 	if id, ok := modernID(msg.ID); ok {
 		c.id = id
 	}
 	if !c.id.IsValid() || msg.JSONRPC != "2.0" {
 		return c, &jsonrpc.Error{Code: codeInvalidRequest, Message: "Invalid Request"}
 	}
-	if len(msg.Params) == 0 || msg.Params[0] != '{' || json.Unmarshal(msg.Params, &params) != nil {
-		return invalid("params must be an object with a string name")
+	return c.checkParams(msg.Params)
+}
+
+// modernParams are a modern tools/call's params as read.
+type modernParams struct {
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      *struct {
+		Version      *string         `json:"io.modelcontextprotocol/protocolVersion"`
+		Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+		ClientInfo   *struct {
+			Name    *string `json:"name"`
+			Version *string `json:"version"`
+		} `json:"io.modelcontextprotocol/clientInfo"`
+	} `json:"_meta"`
+}
+
+// checkParams fills c from params, or says what 2026-07-28 requires of them.
+func (c modernCallMessage) checkParams(params *modernParams) (modernCallMessage, *jsonrpc.Error) {
+	invalid := func(msg string) (modernCallMessage, *jsonrpc.Error) {
+		return c, &jsonrpc.Error{Code: codeInvalidParams, Message: msg}
 	}
 	if params.Name == nil || *params.Name == "" {
 		return invalid("params.name must be a tool's name")
@@ -355,6 +346,31 @@ func parseModernCall(body []byte) (modernCallMessage, *jsonrpc.Error) {
 		return invalid("invalid _meta field " + metaClientInfo)
 	}
 	return c, nil
+}
+
+// parseModernCallChecked is parseModernCall's reading of a message the
+// one pass could not decode.
+func parseModernCallChecked(body []byte) (modernCallMessage, *jsonrpc.Error) {
+	var c modernCallMessage
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return c, &jsonrpc.Error{Code: codeParseError, Message: "The request body is not a JSON-RPC message"}
+	}
+	if id, ok := modernID(msg.ID); ok {
+		c.id = id
+	}
+	if !c.id.IsValid() || msg.JSONRPC != "2.0" {
+		return c, &jsonrpc.Error{Code: codeInvalidRequest, Message: "Invalid Request"}
+	}
+	var params modernParams
+	if len(msg.Params) == 0 || msg.Params[0] != '{' || json.Unmarshal(msg.Params, &params) != nil {
+		return c, &jsonrpc.Error{Code: codeInvalidParams, Message: "params must be an object with a string name"}
+	}
+	return c.checkParams(&params)
 }
 
 // modernID is a request id: a JSON string or number (jsonrpc.MakeID's).

@@ -242,6 +242,11 @@ type answer struct {
 // as an MCP call, the
 // live request's headers but its MCP ones, its URL and context.
 func (h *Handler) forward(live *liveCall, body []byte) answer {
+	return h.forwardBody(live, io.NopCloser(bytes.NewReader(body)), int64(len(body)))
+}
+
+// forwardBody is forward of a body of n bytes (-1: not known until read).
+func (h *Handler) forwardBody(live *liveCall, body io.ReadCloser, n int64) answer {
 	var d contract.Request
 	if q, ok := contract.RequestFrom(live.ctx); ok {
 		d = q.Derive()
@@ -253,8 +258,8 @@ func (h *Handler) forward(live *liveCall, body []byte) answer {
 	sub.URL = &u
 	sub.Method = http.MethodPost
 	sub.Header = subrequestHeader(live.r.Header)
-	sub.Body = io.NopCloser(bytes.NewReader(body))
-	sub.ContentLength = int64(len(body))
+	sub.Body = body
+	sub.ContentLength = n
 	sub.GetBody = nil
 	sub.TransferEncoding = nil
 	sub.Trailer = nil
