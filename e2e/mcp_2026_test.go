@@ -208,25 +208,7 @@ type node2026Output struct {
 // (npm failing fails the test, never skips it).
 func node2026Client(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join(stack.RepoRoot(t), "e2e", "mcp-node2026")
-	dir := t.TempDir()
-	for _, name := range []string{"package.json", "package-lock.json", "client.mjs"} {
-		data, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci of e2e/mcp-node2026 failed (%v):\n%s", err, tailLines(out, 30))
-	}
-	return dir
+	return npmInstall(t, "mcp-node2026", "the pinned @modelcontextprotocol/client")
 }
 
 // runNode2026 runs client.mjs against the gateways in turn with key, mode
