@@ -77,6 +77,8 @@ type Runner struct {
 	// Enqueued, when set, is called after a round that enqueued mail (the
 	// worker's Wake).
 	Enqueued func()
+
+	pruned time.Time // when prune last ran (Once is called by one loop)
 }
 
 // Run mails new notices at once and then every interval until ctx ends.
@@ -116,6 +118,11 @@ func (r *Runner) Once(ctx context.Context) (int, error) {
 	}
 	if total > 0 && r.Enqueued != nil {
 		r.Enqueued()
+	}
+	if n, err := r.prune(ctx, now); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		r.Logger.Info("notices: forgot old notices", zap.Int64("rows", n))
 	}
 	return total, errors.Join(errs...)
 }
