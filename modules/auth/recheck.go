@@ -25,6 +25,9 @@ const maxRecheckLookups = 4
 type recheckResult struct {
 	reason string // "": still valid
 	err    error  // the store failed: the watches stay open
+	// families of the key's tier now, when still valid (familiesOf, as the
+	// request path publishes them).
+	families string
 }
 
 // watchLoop rechecks watched credentials until ctx ends: those named by a
@@ -54,7 +57,9 @@ func (a *App) watchLoop(ctx context.Context) {
 }
 
 // recheck looks each hash up in the store (not the cache) and fires the
-// watches of those no longer valid. It returns how many lookups failed and
+// watches of those no longer valid; the watches of a key still valid whose
+// families changed (its organization's tier: docs/design.md D80) are
+// signalled instead. It returns how many lookups failed and
 // the first failure.
 func (a *App) recheck(ctx context.Context, hs []keystore.Hash) (failed int, firstErr error) {
 	results := make([]recheckResult, len(hs))
@@ -82,6 +87,8 @@ func (a *App) recheck(ctx context.Context, hs []keystore.Hash) (failed int, firs
 			failed++
 		case res.reason != "":
 			a.watches.fire(hs[i], res.reason)
+		default:
+			a.watches.refamily(hs[i], res.families)
 		}
 	}
 	return failed, firstErr
@@ -100,7 +107,10 @@ func (a *App) recheckOne(ctx context.Context, h keystore.Hash) recheckResult {
 		case err != nil:
 			return recheckResult{err: err}, nil
 		}
-		return recheckResult{reason: a.invalidReason(rec)}, nil
+		if reason := a.invalidReason(rec); reason != "" {
+			return recheckResult{reason: reason}, nil
+		}
+		return recheckResult{families: familiesOf(a.tierOf(rec))}, nil
 	})
 	return v.(recheckResult)
 }
@@ -108,7 +118,8 @@ func (a *App) recheckOne(ctx context.Context, h keystore.Hash) recheckResult {
 // invalidReason is the message civic_auth would refuse rec with now for a
 // reason that ends an exchange it admitted ("" if none): the key's status,
 // environment and organization. (Tier and family checks are not repeated: a
-// tier change does not end an admitted exchange.)
+// tier change does not end an admitted exchange; recheck reports it to the
+// watches as a change of families.)
 func (a *App) invalidReason(rec keystore.Record) string {
 	switch rec.EffectiveStatus(a.now()) { // a rotating key's overlap ends at its deadline, a key at its expiry
 	case keystore.StatusActive, keystore.StatusRotating:

@@ -104,7 +104,7 @@ func (a *App) refresh(ctx context.Context, h keystore.Hash, now time.Time) (*res
 
 func (a *App) newEntry(h keystore.Hash, rec keystore.Record, now time.Time) *resolvedKey {
 	e := &resolvedKey{
-		found: true, rec: rec, fetched: now, tier: a.tiers[rec.Tier], hash: h, watches: a.watches, app: a,
+		found: true, rec: rec, fetched: now, tier: a.tierOf(rec), hash: h, watches: a.watches, app: a,
 		keyIDVal: rec.KeyID, orgVal: rec.OrgID, tierVal: rec.Tier, envVal: rec.Env,
 	}
 	e.caller = contract.Caller{KeyID: rec.KeyID, Org: rec.OrgID, Tier: rec.Tier, Env: rec.Env, Families: e.families()}

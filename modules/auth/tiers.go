@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/civicgate/civicgate/modules/auth/keystore"
 	"github.com/civicgate/civicgate/modules/contract"
 )
 
@@ -28,7 +29,8 @@ type tierPolicy struct {
 	cost        contract.Rate // Quota 0: no cost budget
 	rateVal     any           // contract.Rates of the tier's rates: {civic.rate}
 	costVal     any           // the cost budget's Rate.String(), "" without one: {civic.cost_budget}
-	familiesVal any
+	familiesStr string        // the families joined with commas: {civic.families}
+	familiesVal any           // familiesStr, boxed once
 }
 
 // newTierPolicy validates one tier of the JSON configuration.
@@ -51,10 +53,26 @@ func newTierPolicy(name string, tc TierConfig) (*tierPolicy, error) {
 			return nil, fmt.Errorf("tier %s: bad family %q", name, f)
 		}
 	}
+	fams := strings.Join(tc.Families, ",")
 	return &tierPolicy{
 		name: name, families: tc.Families, rates: rates, cost: budget,
-		rateVal: contract.Rates(rates), costVal: cost, familiesVal: strings.Join(tc.Families, ","),
+		rateVal: contract.Rates(rates), costVal: cost, familiesStr: fams, familiesVal: fams,
 	}, nil
+}
+
+// tierOf is the tier a key's record gets its policy from (nil: a tier this
+// configuration does not define). The request path (newEntry) and the
+// recheck of watched keys (recheck.go) both go through it.
+func (a *App) tierOf(rec keystore.Record) *tierPolicy { return a.tiers[rec.Tier] }
+
+// familiesOf is the families of tier t as {civic.families} publishes them
+// and a credential watch reports them (contract.EntitlementWatch): "" for
+// a tier this configuration does not define.
+func familiesOf(t *tierPolicy) string {
+	if t == nil {
+		return ""
+	}
+	return t.familiesStr
 }
 
 func (t *tierPolicy) entitled(family string) bool {

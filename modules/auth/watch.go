@@ -15,12 +15,14 @@ import (
 // stops being valid. Every request carries its cache entry as the Watcher (no
 // extra allocation); only WatchCredential registers anything. The App's
 // recheck worker (recheck.go) looks the watched keys up again and fires their
-// watches.
+// watches; for a key still valid, it compares the families of its tier now
+// with each watch's and signals those that differ (contract.EntitlementWatch,
+// docs/design.md D80).
 
 // WatchCredential implements contract.Watcher: it starts following the key
 // this entry was looked up for.
 func (e *resolvedKey) WatchCredential() contract.CredentialWatch {
-	return e.watches.add(e.hash, e.rec.OrgID)
+	return e.watches.add(e.hash, e.rec.OrgID, familiesOf(e.tier))
 }
 
 // watchRegistry holds an App's live credential watches, grouped by key hash
@@ -50,6 +52,10 @@ type credentialWatch struct {
 	reg  *watchRegistry // nil: detached (never fires)
 	hash keystore.Hash
 	done chan struct{}
+	// changed signals a change of families (capacity 1); families is what
+	// the watch last reported, under reg.mu (immutable when detached).
+	changed  chan struct{}
+	families string
 	// reason is written once, under reg.mu, before done is closed; read only
 	// after done is closed.
 	reason string
@@ -64,11 +70,11 @@ func newWatchRegistry(gauge prometheus.Gauge) *watchRegistry {
 	}
 }
 
-// add registers a watch of the key with hash h, of organization org. On a
-// nil registry (an App built without one) the watch is detached: it only
-// ends by Stop.
-func (r *watchRegistry) add(h keystore.Hash, org string) *credentialWatch {
-	w := &credentialWatch{reg: r, hash: h, done: make(chan struct{})}
+// add registers a watch of the key with hash h, of organization org, admitted
+// with families. On a nil registry (an App built without one) the watch is
+// detached: it only ends by Stop, and its families never change.
+func (r *watchRegistry) add(h keystore.Hash, org, families string) *credentialWatch {
+	w := &credentialWatch{reg: r, hash: h, done: make(chan struct{}), changed: make(chan struct{}, 1), families: families}
 	if r == nil {
 		return w
 	}
@@ -96,6 +102,20 @@ func (w *credentialWatch) Reason() string {
 	default:
 		return ""
 	}
+}
+
+// Changed implements contract.EntitlementWatch.
+func (w *credentialWatch) Changed() <-chan struct{} { return w.changed }
+
+// Families implements contract.EntitlementWatch: the families of the key's
+// tier when the watch started, then as the last recheck found them.
+func (w *credentialWatch) Families() string {
+	if w.reg == nil {
+		return w.families
+	}
+	w.reg.mu.Lock()
+	defer w.reg.mu.Unlock()
+	return w.families
 }
 
 // Stop implements contract.CredentialWatch: it unregisters the watch and
@@ -146,6 +166,31 @@ func (r *watchRegistry) fire(h keystore.Hash, reason string) int {
 	delete(r.keys, h)
 	delete(r.pending, h)
 	r.gauge.Sub(float64(n))
+	return n
+}
+
+// refamily records that the key with hash h, still valid, now has families:
+// every open watch of h that reported others takes them and is signalled. It
+// returns how many watches were signalled.
+func (r *watchRegistry) refamily(h keystore.Hash, families string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.keys[h]
+	if k == nil {
+		return 0
+	}
+	n := 0
+	for w := range k.watches {
+		if w.families == families {
+			continue
+		}
+		w.families = families
+		n++
+		select {
+		case w.changed <- struct{}{}:
+		default: // a signal is already pending: the reader reads Families after it
+		}
+	}
 	return n
 }
 
@@ -243,6 +288,7 @@ func (r *watchRegistry) size() (watches, keys int) {
 }
 
 var (
-	_ contract.Watcher         = (*resolvedKey)(nil)
-	_ contract.CredentialWatch = (*credentialWatch)(nil)
+	_ contract.Watcher          = (*resolvedKey)(nil)
+	_ contract.CredentialWatch  = (*credentialWatch)(nil)
+	_ contract.EntitlementWatch = (*credentialWatch)(nil)
 )

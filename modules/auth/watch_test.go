@@ -24,6 +24,12 @@ import (
 // dsn with the given watch_interval, not started.
 func provisionWatchApp(t *testing.T, dsn string, interval time.Duration) *App {
 	t.Helper()
+	return provisionWatchAppTiers(t, dsn, interval, map[string]TierConfig{"free": {Rate: "30/m", Families: []string{"bills"}}})
+}
+
+// provisionWatchAppTiers is provisionWatchApp with the given tiers.
+func provisionWatchAppTiers(t *testing.T, dsn string, interval time.Duration, tiers map[string]TierConfig) *App {
+	t.Helper()
 	t.Setenv("CIVIC_AUTH_TEST_SECRET", testSecret)
 	a := &App{
 		Keys:           KeysConfig{Source: "postgres", DSN: dsn},
@@ -31,7 +37,7 @@ func provisionWatchApp(t *testing.T, dsn string, interval time.Duration) *App {
 		IdentitySecret: "{env.CIVIC_AUTH_TEST_SECRET}",
 		LookupTimeout:  caddy.Duration(time.Second),
 		WatchInterval:  caddy.Duration(interval),
-		Tiers:          map[string]TierConfig{"free": {Rate: "30/m", Families: []string{"bills"}}},
+		Tiers:          tiers,
 	}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)

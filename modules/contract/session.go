@@ -34,6 +34,23 @@ type CredentialWatch interface {
 	Stop()
 }
 
+// EntitlementWatch is implemented by a CredentialWatch that also follows
+// the credential's families (its tier's entitlements) while it stays valid
+// (docs/design.md D22, D80): a tier change of the key's organization made on
+// any gateway's store reaches every instance's watches of its keys, within
+// the watch's recheck interval or sooner through the store's notification.
+// Callers type-assert a CredentialWatch to it; a watch without it (an access
+// token's, a test's stand-in) only ever ends.
+type EntitlementWatch interface {
+	// Changed receives a signal (capacity 1, so signals pending together
+	// merge into one) when Families changed; read Families after it.
+	Changed() <-chan struct{}
+	// Families is the credential's families as {civic.families} publishes
+	// them (comma-separated, in the tier's order; "" for none): when the
+	// watch started, then as last looked up.
+	Families() string
+}
+
 // Watcher starts watching the credential a request was admitted with.
 type Watcher interface {
 	WatchCredential() CredentialWatch

@@ -18,9 +18,10 @@ import (
 // max_sessions in all, counted apart from sessions), to its credential (the
 // watch ends it within 2 s of a revocation or suspension), and to the
 // configuration (a reload ends it with the graceful closing result, and the
-// client opens another on the new one). A tier change is seen as sessions
-// see it: on the next request of the key, whichever instance's stream it
-// reaches on this one.
+// client opens another on the new one). A tier change reaches it on every
+// instance through the same watch (contract.EntitlementWatch: civic_auth's
+// recheck of the key after the store's NOTIFY org:, or its fallback tick),
+// and on this instance also from the key's next request (seen).
 
 // codeTooManyListens refuses a stream over the caps (outside the JSON-RPC
 // reserved range, as every modern civic_mcp code).
@@ -91,13 +92,29 @@ func (t *listenTable) seen(key, families string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range t.byKey[key] {
-		if l.families != families {
-			l.families = families
-			select {
-			case l.changed <- struct{}{}:
-			default:
-			}
-		}
+		l.refamily(families)
+	}
+}
+
+// watched records the families the stream's credential watch reports
+// (contract.EntitlementWatch): a change from the stream's is told, once
+// whether the watch or a request (seen) reports it first.
+func (t *listenTable) watched(l *listener, families string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l.refamily(families)
+}
+
+// refamily sets l's families (the table's mu held) and, if they differ,
+// signals l.changed.
+func (l *listener) refamily(families string) {
+	if l.families == families {
+		return
+	}
+	l.families = families
+	select {
+	case l.changed <- struct{}{}:
+	default:
 	}
 }
 
@@ -160,9 +177,13 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, q *contrac
 		watch = wt.WatchCredential()
 		defer watch.Stop()
 	}
-	var ended <-chan struct{}
+	var ended, entitled <-chan struct{}
+	var ew contract.EntitlementWatch
 	if watch != nil {
 		ended = watch.Done()
+		if ew, _ = watch.(contract.EntitlementWatch); ew != nil {
+			entitled = ew.Changed()
+		}
 	}
 	hdr := w.Header()
 	hdr["Content-Type"] = []string{"text/event-stream"}
@@ -188,6 +209,8 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, q *contrac
 			h.logger.Info("MCP subscriptions/listen ended: its credential is no longer valid",
 				zap.String("key_id", caller.KeyID), zap.String("reason", watch.Reason()))
 			return
+		case <-entitled: // a tier change seen by civic_auth's recheck, from any instance
+			h.listens.watched(l, ew.Families())
 		case <-h.listens.done:
 			writeEvent(sw, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"resultType":"complete","_meta":`+subscription+`}}`)
 			return
