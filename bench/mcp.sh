@@ -6,8 +6,8 @@
 # BENCH_MCP_ROUNDS rounds (8)) and the refusal benchmarks (civic_mcp's handler alone refusing a tool the tier lacks,
 # the whole chain refusing it, the whole chain refusing a call over the API rate; -count BENCH_MCP_COUNT, 5).
 # Prints the raw lines, then per round the two eras' median call and their ratio, the medians over every pair,
-# the allocations of each era, and the refusals' medians. The goals: modern ÷ session ≤ 1; the handler's share of
-# a refusal from the headers ≤ 5 µs.
+# the allocations of each era, the process's CPU per call of each era (alternating blocks of 500 calls), and the
+# refusals' medians. The goals: modern ÷ session ≤ 1; the handler's share of a refusal from the headers ≤ 5 µs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +26,7 @@ run() {
 		exit 1
 	fi
 	sed -E 's/\{"level".*$//' "$raw.out" |
-		grep -E '^(Benchmark|[[:space:]]*[0-9]+[[:space:]]+[0-9.]+ ns/op|cpu:|goos|goarch|[[:space:]]+erasbench_test.go:[0-9]+: round)' >>"$raw" || true
+		grep -E '^(Benchmark|[[:space:]]*[0-9]+[[:space:]]+[0-9.]+ ns/op|cpu:|goos|goarch|[[:space:]]+erasbench_test.go:[0-9]+: (round|process))' >>"$raw" || true
 }
 run 'MCPEras$' -benchtime "${pairs}x" -count 1
 run 'ModernRefusalHandler$|ModernRefusedFromHeaders$|ModernOverRate$' -count "$count"
@@ -44,7 +44,7 @@ awk '
 	}
 	/ ns\/op/ {
 		for (i = 1; i < NF; i++) v[$(i + 1)] = $i
-		if (name ~ /MCPEras$/) { ms = v["session-ns/call"]; mm = v["modern-ns/call"]; ratio = v["modern/session"]; sa = v["session-allocs/call"]; ma = v["modern-allocs/call"]; sb = v["session-B/call"]; mb = v["modern-B/call"] }
+		if (name ~ /MCPEras$/) { ms = v["session-ns/call"]; mm = v["modern-ns/call"]; ratio = v["modern/session"]; sa = v["session-allocs/call"]; ma = v["modern-allocs/call"]; sc = v["session-cpu-ns/call"]; mc = v["modern-cpu-ns/call"]; sb = v["session-B/call"]; mb = v["modern-B/call"] }
 		else if (name ~ /ModernRefusalHandler$/) { h[++nh] = v["ns/op"]; ha = v["allocs/op"] }
 		else if (name ~ /ModernRefusedFromHeaders$/) { c[++nc] = v["ns/op"]; ca = v["allocs/op"] }
 		else if (name ~ /ModernOverRate$/) { o[++no] = v["ns/op"]; oa = v["allocs/op"] }
@@ -57,6 +57,7 @@ awk '
 		sort(r, nr)
 		printf "\nMedians over every pair: session **%.0f ns**, modern **%.0f ns**, modern ÷ session **%.3f** (rounds %.3f–%.3f; goal ≤ 1: %s).\n", ms, mm, ratio, r[1], r[nr], (ratio <= 1 ? "met" : "not met")
 		printf "Per call: session %.1f allocations, %.0f B; modern %.1f allocations, %.0f B.\n", sa, sb, ma, mb
+		if (sc > 0) printf "The process'"'"'s CPU per call (every goroutine: the collector'"'"'s marking too), median of %d alternating blocks of 500 calls of each era: session %.0f ns, modern %.0f ns, modern ÷ session **%.3f**.\n", nr, sc, mc, mc / sc
 		printf "A refusal from the headers (a tool the tier lacks, 403 -31030): civic_mcp'"'"'s handler alone **%.0f ns** median of %d (%.0f–%.0f), %s allocations (goal ≤ 5 µs: %s); the whole chain %.0f ns (%.0f–%.0f), %s allocations.\n", median(h, nh), nh, h[1], h[nh], ha, (median(h, nh) <= 5000 ? "met" : "not met"), median(c, nc), c[1], c[nc], ca
 		if (no) printf "A call over the API rate, the whole chain: %.0f ns (%.0f–%.0f), %s allocations.\n", median(o, no), o[1], o[no], oa
 	}' "$raw"

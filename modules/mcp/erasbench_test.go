@@ -85,6 +85,26 @@ func BenchmarkMCPEras(b *testing.B) {
 		ms, mm := medianOf(ts[lo:hi]), medianOf(tm[lo:hi])
 		b.Logf("round %d: session %d ns, modern %d ns, modern/session %.3f (%d pairs)", r+1, ms, mm, float64(mm)/float64(ms), hi-lo)
 	}
+	// The process's CPU per call, in blocks of calls of one era, the
+	// eras alternating: what the calls cost on other goroutines too (the
+	// collector's background marking).
+	var cs, cm []time.Duration
+	for i := range 2 * rounds {
+		do, into := session, &cs
+		if i%2 == 1 {
+			do, into = modern, &cm
+		}
+		cpu := cpuTime()
+		for range cpuBlock {
+			do()
+		}
+		*into = append(*into, (cpuTime()-cpu)/cpuBlock)
+	}
+	b.StopTimer()
+	cps, cpm := medianOf(cs), medianOf(cm)
+	b.Logf("process CPU per call, median of %d blocks of %d calls each: session %d ns, modern %d ns, modern/session %.3f", rounds, cpuBlock, cps, cpm, float64(cpm)/float64(cps))
+	b.ReportMetric(float64(cps), "session-cpu-ns/call")
+	b.ReportMetric(float64(cpm), "modern-cpu-ns/call")
 	ms, mm := medianOf(ts), medianOf(tm)
 	b.ReportMetric(float64(ms), "session-ns/call")
 	b.ReportMetric(float64(mm), "modern-ns/call")
@@ -94,6 +114,10 @@ func BenchmarkMCPEras(b *testing.B) {
 	b.ReportMetric(sBytes, "session-B/call")
 	b.ReportMetric(mBytes, "modern-B/call")
 }
+
+// cpuBlock is the calls of one era in a block of BenchmarkMCPEras's CPU
+// measure.
+const cpuBlock = 500
 
 // allocsPerCall is the heap allocations and bytes of one call of do, the
 // mean of n (Caddy's own goroutines allocate next to nothing meanwhile).

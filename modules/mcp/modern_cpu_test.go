@@ -56,23 +56,7 @@ func TestParseModernMessageAgrees(t *testing.T) {
 	}
 	parsedAny := false
 	for _, body := range bodies {
-		head, c, rpcErr, ok := parseModernMessage([]byte(body))
-		wantHead, err := readHead([]byte(body))
-		if !ok {
-			continue
-		}
-		parsedAny = true
-		if err != nil {
-			t.Errorf("%s: decided, where readHead refuses it: %v", body, err)
-			continue
-		}
-		if !reflect.DeepEqual(head, wantHead) {
-			t.Errorf("%s: head %+v, readHead's %+v", body, head, wantHead)
-		}
-		wantC, wantErr := parseModernCall([]byte(body))
-		if !reflect.DeepEqual(c, wantC) || !reflect.DeepEqual(rpcErr, wantErr) {
-			t.Errorf("%s: %+v %v, parseModernCall's %+v %v", body, c, rpcErr, wantC, wantErr)
-		}
+		parsedAny = checkOneDecode(t, []byte(body)) || parsedAny
 	}
 	if !parsedAny {
 		t.Fatal("no body decided in one decode")
@@ -80,6 +64,37 @@ func TestParseModernMessageAgrees(t *testing.T) {
 	if _, _, _, ok := parseModernMessage(modernCallBody); !ok {
 		t.Error("a client's call is not read in one decode")
 	}
+}
+
+// FuzzParseModernMessage: whatever the one decode decides, readHead and
+// parseModernCall decide the same.
+func FuzzParseModernMessage(f *testing.F) {
+	f.Add(modernCallBody)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) { checkOneDecode(t, body) })
+}
+
+// checkOneDecode compares parseModernMessage with readHead and
+// parseModernCall on body; it reports whether the one decode decided.
+func checkOneDecode(t *testing.T, body []byte) bool {
+	t.Helper()
+	head, c, rpcErr, ok := parseModernMessage(body)
+	if !ok {
+		return false
+	}
+	wantHead, err := readHead(body)
+	if err != nil {
+		t.Errorf("%s: decided, where readHead refuses it: %v", body, err)
+		return true
+	}
+	if !reflect.DeepEqual(head, wantHead) {
+		t.Errorf("%s: head %+v, readHead's %+v", body, head, wantHead)
+	}
+	wantC, wantErr := parseModernCall(body)
+	if !reflect.DeepEqual(c, wantC) || !reflect.DeepEqual(rpcErr, wantErr) {
+		t.Errorf("%s: %+v %v, parseModernCall's %+v %v", body, c, rpcErr, wantC, wantErr)
+	}
+	return true
 }
 
 // A call refused from its headers (a tool the tier lacks) costs civic_mcp
