@@ -171,7 +171,7 @@ func TestFrontPageRowsHaveOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	suites := []string{"side-by-side", "cache", "gateway", "opcount", "modules", "backend", "backend-peers", "unique-vars", "subscriptions"}
+	suites := []string{"side-by-side", "cache", "gateway", "opcount", "mcp", "modules", "backend", "backend-peers", "unique-vars", "subscriptions"}
 	var rows int
 	var table bool
 	for line := range strings.Lines(string(text)) {

@@ -21,6 +21,11 @@
 #                 (./bench, the shipped route with and without `operations off`, alternating) and the meter's Add,
 #                 BENCH_OPCOUNT_COUNT rounds (8), paired round by round (bench/opcount.sh; ≈ 3 min); its row of
 #                 BENCHMARKS.md by hand
+#   mcp           a stateless MCP 2026-07-28 tools/call beside a 2025 session call (docs/design.md D84):
+#                 BenchmarkMCPEras (./modules/mcp, the two eras' calls in alternating pairs through one chain,
+#                 BENCH_MCP_PAIRS pairs (20000) in BENCH_MCP_ROUNDS rounds (8)), then civic_mcp's handler alone
+#                 and the whole chain refusing a call from its headers, -count BENCH_MCP_COUNT (5)
+#                 (bench/mcp.sh; ≈ 2 min); its row of BENCHMARKS.md by hand
 #   modules       every module's Go benchmarks, ./modules/... (-count 5)
 #   backend       recordsd latency over 1M bills with bench/cmd/recordsbench (bench/backend.sh); rewrites its rows
 #                 of BENCHMARKS.md; --fresh (or BENCH_FRESH=1) drops and re-seeds its database
@@ -37,7 +42,7 @@
 #                 delivery latency (every receipt and each event's last), engine subscriptions, CPU per message,
 #                 memory per socket, driven by bench/cmd/subsload (bench/subscriptions.sh; ≈ 10 min per buffer)
 #   default       side-by-side, gateway, opcount, unique-vars: what `make bench` runs when BENCH is empty (≈ 16 min)
-#   all           side-by-side, cache, gateway, opcount, unique-vars, subscriptions, modules, backend
+#   all           side-by-side, cache, gateway, opcount, mcp, unique-vars, subscriptions, modules, backend
 #
 # Without arguments the suites come from BENCH (default: default). Each suite's own settings are BENCH_*
 # variables, listed at the top of bench/side-by-side.sh, bench/backend.sh and bench/backend-peers.sh. GO names the go command (go).
@@ -74,9 +79,9 @@ for a in "${args[@]}"; do
 	IFS=', ' read -ra parts <<<"$a"
 	for s in "${parts[@]}"; do
 		case $s in
-		side-by-side | cache | gateway | opcount | modules | backend | backend-peers | unique-vars | subscriptions) suites+=("$s") ;;
+		side-by-side | cache | gateway | opcount | mcp | modules | backend | backend-peers | unique-vars | subscriptions) suites+=("$s") ;;
 		default) suites+=(side-by-side gateway opcount unique-vars) ;;
-		all) suites+=(side-by-side cache gateway opcount unique-vars subscriptions modules backend) ;;
+		all) suites+=(side-by-side cache gateway opcount mcp unique-vars subscriptions modules backend) ;;
 		*) log "unknown suite \"$s\""; usage ;;
 		esac
 	done
@@ -93,6 +98,7 @@ suite_cmd() {
 	cache) cmd=(bash bench/cache.sh) ;;
 	gateway) cmd=("$GO" test -run '^$' -bench . -benchmem -count 3 ./bench ./modules/auth ./modules/ratelimit ./modules/ratelimit/usage ./modules/gqlguard) ;;
 	opcount) cmd=(bash bench/opcount.sh) ;;
+	mcp) cmd=(bash bench/mcp.sh) ;;
 	modules) cmd=("$GO" test -run '^$' -bench . -benchmem -count 5 ./modules/...) ;;
 	backend) cmd=(bash bench/backend.sh "${backend_args[@]}") ;;
 	backend-peers) cmd=(bash bench/backend-peers.sh "${backend_args[@]}") ;;

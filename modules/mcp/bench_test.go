@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -95,10 +96,18 @@ http://localhost:%[2]d {
 }
 `, adminPort, port, keysFile, testSecret, libraryTools, librarySchema, guardFamilies, maxSessions)
 	caddytest.NewTester(tb).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort}).InitServer(cfg, "caddyfile")
-	app, err := caddy.ActiveContext().App("http")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	// The loaded configuration becomes the active context after the admin
+	// API answered the load: until then ActiveContext is the zero Context.
+	var app any
+	testenv.Eventually(tb, 10*time.Second, "the chain's configuration is active", func() error {
+		ctx := caddy.ActiveContext()
+		if ctx.Context == nil {
+			return errors.New("no active configuration")
+		}
+		var err error
+		app, err = ctx.App("http")
+		return err
+	})
 	for _, s := range app.(*caddyhttp.App).Servers {
 		return &chain{srv: s, key: iss.Key, readerKey: reader.Key, tinyKey: tiny.Key}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
@@ -214,27 +215,46 @@ func encodeCallAnswer(id jsonrpc.ID, res *mcpsdk.CallToolResult, rpcErr error, c
 	if rpcErr != nil {
 		return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: rpcErr})
 	}
+	return encodeResult(id, res, nil, complete)
+}
+
+// encodeResult is encodeCallAnswer of a result, first (when not empty)
+// written as the result's first members, a comma after them: the envelope,
+// the id and the result are encoded into one buffer, sized for a small
+// answer, with no copy between them (docs/design.md D84).
+func encodeResult(id jsonrpc.ID, res *mcpsdk.CallToolResult, first []byte, complete bool) ([]byte, error) {
 	if res.Content == nil { // as the SDK's callTool: "content" is never null
 		r := *res
 		r.Content = []mcpsdk.Content{}
 		res = &r
 	}
-	idJSON, err := marshalUnescaped(id.Raw())
-	if err != nil {
+	var buf bytes.Buffer
+	buf.Grow(1024 + len(first))
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	if n, ok := id.Raw().(int64); ok { // as json.Marshal writes an int64
+		var digits [20]byte
+		buf.Write(strconv.AppendInt(digits[:0], n, 10))
+	} else {
+		idJSON, err := marshalUnescaped(id.Raw())
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(idJSON)
+	}
+	buf.WriteString(`,"result":`)
+	open := buf.Len() // the result's '{'
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
 		return nil, err
 	}
-	result, err := marshalUnescaped(res)
-	if err != nil {
-		return nil, err
+	data := bytes.TrimRight(buf.Bytes(), "\n")
+	if len(first) > 0 { // a result is an object: '{' starts it
+		data = slices.Insert(data, open+1, first...)
 	}
-	if complete { // a result is an object: '}' ends it
-		result = append(result[:len(result)-1:len(result)-1], `,"resultType":"complete"}`...)
+	if complete { // '}' ends it
+		data = append(data[:len(data)-1], `,"resultType":"complete"}`...)
 	}
-	data := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(idJSON)+len(result))
-	data = append(data, `{"jsonrpc":"2.0","id":`...)
-	data = append(data, idJSON...)
-	data = append(data, `,"result":`...)
-	data = append(data, result...)
 	return append(data, '}'), nil
 }
 

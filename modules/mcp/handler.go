@@ -62,6 +62,7 @@ type Handler struct {
 	// itself, one server per tier (modern.go).
 	stateless *mcpsdk.StreamableHTTPHandler
 	tiers     *tierServers
+	families  *familySets                 // each caller's families joined once (modern.go)
 	listens   *listenTable                // open subscriptions/listen streams (listen.go)
 	messages  caddyhttp.MiddlewareHandler // civic_rate_limit at MessageRate
 	impl      *mcpsdk.Implementation
@@ -122,6 +123,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	})
 	h.listens = newListenTable(h.MaxSessions, h.MaxSessionsPerKey)
 	h.tiers = &tierServers{m: map[string]*mcpsdk.Server{}}
+	h.families = &familySets{m: map[string]string{}}
 	h.stateless = mcpsdk.NewStreamableHTTPHandler(statelessServerOf, &mcpsdk.StreamableHTTPOptions{
 		Stateless:                    true,
 		JSONResponse:                 true, // one answer per POST: no stream to hold

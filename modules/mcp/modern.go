@@ -148,7 +148,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 			return
 		}
 	}
-	families := strings.Join(caller.Families, ",")
+	families := h.families.csv(caller.Families)
 	h.listens.seen(caller.KeyID, families) // a tier change reaches the key's open streams (listen.go)
 	if method == methodToolCall {
 		// The tier is checked against the tool the header names before a
@@ -157,8 +157,9 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 			if !t.Entitled(families) {
 				h.metrics.refusals.WithLabelValues(refusedNotEntitled).Inc()
 				h.metrics.calls.WithLabelValues(callNotEntitled).Inc()
-				w.Header()[contract.HeaderRefusedFamily] = []string{t.Family}
-				contract.WriteJSON(w, http.StatusForbidden, notEntitledBody(t.Family))
+				refusal := notEntitledRefusal(t.Family)
+				w.Header()[contract.HeaderRefusedFamily] = refusal.family
+				sharedWriter.Write(w, http.StatusForbidden, refusal.body)
 				return
 			}
 			// The API rate is charged from the headers by civic_rate_limit
@@ -211,20 +212,70 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 	h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tierKey{}, h.tierServer(families))))
 }
 
-// notEntitledBody is the modern deferredRefusal of a call of a tool of family,
-// encoded once per family (the deferredRefusal from the headers is the cheap path).
-func notEntitledBody(family string) []byte {
-	if b, ok := notEntitledBodies.Load(family); ok {
-		return b.([]byte)
+// headerRefusal is the modern refusal of a call of a tool of one family from
+// the headers, made once per family: the refusal from the headers is the
+// cheap path (docs/design.md D84).
+type headerRefusal struct {
+	body   []byte
+	family []string // Civic-Refused-Family's value: shared, capacity 1
+}
+
+// notEntitledRefusal is the modern refusal of a call of a tool of family.
+func notEntitledRefusal(family string) *headerRefusal {
+	if v, ok := notEntitledRefusals.Load(family); ok {
+		return v.(*headerRefusal)
 	}
 	e := rpcError{JSONRPC: "2.0"} // no id: the body is not read
 	e.Error.Code, e.Error.Message, e.Error.Data = codeModernNotEntitled, contract.MsgNotEntitled, map[string]string{"refusedFamily": family}
 	b, _ := json.Marshal(&e) // strings only
-	notEntitledBodies.Store(family, b)
-	return b
+	v, _ := notEntitledRefusals.LoadOrStore(family, &headerRefusal{body: b, family: []string{family}[:1:1]})
+	return v.(*headerRefusal)
 }
 
-var notEntitledBodies sync.Map // family → []byte
+var notEntitledRefusals sync.Map // family → *headerRefusal
+
+// sharedWriter writes civic_mcp's answers on the per-call paths with the
+// shared, read-only Content-Type value (contract.JSONWriter.SharedValues).
+var sharedWriter = contract.JSONWriter{SharedValues: true}
+
+// familySets holds the comma-separated form of each family set callers
+// have (what Tool.Entitled and the tier servers take), so that a modern
+// request joins its caller's families without an allocation.
+type familySets struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+// csv is families comma-separated.
+func (f *familySets) csv(families []string) string {
+	switch len(families) {
+	case 0:
+		return ""
+	case 1:
+		return families[0]
+	}
+	var buf [256]byte
+	b := buf[:0]
+	for i, fam := range families {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, fam...)
+	}
+	f.mu.RLock()
+	s, ok := f.m[string(b)]
+	f.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.m) < maxTierServers { // as many as the tier servers kept
+		f.m[s] = s
+	}
+	return s
+}
 
 // readMessage reads a POST's body and its head (transport.go's checks: size,
 // batches, the method rule), or answers why not.
@@ -243,27 +294,45 @@ type deferredRefusal func(http.ResponseWriter)
 
 // checkMessage reads a POST's body and its head, or returns the deferredRefusal.
 func (h *Handler) checkMessage(r *http.Request) ([]byte, rpcHead, deferredRefusal) {
+	body, refused := h.checkBody(r)
+	if refused != nil {
+		return nil, rpcHead{}, refused
+	}
+	head, refused := h.checkHead(body)
+	if refused != nil {
+		return nil, rpcHead{}, refused
+	}
+	return body, head, nil
+}
+
+// checkBody reads a POST's body: within MaxMessage, not a batch.
+func (h *Handler) checkBody(r *http.Request) ([]byte, deferredRefusal) {
 	body, err := readBody(r, h.MaxMessage)
 	if errors.Is(err, errTooLarge) {
-		return nil, rpcHead{}, func(w http.ResponseWriter) {
+		return nil, func(w http.ResponseWriter) {
 			h.metrics.refusals.WithLabelValues(refusedTooLarge).Inc()
 			contract.WriteJSON(w, http.StatusRequestEntityTooLarge, contract.BodyTooLarge)
 		}
 	}
 	if err != nil {
-		return nil, rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body could not be read")
+		return nil, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body could not be read")
 	}
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-		return nil, rpcHead{}, h.refusing(refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
+		return nil, h.refusing(refusedBatch, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not accepted (MCP 2025-06-18 and later)")
 	}
+	return body, nil
+}
+
+// checkHead reads a message's head (readHead), or returns the deferredRefusal.
+func (h *Handler) checkHead(body []byte) (rpcHead, deferredRefusal) {
 	head, err := readHead(body)
 	switch {
 	case errors.Is(err, errAmbiguousMember):
-		return nil, rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid Request: "+err.Error())
+		return rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid Request: "+err.Error())
 	case err != nil:
-		return nil, rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
+		return rpcHead{}, h.refusing(refusedBadRequest, http.StatusBadRequest, nil, codeParseError, "The request body is not a JSON-RPC message")
 	}
-	return body, head, nil
+	return head, nil
 }
 
 // refusing is h.refuse, to be written later.

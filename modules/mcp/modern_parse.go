@@ -43,6 +43,34 @@ func parseModernCall(body []byte) (modernCallMessage, *jsonrpc.Error) {
 	return c.checkParams(msg.Params)
 }
 
+// parseModernMessage is readHead and parseModernCall in one decode of the
+// body, for a message both would read without an error of their own (every
+// call a client sends): nested within the SDK's bound, decoded without a
+// type error with params present, its id and method members plain. Then
+// head and c (or rpcErr) are what the two would have returned, the decode
+// of each member the same; ok false says nothing was decided, and the two
+// must read the body (docs/design.md D84).
+func parseModernMessage(body []byte) (head rpcHead, c modernCallMessage, rpcErr *jsonrpc.Error, ok bool) {
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  *modernParams   `json:"params"`
+	}
+	if nestedDeeper(body, maxNesting) || json.Unmarshal(body, &msg) != nil || msg.Params == nil || !routedMembersPlain(body) {
+		return rpcHead{}, c, nil, false
+	}
+	head = rpcHead{ID: msg.ID, Method: msg.Method}
+	if id, valid := modernID(msg.ID); valid {
+		c.id = id
+	}
+	if !c.id.IsValid() || msg.JSONRPC != "2.0" {
+		return head, c, &jsonrpc.Error{Code: codeInvalidRequest, Message: "Invalid Request"}, true
+	}
+	c, rpcErr = c.checkParams(msg.Params)
+	return head, c, rpcErr, true
+}
+
 // modernParams are a modern tools/call's params as read.
 type modernParams struct {
 	Name      *string         `json:"name"`
@@ -107,6 +135,9 @@ func parseModernCallChecked(body []byte) (modernCallMessage, *jsonrpc.Error) {
 
 // modernID is a request id: a JSON string or number (jsonrpc.MakeID's).
 func modernID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	if id, ok := plainID(raw); ok { // the same ID, without decoding into an any
+		return id, true
+	}
 	var v any
 	if len(raw) == 0 || (raw[0] != '"' && raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &v) != nil {
 		return jsonrpc.ID{}, false

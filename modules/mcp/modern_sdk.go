@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -9,8 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/civicgate/civicgate/modules/contract"
 )
 
 // writeModernAnswer writes the response to a call: an error, or the result
@@ -23,13 +20,9 @@ func writeModernAnswer(w http.ResponseWriter, status int, id jsonrpc.ID, res *mc
 	if rpcErr != nil || res == nil {
 		data, err = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: rpcErr})
 	} else if len(res.Meta) == 0 && impl != nil {
-		data, err = encodeCallAnswer(id, res, nil, true)
-		if err == nil { // _meta is CallToolResult's first member
-			var info []byte
-			if info, err = serverInfoMember(impl); err == nil {
-				i := bytes.Index(data, []byte(`"result":{`)) + len(`"result":{`)
-				data = slices.Concat(data[:i], info, data[i:])
-			}
+		var info []byte // _meta is CallToolResult's first member
+		if info, err = serverInfoMember(impl); err == nil {
+			data, err = encodeResult(id, res, info, true)
 		}
 	} else {
 		r := *res
@@ -47,7 +40,7 @@ func writeModernAnswer(w http.ResponseWriter, status int, id jsonrpc.ID, res *mc
 		status, data = http.StatusInternalServerError, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}`)
 	}
 	w.Header()["Cache-Control"] = noCache
-	contract.WriteJSON(w, status, data)
+	sharedWriter.Write(w, status, data)
 }
 
 // serverInfoMember is `"_meta":{"…/serverInfo":impl},` as the SDK writes

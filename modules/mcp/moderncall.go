@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,7 +47,7 @@ type lazyCall struct {
 	// bad argument's tool error), else gql is the GraphQL request.
 	refused deferredRefusal
 	result  *mcpsdk.CallToolResult
-	gql     strings.Reader
+	gql     bytes.Reader
 }
 
 // errCallRefused is what the route reads from a call whose body failed its
@@ -73,11 +74,21 @@ func (b *lazyCall) Close() error { return nil }
 func (b *lazyCall) decode() {
 	b.read = true
 	h := b.h
-	body, head, refused := h.checkMessage(b.r)
-	switch {
-	case refused != nil:
+	body, refused := h.checkBody(b.r)
+	if refused != nil {
 		b.refused = refused
 		return
+	}
+	// One decode reads the head and the call together (every well-formed
+	// call); anything else is read as before, the head first.
+	head, c, rpcErr, parsed := parseModernMessage(body)
+	if !parsed {
+		if head, refused = h.checkHead(body); refused != nil {
+			b.refused = refused
+			return
+		}
+	}
+	switch {
 	case len(head.ID) == 0 || string(head.ID) == "null":
 		if head.Method != "" && head.Method != methodToolCall {
 			b.refused = h.refusing(refusedHeaderMismatch, http.StatusBadRequest, nil, codeHeaderMismatch,
@@ -91,7 +102,9 @@ func (b *lazyCall) decode() {
 			"Header mismatch: the Mcp-Method header does not match the body's method")
 		return
 	}
-	c, rpcErr := parseModernCall(body)
+	if !parsed {
+		c, rpcErr = parseModernCall(body)
+	}
 	b.c = c
 	if rpcErr != nil {
 		b.refused = func(w http.ResponseWriter) {
@@ -100,14 +113,13 @@ func (b *lazyCall) decode() {
 		}
 		return
 	}
-	idJSON, _ := json.Marshal(c.id.Raw())
 	switch {
 	case c.version != versionModern:
-		b.refused = h.refusing(refusedHeaderMismatch, http.StatusBadRequest, idJSON, codeHeaderMismatch,
+		b.refused = h.refusing(refusedHeaderMismatch, http.StatusBadRequest, idJSON(c.id), codeHeaderMismatch,
 			"Header mismatch: the MCP-Protocol-Version header does not match _meta's "+metaVersion)
 		return
 	case c.name != b.name:
-		b.refused = h.refusing(refusedHeaderMismatch, http.StatusBadRequest, idJSON, codeHeaderMismatch,
+		b.refused = h.refusing(refusedHeaderMismatch, http.StatusBadRequest, idJSON(c.id), codeHeaderMismatch,
 			"Header mismatch: the Mcp-Name header does not match the body's params.name")
 		return
 	}
@@ -117,7 +129,13 @@ func (b *lazyCall) decode() {
 		b.result = toolError(err.Error())
 		return
 	}
-	b.gql.Reset(string(gql))
+	b.gql.Reset(gql) // tool.Request's own bytes: nothing else holds them
+}
+
+// idJSON is a parsed call's id as JSON (for a refusal that names it).
+func idJSON(id jsonrpc.ID) json.RawMessage {
+	b, _ := json.Marshal(id.Raw())
+	return b
 }
 
 // accepted answers a notification.
@@ -175,12 +193,11 @@ func (h *Handler) unknownToolCall(w http.ResponseWriter, body []byte, name strin
 		writeModernAnswer(w, http.StatusBadRequest, c.id, nil, rpcErr, nil)
 		return
 	}
-	idJSON, _ := json.Marshal(c.id.Raw())
 	switch {
 	case c.version != versionModern:
-		h.refuseMismatch(w, idJSON, "the MCP-Protocol-Version header does not match _meta's "+metaVersion)
+		h.refuseMismatch(w, idJSON(c.id), "the MCP-Protocol-Version header does not match _meta's "+metaVersion)
 	case c.name != name:
-		h.refuseMismatch(w, idJSON, "the Mcp-Name header does not match the body's params.name")
+		h.refuseMismatch(w, idJSON(c.id), "the Mcp-Name header does not match the body's params.name")
 	default:
 		writeModernAnswer(w, http.StatusOK, c.id, nil, &jsonrpc.Error{Code: codeInvalidParams, Message: "unknown tool"}, nil)
 	}

@@ -104,7 +104,9 @@ func (h *Handler) refuse(w http.ResponseWriter, reason string, status int, id js
 // checkHeaders refuses a request the SDK would refuse for its headers.
 func (h *Handler) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method == http.MethodPost {
-		if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		// "application/json" as sent is what the parse would accept; only
+		// another spelling is parsed (its map of parameters allocates).
+		if ct := r.Header["Content-Type"]; (len(ct) == 0 || ct[0] != "application/json") && !jsonMediaType(r.Header.Get("Content-Type")) {
 			h.refuse(w, refusedBadRequest, http.StatusUnsupportedMediaType, nil, codeBadRequest, "Content-Type must be application/json")
 			return false
 		}
@@ -129,6 +131,12 @@ func (h *Handler) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// jsonMediaType reports whether a Content-Type is application/json.
+func jsonMediaType(v string) bool {
+	ct, _, err := mime.ParseMediaType(v)
+	return err == nil && ct == "application/json"
+}
+
 // truncate cuts s to at most n bytes (a value echoed to its sender).
 func truncate(s string, n int) string {
 	if len(s) > n {
@@ -140,7 +148,7 @@ func truncate(s string, n int) string {
 // accepts reads Accept as the SDK does (streamableAccepts).
 func accepts(values []string) (json, stream bool) {
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for part := range strings.SplitSeq(v, ",") { // as strings.Split, without its slice
 			base, _, _ := strings.Cut(part, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
