@@ -83,7 +83,8 @@ staticcheck:
 ## bench: every benchmark, through its one entry point bench/run.sh (today's figures: BENCHMARKS.md; every run's report:
 ## docs/benchmarks-log.md, both written by bench/report.sh). BENCH picks the suites, space- or comma-separated:
 ## side-by-side (gateway vs bare Caddy vs recordsd direct), gateway (the gateway's Go benchmarks: handler chain, auth, rate limit, guard),
-## opcount (what counting each request's operation adds, paired with the same route without it), modules (every
+## opcount (what counting each request's operation adds, paired with the same route without it), mcp (a stateless
+## MCP tools/call paired with a session call, and a refusal from the headers), modules (every
 ## module's Go benchmarks), backend (recordsd over 1M bills; BENCH_FRESH=1 re-seeds), all. Empty: side-by-side,
 ## gateway, opcount, unique-vars. `bench/run.sh --help` lists the suites and their BENCH_* settings.
 BENCH ?=
