@@ -24,9 +24,9 @@ import (
 // TestMCPConformance runs the official MCP conformance runner
 // (@modelcontextprotocol/conformance, pinned with the Node.js 22 it needs
 // in e2e/mcp-conformance/package-lock.json; docs/design.md D85) against
-// the built gateway's /v1/mcp: every server scenario of the runner's
-// active suite for revision 2025-11-25 (sessions, D50) and for 2026-07-28
-// (stateless, D80). A scenario that cannot apply to a gateway whose tools
+// the built gateway's /v1/mcp: every server scenario the runner lists for
+// revision 2025-11-25 (sessions, D50) and for 2026-07-28 (stateless, D80),
+// the revision's pending ones included. A scenario that cannot apply to a gateway whose tools
 // are a manifest's GraphQL operations is in that revision's baseline,
 // e2e/mcp-conformance/baseline-<revision>.yaml, with its reason; the runner
 // exits non-zero on a failure not in the baseline and on a baseline entry
@@ -47,8 +47,8 @@ func TestMCPConformance(t *testing.T) {
 			}
 			out := t.TempDir()
 			for _, scenario := range scenarios {
-				// A key per scenario: the runner's client never ends its
-				// sessions (no DELETE), and the shipped routes cap a key's
+				// A key per scenario: the runner's client does not always
+				// end its sessions (DELETE), and the shipped routes cap a key's
 				// open sessions at 10 (max_sessions_per_key, docs/mcp.md).
 				// An organization each (one holds at most 2 live keys);
 				// enterprise (1000 requests a minute): within the key's rate.
