@@ -11,8 +11,8 @@ import (
 	"github.com/civicgate/civicgate/internal/testkit/stack"
 )
 
-// npmInstall copies e2e/<folder> (package.json, its lock and the *.mjs
-// scripts) into a directory of the test's own and installs the locked
+// npmInstall copies e2e/<folder> (package.json, its lock, the *.mjs
+// scripts and the *.yaml files they read) into a directory of the test's own and installs the locked
 // packages there with `npm ci`: node or npm missing, or npm failing, fails
 // the test (what names the packages it installs), never skips it.
 func npmInstall(t *testing.T, folder, what string) string {
@@ -24,7 +24,8 @@ func npmInstall(t *testing.T, folder, what string) string {
 	}
 	src := filepath.Join(stack.RepoRoot(t), "e2e", folder)
 	files, err := filepath.Glob(filepath.Join(src, "*.mjs"))
-	if err != nil || len(files) == 0 {
+	yamls, _ := filepath.Glob(filepath.Join(src, "*.yaml"))
+	if files = append(files, yamls...); err != nil || len(files) == 0 {
 		t.Fatalf("no scripts in %s: %v", src, err)
 	}
 	files = append(files, filepath.Join(src, "package.json"), filepath.Join(src, "package-lock.json"))

@@ -139,7 +139,7 @@ func TestRefusalsAreJSON(t *testing.T) {
 		"too large":       {"POST", reader.Key, big, mcpHeaders(sid), 413, `{"errors":[{"message":"Request body too large"}]}`},
 		"not JSON":        {"POST", reader.Key, `{"jsonrpc":`, mcpHeaders(sid), 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"The request body is not a JSON-RPC message"}}`},
 		"no session":      {"POST", reader.Key, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, mcpHeaders(""), 400, `{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"Mcp-Session-Id header is required: send initialize first"}}`},
-		"version":         {"POST", reader.Key, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, with(mcpHeaders(sid), "Mcp-Protocol-Version", "2024-11-05"), 400, `{"jsonrpc":"2.0","error":{"code":-32022,"message":"Unsupported protocol version","data":{"requested":"2024-11-05","supported":["2026-07-28","2025-11-25","2025-06-18"]}}}`},
+		"version":         {"POST", reader.Key, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, with(mcpHeaders(sid), "Mcp-Protocol-Version", "2024-11-05"), 400, `{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"requested":"2024-11-05","supported":["2026-07-28","2025-11-25","2025-06-18"]}}}`},
 		"content type":    {"POST", reader.Key, initializeBody, with(mcpHeaders(""), "Content-Type", "text/plain"), 415, `"message":"Content-Type must be application/json"`},
 		"accept":          {"POST", reader.Key, initializeBody, with(mcpHeaders(""), "Accept", "application/json"), 406, `"message":"Accept must list application/json and text/event-stream"`},
 		"GET no session":  {"GET", reader.Key, "", map[string]string{"Accept": "text/event-stream"}, 400, `"message":"Mcp-Session-Id header is required"`},

@@ -124,8 +124,17 @@ func (h *Handler) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if v := r.Header.Get(versionHeader); v != "" && !slices.Contains(allVersions, v) {
 		// As 2026-07-28 specifies (a modern client reads the supported
-		// versions from it; a 2025 one sees a 400, as before).
-		h.refuseUnsupportedVersion(w, nil, truncate(v, maxHeaderValue))
+		// versions from it; a 2025 one sees a 400, as before), with the
+		// id of the request when its body, read within max_message, has
+		// one: every error response carries the id of the request it
+		// answers (docs/design.md D85).
+		var id json.RawMessage
+		if body, err := readBody(r, h.MaxMessage); err == nil && r.Method == http.MethodPost {
+			if head, err := readHead(body); err == nil && string(head.ID) != "null" {
+				id = head.ID
+			}
+		}
+		h.refuseUnsupportedVersion(w, id, truncate(v, maxHeaderValue))
 		return false
 	}
 	return true
