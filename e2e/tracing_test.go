@@ -127,7 +127,10 @@ func TestTraceAcrossGatewayAndRecordsd(t *testing.T) {
 			t.Errorf("%s: parent %s, want the gateway span %s", name, sp.ParentSpanID, gw.SpanID)
 		}
 	}
-	if rl := spanNamed(spans, gw.TraceID, "civic_rate_limit", gw.Service); rl.Attrs["civicgate.ratelimit.decision"] != "admitted" {
+	// The request was admitted: by Redis, or (a call that missed the store
+	// timeout on a loaded machine) by the in-memory fallback, which the span
+	// says as such (modules/ratelimit/tracing.go).
+	if rl := spanNamed(spans, gw.TraceID, "civic_rate_limit", gw.Service); rl.Attrs["civicgate.ratelimit.decision"] != "admitted" && rl.Attrs["civicgate.ratelimit.decision"] != "fallback" {
 		t.Errorf("civic_rate_limit attributes: %v", rl.Attrs)
 	}
 	auth := spanNamed(spans, gw.TraceID, "civic_auth", gw.Service)
