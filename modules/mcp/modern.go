@@ -77,6 +77,14 @@ var removedMethods = map[string]bool{
 	"resources/unsubscribe": true, "notifications/initialized": true, "notifications/roots/list_changed": true,
 }
 
+// modernMethods are what the go-sdk's stateless server answers for a modern
+// request: those of the capabilities server/discover declares (tools) and
+// discovery itself. prompts/*, resources/* and completion/complete, which
+// the SDK would answer with empty results though no capability declares
+// them, are -32601 like any method the server lacks (docs/design.md D85).
+// tools/call and subscriptions/listen are answered before.
+var modernMethods = map[string]bool{methodDiscover: true, "tools/list": true}
+
 // namedMethods carry Mcp-Name (params.name or params.uri).
 var namedMethods = map[string]bool{methodToolCall: true, "resources/read": true, "prompts/get": true}
 
@@ -203,7 +211,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, next caddy
 	case method == methodListen:
 		h.serveListen(w, r, q, caller, body, listenID(head.ID), families)
 		return
-	case method != methodDiscover && !serverMethods[method]:
+	case !modernMethods[method]:
 		h.refuse(w, refusedBadRequest, http.StatusNotFound, head.ID, codeMethodNotFound, "Method not found")
 		return
 	}

@@ -183,12 +183,16 @@ func TestModernRefusals(t *testing.T) {
 		"initialize":             {"POST", modernBody("8", "initialize", ""), modernHeaders("initialize", ""), 404, `"code":-32601,"message":"Method not found: initialize was removed in MCP 2026-07-28"`},
 		"logging/setLevel":       {"POST", modernBody("8", "logging/setLevel", `"level":"info"`), modernHeaders("logging/setLevel", ""), 404, `"code":-32601`},
 		"unknown method":         {"POST", modernBody("9", "tools/destroy", ""), modernHeaders("tools/destroy", ""), 404, `{"jsonrpc":"2.0","id":9,"error":{"code":-32601,"message":"Method not found"}}`},
-		"listen, _meta 2025":     {"POST", strings.Replace(modernBody("9", methodListen, ""), `"2026-07-28"`, `"2025-11-25"`, 1), modernHeaders(methodListen, ""), 400, `"code":-32020`},
-		"GET":                    {"GET", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
-		"DELETE":                 {"DELETE", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
-		"not entitled":           {"POST", modernBody("3", "tools/call", `"name":"member_loans"`), modernHeaders("tools/call", "member_loans"), 403, `{"jsonrpc":"2.0","error":{"code":-31030,"message":"Tier not entitled to this endpoint family","data":{"refusedFamily":"loans"}}}`},
-		"unknown tool":           {"POST", modernBody("4", "tools/call", `"name":"nope"`), modernHeaders("tools/call", "nope"), 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown tool"}}`},
-		"notification":           {"POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, modernHeaders("notifications/cancelled", ""), 202, ``},
+		// No capability server/discover declares: refused, not answered empty by the SDK.
+		"prompts/list":        {"POST", modernBody("10", "prompts/list", ""), modernHeaders("prompts/list", ""), 404, `{"jsonrpc":"2.0","id":10,"error":{"code":-32601,"message":"Method not found"}}`},
+		"resources/list":      {"POST", modernBody("11", "resources/list", ""), modernHeaders("resources/list", ""), 404, `{"jsonrpc":"2.0","id":11,"error":{"code":-32601,"message":"Method not found"}}`},
+		"completion/complete": {"POST", modernBody("12", "completion/complete", ""), modernHeaders("completion/complete", ""), 404, `"code":-32601`},
+		"listen, _meta 2025":  {"POST", strings.Replace(modernBody("9", methodListen, ""), `"2026-07-28"`, `"2025-11-25"`, 1), modernHeaders(methodListen, ""), 400, `"code":-32020`},
+		"GET":                 {"GET", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
+		"DELETE":              {"DELETE", "", modernHeaders("", ""), 405, `{"error":"Method Not Allowed"}`},
+		"not entitled":        {"POST", modernBody("3", "tools/call", `"name":"member_loans"`), modernHeaders("tools/call", "member_loans"), 403, `{"jsonrpc":"2.0","error":{"code":-31030,"message":"Tier not entitled to this endpoint family","data":{"refusedFamily":"loans"}}}`},
+		"unknown tool":        {"POST", modernBody("4", "tools/call", `"name":"nope"`), modernHeaders("tools/call", "nope"), 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown tool"}}`},
+		"notification":        {"POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, modernHeaders("notifications/cancelled", ""), 202, ``},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := g.send(t, c.method, "/v1/mcp", reader.Key, []byte(c.body), c.hdr)
