@@ -17,6 +17,11 @@ import (
 // the test (what names the packages it installs), never skips it.
 func npmInstall(t *testing.T, folder, what string) string {
 	t.Helper()
+	// npm ci takes seconds to minutes, for tests that then need the whole
+	// stack: make check's -short tier leaves them to make test.
+	if testing.Short() {
+		t.Skip("installs npm packages for a whole-stack test: run by make test, skipped by make check (-short)")
+	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed: %s need Node.js 20 or later and npm", tool, what)

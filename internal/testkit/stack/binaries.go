@@ -57,6 +57,12 @@ func (b *Binaries) BuildCivicgate(t testing.TB) {
 
 func (b *Binaries) build(t testing.TB, names ...string) {
 	t.Helper()
+	// Compiling the binaries (with -race under make test) is the whole-stack
+	// tier's cost, tens of seconds after any change: make check's -short tier
+	// leaves it, and every test that needs the binaries, to make test.
+	if testing.Short() {
+		t.Skip("needs the built civicgate and recordsd binaries: run by make test, skipped by make check (-short)")
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.Dir == "" {
