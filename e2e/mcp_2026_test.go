@@ -257,33 +257,13 @@ func TestMCP2026ListenRevokedEverywhere(t *testing.T) {
 			s.CheckLogs(t, key)
 		}
 	}()
-	const listen = `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	ended := make(chan time.Time, len(f.gateways))
 	for _, s := range f.gateways {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.HTTPSURL+"/v1/mcp", strings.NewReader(listen))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range map[string]string{"Authorization": "Bearer " + key, "Content-Type": "application/json",
-			"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := s.Client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		buf := make([]byte, 4096)
-		if n, _ := resp.Body.Read(buf); resp.StatusCode != http.StatusOK || !bytes.Contains(buf[:n], []byte("notifications/subscriptions/acknowledged")) {
-			t.Fatalf("listen: %d %s", resp.StatusCode, buf[:n])
-		}
+		sc := openListen(t, s, key)
 		go func() {
-			for {
-				if _, err := resp.Body.Read(buf); err != nil {
-					ended <- time.Now()
-					return
-				}
+			for sc.Scan() {
 			}
+			ended <- time.Now()
 		}()
 	}
 	revoked := time.Now()

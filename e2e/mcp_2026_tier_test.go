@@ -32,33 +32,9 @@ func TestMCP2026ListenTierEverywhere(t *testing.T) {
 	if free, paid := toolsOfTier(t, a.Root, "free"), toolsOfTier(t, a.Root, "paid_beta"); slices.Equal(free, paid) {
 		t.Fatalf("free and paid_beta list the same tools %v: the test needs tiers that differ", free)
 	}
-	const listen = `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	changed := make(chan int, 2*len(f.gateways))
 	for i, s := range f.gateways {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.HTTPSURL+"/v1/mcp", strings.NewReader(listen))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range map[string]string{"Authorization": "Bearer " + key, "Content-Type": "application/json",
-			"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := s.Client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("gateway %d: listen answered %d", i, resp.StatusCode)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		acked := false
-		for !acked && sc.Scan() {
-			acked = strings.Contains(sc.Text(), "notifications/subscriptions/acknowledged")
-		}
-		if !acked {
-			t.Fatalf("gateway %d: the stream ended before its acknowledgement: %v", i, sc.Err())
-		}
+		sc := openListen(t, s, key)
 		go func() {
 			for sc.Scan() {
 				if line := sc.Text(); strings.HasPrefix(line, "data: ") && strings.Contains(line, `"notifications/tools/list_changed"`) {
@@ -96,4 +72,37 @@ func TestMCP2026ListenTierEverywhere(t *testing.T) {
 			t.Errorf("gateway %d lists %v after the tier change, want paid_beta's %v", i, names, want)
 		}
 	}
+}
+
+// openListen opens a 2026-07-28 subscriptions/listen stream ("id":"l",
+// toolsListChanged asked) of key on gateway s and returns its lines once
+// the stream acknowledged it; the stream closes with the test.
+func openListen(t *testing.T, s *stack.Stack, key string) *bufio.Scanner {
+	t.Helper()
+	const listen = `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.HTTPSURL+"/v1/mcp", strings.NewReader(listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"Authorization": "Bearer " + key, "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: listen answered %d", s.HTTPSURL, resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	acked := false
+	for !acked && sc.Scan() {
+		acked = strings.Contains(sc.Text(), "notifications/subscriptions/acknowledged")
+	}
+	if !acked {
+		t.Fatalf("%s: the stream ended before its acknowledgement: %v", s.HTTPSURL, sc.Err())
+	}
+	return sc
 }
