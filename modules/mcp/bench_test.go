@@ -289,31 +289,26 @@ func BenchmarkModernToolsCall(b *testing.B) {
 // BenchmarkModernOverRate: a 2026-07-28 call over the key's API rate,
 // refused by civic_rate_limit before the body is read (moderncall.go).
 func BenchmarkModernOverRate(b *testing.B) {
-	c := startChain(b, 10)
-	w := &recorder{h: http.Header{}}
-	run(b, func() int {
-		r := httptest.NewRequest(http.MethodPost, "/v1/mcp", bytes.NewReader(modernCallBody))
-		c.modern(r, c.tinyKey, "tools/call", "get_book")
-		w.reset()
-		c.srv.ServeHTTP(w, r)
-		if w.status == http.StatusTooManyRequests {
-			return http.StatusOK
-		}
-		return w.status
-	})
+	benchModernRefusal(b, func(c *chain) string { return c.tinyKey }, "get_book", http.StatusTooManyRequests)
 }
 
 // BenchmarkModernRefusedFromHeaders: a 2026-07-28 call of a tool the tier
 // lacks, refused from Mcp-Name before the body is read (target: 5 µs).
 func BenchmarkModernRefusedFromHeaders(b *testing.B) {
+	benchModernRefusal(b, func(c *chain) string { return c.readerKey }, "member_loans", http.StatusForbidden)
+}
+
+// benchModernRefusal times a 2026-07-28 tools/call of tool with the key
+// keyOf picks, through the whole chain, which must refuse it with status.
+func benchModernRefusal(b *testing.B, keyOf func(*chain) string, tool string, status int) {
 	c := startChain(b, 10)
 	w := &recorder{h: http.Header{}}
 	run(b, func() int {
 		r := httptest.NewRequest(http.MethodPost, "/v1/mcp", bytes.NewReader(modernCallBody))
-		c.modern(r, c.readerKey, "tools/call", "member_loans")
+		c.modern(r, keyOf(c), "tools/call", tool)
 		w.reset()
 		c.srv.ServeHTTP(w, r)
-		if w.status == http.StatusForbidden {
+		if w.status == status {
 			return http.StatusOK
 		}
 		return w.status
