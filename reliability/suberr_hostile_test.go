@@ -1,10 +1,8 @@
 package reliability
 
 import (
-	"bufio"
 	"crypto/sha1" //nolint:gosec // RFC 6455 names SHA-1 for Sec-WebSocket-Accept
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civicgate/civicgate/internal/testkit/wsframe"
 
 	"github.com/civicgate/civicgate/internal/testkit/stack"
 	"github.com/civicgate/civicgate/internal/testkit/testenv"
@@ -144,7 +144,7 @@ func hostileErrorUpstream(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Accept: "+base64.StdEncoding.EncodeToString(sum[:])+"\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n")
 	for {
-		payload, err := readMaskedFrame(brw.Reader)
+		payload, err := wsframe.ReadClientFrame(brw.Reader)
 		if err != nil {
 			return
 		}
@@ -179,37 +179,4 @@ func hostileErrorUpstream(w http.ResponseWriter, r *http.Request) {
 // and a payload under 126 bytes.
 func serverFrame(dst []byte, b0 byte, payload []byte) []byte {
 	return append(append(dst, b0, byte(len(payload))), payload...)
-}
-
-// readMaskedFrame reads one client frame and returns its unmasked payload.
-func readMaskedFrame(br *bufio.Reader) ([]byte, error) {
-	var h [2]byte
-	if _, err := io.ReadFull(br, h[:]); err != nil {
-		return nil, err
-	}
-	n := uint64(h[1] & 0x7F)
-	switch n {
-	case 126:
-		var l [2]byte
-		if _, err := io.ReadFull(br, l[:]); err != nil {
-			return nil, err
-		}
-		n = uint64(binary.BigEndian.Uint16(l[:]))
-	case 127:
-		return nil, fmt.Errorf("client frame too large")
-	}
-	var mask [4]byte
-	if h[1]&0x80 != 0 {
-		if _, err := io.ReadFull(br, mask[:]); err != nil {
-			return nil, err
-		}
-	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(br, p); err != nil {
-		return nil, err
-	}
-	for i := range p {
-		p[i] ^= mask[i%4]
-	}
-	return p, nil
 }

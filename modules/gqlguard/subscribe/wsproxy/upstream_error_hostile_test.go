@@ -1,15 +1,15 @@
 package wsproxy
 
 import (
-	"bufio"
 	"crypto/sha1" //nolint:gosec // RFC 6455 names SHA-1 for Sec-WebSocket-Accept
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/civicgate/civicgate/internal/testkit/wsframe"
 )
 
 // A hostile upstream cannot inflate a subscription's errors (docs/design.md
@@ -62,7 +62,7 @@ func hostileErrorUpstream(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Accept: "+base64.StdEncoding.EncodeToString(sum[:])+"\r\nSec-WebSocket-Protocol: "+Subprotocol+"\r\n\r\n")
 	for {
-		payload, err := readClientFrame(brw.Reader)
+		payload, err := wsframe.ReadClientFrame(brw.Reader)
 		if err != nil {
 			return
 		}
@@ -93,42 +93,4 @@ func hostileErrorUpstream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-}
-
-// readClientFrame reads one masked client frame (whole messages only, as
-// the filter sends them) and returns its unmasked payload.
-func readClientFrame(br *bufio.Reader) ([]byte, error) {
-	var h [2]byte
-	if _, err := io.ReadFull(br, h[:]); err != nil {
-		return nil, err
-	}
-	n := uint64(h[1] & 0x7F)
-	switch n {
-	case 126:
-		var l [2]byte
-		if _, err := io.ReadFull(br, l[:]); err != nil {
-			return nil, err
-		}
-		n = uint64(binary.BigEndian.Uint16(l[:]))
-	case 127:
-		var l [8]byte
-		if _, err := io.ReadFull(br, l[:]); err != nil {
-			return nil, err
-		}
-		n = binary.BigEndian.Uint64(l[:])
-	}
-	var mask [4]byte
-	if h[1]&0x80 != 0 {
-		if _, err := io.ReadFull(br, mask[:]); err != nil {
-			return nil, err
-		}
-	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(br, p); err != nil {
-		return nil, err
-	}
-	for i := range p {
-		p[i] ^= mask[i%4]
-	}
-	return p, nil
 }
